@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configure, build and run the whole attnscope test suite with ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+build=${ATTNSCOPE_BUILD_DIR:-build}
+jobs=${ATTNSCOPE_JOBS:-$(nproc)}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DATTNSCOPE_BUILD_TESTS=ON -DATTNSCOPE_BUILD_EXAMPLES=ON \
+      -DATTNSCOPE_BUILD_TOOLS=ON
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
