@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,13 @@ struct Options {
   std::filesystem::path data_dir = ATTNSCOPE_DATA_DIR;
   std::filesystem::path out_dir = "results";
   bool quick = false;  // --quick: smaller problem sizes (used by tests of the examples themselves)
+  std::map<std::string, std::string> extra;  // any other `--name value` pair, e.g. --capture FILE.npz
+
+  /// Value of an extra option, or `fallback` when it was not given.
+  std::string get(const std::string& name, const std::string& fallback = "") const {
+    const auto it = extra.find(name);
+    return it == extra.end() ? fallback : it->second;
+  }
 };
 
 inline Options parse_options(int argc, char** argv) {
@@ -36,8 +44,10 @@ inline Options parse_options(int argc, char** argv) {
     else if (arg == "--out") options.out_dir = value();
     else if (arg == "--quick") options.quick = true;
     else if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: " << argv[0] << " [--data DIR] [--out DIR] [--quick]\n";
+      std::cout << "usage: " << argv[0] << " [--data DIR] [--out DIR] [--quick] [--NAME VALUE ...]\n";
       std::exit(0);
+    } else if (arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+      options.extra[arg.substr(2)] = value();
     } else throw std::runtime_error("unknown argument " + arg);
   }
   return options;
