@@ -1,0 +1,130 @@
+// attnscope/io/file.hpp — whole-file reading and writing, bounds-checked little-endian byte decoding.
+// Every parser in attnscope::io reads through detail::ByteReader, so that no read can leave the buffer: a short
+// or corrupt input becomes an attnscope::io_error naming the file, the item being read and the byte offset.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "attnscope/core/error.hpp"
+
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__)
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "attnscope::io assumes a little-endian host");
+#endif
+
+namespace attnscope::io {
+
+/// Reads a whole file into memory. Throws attnscope::io_error for a missing file, a directory or a read failure.
+inline std::vector<unsigned char> read_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) detail::throw_io_error("read_file", path, "is a directory");
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) detail::throw_io_error("read_file", path, "cannot open file for reading (missing or unreadable)");
+  stream.seekg(0, std::ios::end);
+  const std::streamoff end = stream.tellg();
+  if (end < 0) detail::throw_io_error("read_file", path, "cannot determine the file size");
+  stream.seekg(0, std::ios::beg);
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(end));
+  if (!bytes.empty() && !stream.read(reinterpret_cast<char*>(bytes.data()), end))
+    detail::throw_io_error("read_file", path, "read failed after ", stream.gcount(), " of ", end, " bytes");
+  return bytes;
+}
+
+/// Writes bytes to a file (created or truncated). Throws attnscope::io_error when the file cannot be written.
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream stream(path, std::ios::binary | std::ios::trunc);
+  if (!stream) detail::throw_io_error("write_file", path, "cannot open file for writing");
+  stream.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  stream.flush();
+  if (!stream) detail::throw_io_error("write_file", path, "write failed (", bytes.size(), " bytes)");
+}
+
+namespace detail {
+
+using attnscope::detail::concat;
+using attnscope::detail::throw_invalid_argument;
+using attnscope::detail::throw_io_error;
+
+/// a·b, or false when the product overflows std::uint64_t.
+inline bool multiply_checked(std::uint64_t a, std::uint64_t b, std::uint64_t& product) {
+  if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) return false;
+  product = a * b;
+  return true;
+}
+
+/// a+b, or false when the sum overflows std::uint64_t.
+inline bool add_checked(std::uint64_t a, std::uint64_t b, std::uint64_t& sum) {
+  if (b > std::numeric_limits<std::uint64_t>::max() - a) return false;
+  sum = a + b;
+  return true;
+}
+
+/// Appends the little-endian bytes of an integer or float value to a byte string.
+template <class T>
+void append_little_endian(std::string& out, T value) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));  // the host is little-endian (static_assert above)
+  out.append(bytes, sizeof(T));
+}
+
+/// Bounds-checked cursor over an in-memory file. Every failure throws attnscope::io_error
+/// "attnscope::<function>: <name>: <what is wrong> (byte offset N)".
+class ByteReader {
+ public:
+  ByteReader(const unsigned char* data, std::size_t size, const char* function, std::string name)
+      : data_(data), size_(size), function_(function), name_(std::move(name)) {
+    if (data_ == nullptr && size_ != 0) fail("null data pointer with size ", size_);
+  }
+
+  std::size_t size() const { return size_; }
+  std::size_t position() const { return position_; }
+  std::size_t remaining() const { return size_ - position_; }
+  const unsigned char* data() const { return data_; }
+  const std::string& name() const { return name_; }
+  const char* function() const { return function_; }
+
+  /// Throws io_error with the file name, the message and the current offset.
+  template <class... Parts>
+  [[noreturn]] void fail(Parts&&... parts) const {
+    throw_io_error(function_, name_, std::forward<Parts>(parts)..., " (byte offset ", position_, ")");
+  }
+
+  /// Moves to an absolute offset ≤ size.
+  void seek(std::uint64_t offset, const char* what) {
+    if (offset > size_) fail(what, " at offset ", offset, " points past the end of the ", size_, "-byte input");
+    position_ = static_cast<std::size_t>(offset);
+  }
+
+  /// Returns a pointer to the next `count` bytes and advances past them.
+  const unsigned char* take(std::uint64_t count, const char* what) {
+    if (count > remaining())
+      fail("truncated: ", what, " needs ", count, " bytes but only ", remaining(), " remain of ", size_);
+    const unsigned char* start = data_ + position_;
+    position_ += static_cast<std::size_t>(count);
+    return start;
+  }
+
+  /// Reads one little-endian value of type T.
+  template <class T>
+  T read(const char* what) {
+    T value;
+    std::memcpy(&value, take(sizeof(T), what), sizeof(T));
+    return value;
+  }
+
+ private:
+  const unsigned char* data_;
+  std::size_t size_;
+  const char* function_;
+  std::string name_;
+  std::size_t position_ = 0;
+};
+
+}  // namespace detail
+}  // namespace attnscope::io
