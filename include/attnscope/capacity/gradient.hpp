@@ -1,0 +1,160 @@
+// attnscope/capacity/gradient.hpp — gradient sensitivity of the normalizer (normalization-limits Lemma 2, Alg. 5,
+// Fig. 4; arXiv:2508.17821): Lemma 2's general Jacobian bound ([derived] form) and the finite-difference estimator
+// g(T, ε) = max over heads of the mean over query rows of ‖softmax((l + εv)/T) − softmax(l/T)‖₂/ε, v a random unit vector.
+// Corollary 3's min{1/(4T), √2} and the true supremum 1/(2T) live in attnscope/normalize/spectral_norm.hpp.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "attnscope/core/check.hpp"
+#include "attnscope/core/error.hpp"
+#include "attnscope/core/random.hpp"
+#include "attnscope/core/types.hpp"
+#include "attnscope/core/visibility.hpp"
+#include "attnscope/normalize/softmax.hpp"
+
+namespace attnscope {
+
+/// Lemma 2 bounds on ‖∇_l α‖₂ for α_i = F(l_i)/S, S = Σ_j F(l_j) ([derived]; the paper's displays are not published).
+struct Lemma2Bound {
+  double tight = 0;  // (max_k |F'_k| + ‖F'‖₂) / S
+  double loose = 0;  // (max_k |F'_k| + ‖F'‖₂) / (L · min_j F_j)
+};
+
+/// Lemma 2 [derived]: ∇_l α = (1/S)(diag(F') − α F'ᵀ), so ‖∇_l α‖₂ <= (max|F'| + ‖F'‖₂)/S <= (max|F'| + ‖F'‖₂)/(L min F).
+/// Inputs: F(l_j) (> 0) and F'(l_j) for one row. O(L). Throws on empty/non-finite input, size mismatch, F <= 0.
+template <class DerivedValues, class DerivedDerivatives>
+Lemma2Bound lemma2_jacobian_bound(const Eigen::MatrixBase<DerivedValues>& map_values,
+                                  const Eigen::MatrixBase<DerivedDerivatives>& map_derivatives) {
+  const char* function = "lemma2_jacobian_bound";
+  detail::require_nonempty(function, map_values);
+  detail::require_finite(function, map_values);
+  detail::require_finite(function, map_derivatives);
+  if (map_values.size() != map_derivatives.size())
+    detail::throw_invalid_argument(function, "F has ", map_values.size(), " values but F' has ",
+                                   map_derivatives.size());
+  const Eigen::ArrayXd values = map_values.template cast<double>().reshaped().array();
+  const Eigen::ArrayXd derivatives = map_derivatives.template cast<double>().reshaped().array();
+  if (!(values.minCoeff() > 0))
+    detail::throw_invalid_argument(function, "F must be positive (Eq. 3), got min F = ", values.minCoeff());
+  const double numerator = derivatives.abs().maxCoeff() + derivatives.matrix().norm();
+  return {numerator / values.sum(), numerator / (static_cast<double>(values.size()) * values.minCoeff())};
+}
+
+namespace detail {
+
+/// ‖softmax((l + εv)/T) − softmax(l/T)‖₂ / ε for one contiguous row (no validation); `scratch` holds 3n doubles.
+inline double finite_difference_ratio(const double* logits, const double* direction, Index n, double temperature,
+                                      double step, std::vector<double>& scratch) {
+  scratch.resize(static_cast<std::size_t>(3 * n));
+  double* shifted = scratch.data();
+  double* base = shifted + n;
+  double* moved = base + n;
+  for (Index j = 0; j < n; ++j) shifted[j] = logits[j] + step * direction[j];  // l' = l + εv (Alg. 5)
+  softmax_row_reference(logits, n, 1 / temperature, base);
+  softmax_row_reference(shifted, n, 1 / temperature, moved);
+  double squares = 0;
+  for (Index j = 0; j < n; ++j) squares += (moved[j] - base[j]) * (moved[j] - base[j]);
+  return std::sqrt(squares) / step;
+}
+
+inline void require_temperature_and_step(const char* function, double temperature, double step) {
+  require_positive(function, "temperature T", temperature);
+  require_positive(function, "step epsilon", step);
+}
+
+}  // namespace detail
+
+/// Finite-difference Jacobian norm along one direction (Alg. 5): ‖softmax((l + εv)/T) − softmax(l/T)‖₂/ε with v
+/// normalized to unit length; → ‖J v‖₂ as ε → 0, J = (1/T)(diag α − ααᵀ). O(L). Throws on empty/non-finite input,
+/// size mismatch, zero direction, T or ε not finite and > 0.
+template <class DerivedLogits, class DerivedDirection>
+double finite_difference_jacobian_norm(const Eigen::MatrixBase<DerivedLogits>& logits,
+                                       const Eigen::MatrixBase<DerivedDirection>& direction, double temperature,
+                                       double step) {
+  const char* function = "finite_difference_jacobian_norm";
+  detail::require_nonempty(function, logits);
+  detail::require_finite(function, logits);
+  detail::require_finite(function, direction);
+  detail::require_temperature_and_step(function, temperature, step);
+  if (logits.size() != direction.size())
+    detail::throw_invalid_argument(function, "logits have ", logits.size(), " entries but the direction has ",
+                                   direction.size());
+  const Eigen::VectorXd row = logits.template cast<double>().reshaped();
+  Eigen::VectorXd unit = direction.template cast<double>().reshaped();
+  const double norm = unit.norm();
+  if (!(norm > 0)) detail::throw_invalid_argument(function, "the direction is zero");
+  unit /= norm;
+  std::vector<double> scratch;
+  return detail::finite_difference_ratio(row.data(), unit.data(), row.size(), temperature, step, scratch);
+}
+
+/// One head's Alg. 5 value: mean over query rows of the finite-difference ratio, each row with a fresh random unit
+/// direction on its visible keys (Gaussian vector normalized; attnscope::Random(seed), rows in order). Logits: the
+/// head's L_q × L_k pre-softmax scores. O(L_q · L_k). Throws on empty input, non-finite visible logits, mask
+/// mismatch, a fully masked row, T or ε not finite and > 0.
+template <class Derived>
+double finite_difference_jacobian_norm_mean(const Eigen::MatrixBase<Derived>& logits, double temperature, double step,
+                                            std::uint64_t seed, const Visibility& visibility = {}) {
+  const char* function = "finite_difference_jacobian_norm_mean";
+  detail::require_temperature_and_step(function, temperature, step);
+  const RowMatrix<double> scores = logits.template cast<double>();
+  detail::validate_logits(function, scores, visibility);
+  Random random(seed);
+  std::vector<double> row, direction, scratch;
+  double total = 0;
+  for (Index i = 0; i < scores.rows(); ++i) {
+    row.clear();
+    for (Index j = 0; j < scores.cols(); ++j)
+      if (visibility.visible(i, j, scores.cols())) row.push_back(scores(i, j));
+    direction.resize(row.size());
+    double squares = 0;
+    for (double& value : direction) {
+      value = random.normal();
+      squares += value * value;
+    }
+    const double norm = std::sqrt(squares);
+    for (double& value : direction) value /= norm;
+    total += detail::finite_difference_ratio(row.data(), direction.data(), static_cast<Index>(row.size()),
+                                             temperature, step, scratch);
+  }
+  return total / static_cast<double>(scores.rows());
+}
+
+/// g(T, ε) of Alg. 5 over several heads.
+struct GradientSensitivity {
+  double value = 0;             // g(T, ε) = max over heads of the per-head mean
+  Index head = 0;               // the head attaining the maximum
+  std::vector<double> per_head;  // each head's mean over its query rows
+};
+
+/// g(T, ε) = max_{heads} mean_{rows} ‖softmax((l + εv)/T) − softmax(l/T)‖₂/ε (Alg. 5, [derived] formula); head h
+/// uses attnscope::Random(seed + h). O(heads · L_q · L_k). Throws on no heads and as
+/// finite_difference_jacobian_norm_mean (naming the head).
+template <class Matrix>
+GradientSensitivity gradient_sensitivity(const std::vector<Matrix>& head_logits, double temperature, double step,
+                                         std::uint64_t seed, const Visibility& visibility = {}) {
+  if (head_logits.empty()) detail::throw_invalid_argument("gradient_sensitivity", "no heads given");
+  GradientSensitivity result;
+  for (std::size_t h = 0; h < head_logits.size(); ++h) {
+    double mean = 0;
+    try {
+      mean = finite_difference_jacobian_norm_mean(head_logits[h], temperature, step, seed + h, visibility);
+    } catch (const invalid_argument& error) {
+      detail::throw_invalid_argument("gradient_sensitivity", "head ", h, ": ", error.what());
+    }
+    result.per_head.push_back(mean);
+    if (h == 0 || mean > result.value) {
+      result.value = mean;
+      result.head = static_cast<Index>(h);
+    }
+  }
+  return result;
+}
+
+}  // namespace attnscope
