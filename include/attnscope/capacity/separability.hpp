@@ -74,20 +74,32 @@ inline void require_sphere_parameters(const char* function, double radius_of_sph
 /// Theorem 2 [derived] quantities for one row (no validation); see theorem2_bounds().
 inline Theorem2Bounds theorem2_bounds_unchecked(const Vector<double>& weights, const std::vector<Index>& selected,
                                                 double radius_of_sphere, double separation, double radius) {
-  double mass = 0, squares = 0;
-  for (const Index j : selected) {
-    mass += weights(j);
-    squares += weights(j) * weights(j);
+  // Sums over I_N∖{i} from prefix and suffix sums of positive terms (no cancellation when α_i dominates):
+  // mass, squares and half the cross sum Σ_{j<k} α_j α_k of the other selected weights.
+  const std::size_t size = selected.size();
+  std::vector<double> prefix_mass(size + 1, 0.0), prefix_squares(prefix_mass), prefix_cross(prefix_mass);
+  std::vector<double> suffix_mass(size + 1, 0.0), suffix_squares(suffix_mass), suffix_cross(suffix_mass);
+  for (std::size_t k = 0; k < size; ++k) {
+    const double a = weights(selected[k]);
+    prefix_cross[k + 1] = prefix_cross[k] + a * prefix_mass[k];
+    prefix_mass[k + 1] = prefix_mass[k] + a;
+    prefix_squares[k + 1] = prefix_squares[k] + a * a;
+  }
+  for (std::size_t k = size; k-- > 0;) {
+    const double a = weights(selected[k]);
+    suffix_cross[k] = suffix_cross[k + 1] + a * suffix_mass[k + 1];
+    suffix_mass[k] = suffix_mass[k + 1] + a;
+    suffix_squares[k] = suffix_squares[k + 1] + a * a;
   }
   const double m2 = radius_of_sphere * radius_of_sphere;
   const double inner_product_cap = m2 - separation * separation / 2;  // <x_j, x_k> = M² − ‖x_j − x_k‖²/2 <= M² − δ²/2
   Theorem2Bounds result;
-  result.spread.resize(static_cast<Index>(selected.size()));
+  result.spread.resize(static_cast<Index>(size));
   double spread_total = 0, upper_total = 0;
-  for (std::size_t position = 0; position < selected.size(); ++position) {
-    const double own = weights(selected[position]);
-    const double others_mass = mass - own, others_squares = squares - own * own;
-    const double cross = others_mass * others_mass - others_squares;  // Σ_{j≠k} α_j α_k over I_N∖i
+  for (std::size_t position = 0; position < size; ++position) {
+    const double others_squares = prefix_squares[position] + suffix_squares[position + 1];
+    const double cross = 2 * (prefix_cross[position] + suffix_cross[position + 1] +
+                              prefix_mass[position] * suffix_mass[position + 1]);  // Σ_{j≠k} α_j α_k over I_N∖i
     const double xi = std::sqrt(std::max(0.0, m2 * others_squares + inner_product_cap * cross));
     result.spread(static_cast<Index>(position)) = xi;
     spread_total += xi;
