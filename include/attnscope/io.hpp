@@ -1,6 +1,9 @@
-// attnscope/io.hpp — umbrella header of the IO module: whole files, llama2.c checkpoints.
+// attnscope/io.hpp — umbrella header of the IO module: whole files, arrays, NPY, NPZ, llama2.c checkpoints.
 // Needs zlib and nlohmann-json (link attnscope::io).
 #pragma once
 
+#include "attnscope/io/array.hpp"
 #include "attnscope/io/file.hpp"
 #include "attnscope/io/llama2c.hpp"
+#include "attnscope/io/npy.hpp"
+#include "attnscope/io/npz.hpp"

@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "attnscope/core/error.hpp"
@@ -19,6 +20,12 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "attnscope::io assumes 
 #endif
 
 namespace attnscope::io {
+namespace detail {
+// attnscope::io::detail shadows attnscope::detail: make the core error helpers visible in it.
+using attnscope::detail::concat;
+using attnscope::detail::throw_invalid_argument;
+using attnscope::detail::throw_io_error;
+}  // namespace detail
 
 /// Reads a whole file into memory. Throws attnscope::io_error for a missing file, a directory or a read failure.
 inline std::vector<unsigned char> read_file(const std::string& path) {
@@ -46,10 +53,6 @@ inline void write_file(const std::string& path, const std::string& bytes) {
 }
 
 namespace detail {
-
-using attnscope::detail::concat;
-using attnscope::detail::throw_invalid_argument;
-using attnscope::detail::throw_io_error;
 
 /// a·b, or false when the product overflows std::uint64_t.
 inline bool multiply_checked(std::uint64_t a, std::uint64_t b, std::uint64_t& product) {

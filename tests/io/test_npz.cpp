@@ -1,0 +1,162 @@
+// Tests of the NPZ reader/writer: numpy's savez and savez_compressed output (numpy_golden.hpp), round trips,
+// ZIP structure checked field by field, CRC and every corruption.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "attnscope/core/random.hpp"
+#include "attnscope/io/npz.hpp"
+#include "io_test_support.hpp"
+#include "numpy_golden.hpp"
+#include "support/catch.hpp"
+
+using namespace attnscope;
+using attnscope::testing::bytes_of;
+using attnscope::testing::io_error_message;
+using Catch::Matchers::Contains;
+namespace golden = attnscope::testing::golden;
+
+namespace {
+
+io::NamedArrays parse(const std::string& bytes, const std::string& name = "mem.npz") {
+  return io::parse_npz_ordered(bytes_of(bytes), bytes.size(), name);
+}
+
+io::NamedArrays sample_arrays() {
+  RowMatrix<double> m(2, 3);
+  m << -1, -0.5, 0, 0.5, 1, 1.5;
+  return {{"a", io::Array::from(m)}, {"b", io::Array::from_vector(std::vector<std::int32_t>{1, -2, 2147483647}, {3})}};
+}
+
+std::uint32_t u32_at(const std::string& bytes, std::size_t offset) {
+  std::uint32_t value;
+  std::memcpy(&value, bytes.data() + offset, 4);
+  return value;
+}
+
+}  // namespace
+
+TEST_CASE("NPZ: numpy's savez and savez_compressed archives are read", "[io][npz]") {
+  for (const std::string* file : {&golden::npz_savez, &golden::npz_savez_compressed}) {
+    const io::NamedArrays arrays = parse(*file);
+    REQUIRE(arrays.size() == 2);
+    CHECK(arrays[0].first == "a");
+    CHECK(arrays[1].first == "b");
+    CHECK(io::serialize_npy(arrays[0].second) == golden::npy_f8_2x3);
+    CHECK(io::serialize_npy(arrays[1].second) == golden::npy_i4_3);
+    const auto map = io::parse_npz(bytes_of(*file), file->size(), "m.npz");
+    CHECK(map.at("b").to_vector<std::int32_t>() == std::vector<std::int32_t>{1, -2, 2147483647});
+  }
+}
+
+TEST_CASE("NPZ: stored and deflated archives round-trip and have the ZIP layout", "[io][npz]") {
+  const io::NamedArrays arrays = sample_arrays();
+  const std::string stored = io::serialize_npz(arrays, io::Compression::stored);
+  const std::string deflated = io::serialize_npz(arrays);
+  for (const std::string* bytes : {&stored, &deflated}) {
+    const io::NamedArrays back = parse(*bytes);
+    REQUIRE(back.size() == 2);
+    CHECK(back[0].first == "a");
+    CHECK(back[0].second.bytes() == arrays[0].second.bytes());
+    CHECK(back[1].second.bytes() == arrays[1].second.bytes());
+    CHECK(u32_at(*bytes, 0) == 0x04034b50);
+    CHECK(u32_at(*bytes, bytes->size() - 22) == 0x06054b50);
+  }
+  // Stored: the first member's data is the .npy file verbatim after a 30-byte header and "a.npy".
+  CHECK(stored.compare(30, 5, "a.npy") == 0);
+  CHECK(stored.compare(35, golden::npy_f8_2x3.size(), golden::npy_f8_2x3) == 0);
+  CHECK(u32_at(stored, 14) == io::detail::zip_crc32(bytes_of(golden::npy_f8_2x3), golden::npy_f8_2x3.size()));
+  CHECK(deflated[8] == 8);  // compression method deflate
+  CHECK(deflated.size() < stored.size());
+  // CRC-32 of "123456789" is the standard check value 0xCBF43926.
+  CHECK(io::detail::zip_crc32(bytes_of("123456789"), 9) == 0xCBF43926u);
+  // Many random arrays, both compressions.
+  Random random(99);
+  io::NamedArrays many;
+  for (int i = 0; i < 20; ++i) {
+    std::vector<float> values(random.below(300));
+    for (auto& v : values) v = static_cast<float>(random.normal());
+    many.emplace_back("layer" + std::to_string(i) + ".attention", io::Array::from_vector(values, {std::int64_t(values.size())}));
+  }
+  for (auto compression : {io::Compression::stored, io::Compression::deflated}) {
+    const io::NamedArrays back = parse(io::serialize_npz(many, compression));
+    REQUIRE(back.size() == many.size());
+    for (std::size_t i = 0; i < many.size(); ++i) {
+      CHECK(back[i].first == many[i].first);
+      CHECK(back[i].second.bytes() == many[i].second.bytes());
+    }
+  }
+  const std::string path = std::string(ATTNSCOPE_BINARY_DIR) + "/test_io_roundtrip.npz";
+  io::write_npz(path, arrays);
+  CHECK(io::read_npz(path).at("a").to_matrix<double>()(1, 2) == 1.5);
+  CHECK(io::read_npz_ordered(path).size() == 2);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("NPZ: truncation, bad CRC, ZIP64 and other corruption give io_error", "[io][npz][errors]") {
+  const std::string stored = io::serialize_npz(sample_arrays(), io::Compression::stored);
+  const std::string deflated = io::serialize_npz(sample_arrays());
+  for (const std::string* file : {&stored, &deflated, &golden::npz_savez, &golden::npz_savez_compressed})
+    for (std::size_t cut = 0; cut < file->size(); ++cut)
+      REQUIRE_THAT(io_error_message([&] { parse(file->substr(0, cut), "cut.npz"); }), Contains("cut.npz"));
+  // A flipped data byte: CRC mismatch (stored) or a broken deflate stream / CRC mismatch (deflated).
+  std::string bad_crc = stored;
+  bad_crc[35 + 130] ^= 0x40;
+  CHECK_THAT(io_error_message([&] { parse(bad_crc, "crc.npz"); }), Contains("crc.npz") && Contains("CRC-32 mismatch in member 'a.npy'"));
+  for (std::size_t offset = 40; offset < 120; ++offset) {
+    std::string corrupt = deflated;
+    corrupt[offset] ^= 0x10;
+    CHECK_FALSE(io_error_message([&] { parse(corrupt); }).empty());
+  }
+  const std::size_t end = stored.size() - 22, directory = u32_at(stored, end + 16);
+  auto corrupt_at = [&](std::size_t offset, std::uint32_t value, int width) {
+    std::string bytes = stored;
+    std::memcpy(&bytes[offset], &value, static_cast<std::size_t>(width));
+    return io_error_message([&] { parse(bytes); });
+  };
+  CHECK_THAT(corrupt_at(end + 10, 0xFFFF, 2), Contains("ZIP64"));
+  CHECK_THAT(corrupt_at(end + 16, 0xFFFFFFFF, 4), Contains("ZIP64"));
+  CHECK_THAT(corrupt_at(directory + 20, 0xFFFFFFFF, 4), Contains("ZIP64"));  // compressed size
+  CHECK_THAT(corrupt_at(directory + 42, 0xFFFFFFFF, 4), Contains("ZIP64"));  // local header offset
+  CHECK_THAT(corrupt_at(end + 16, static_cast<std::uint32_t>(end), 4), Contains("points past"));
+  CHECK_THAT(corrupt_at(end + 4, 1, 2), Contains("multi-disk"));
+  CHECK_THAT(corrupt_at(directory + 10, 12, 2), Contains("unsupported compression method 12"));
+  CHECK_THAT(corrupt_at(directory + 8, 1, 2), Contains("encrypted"));
+  CHECK_THAT(corrupt_at(directory + 24, 9999, 4), Contains("stored member 'a.npy' has compressed size"));
+  CHECK_THAT(corrupt_at(directory + 20, 1u << 20, 4), Contains("member data"));
+  CHECK_THAT(corrupt_at(directory, 0x12345678, 4), Contains("bad central directory signature"));
+  CHECK_THAT(corrupt_at(0, 0x12345678, 4), Contains("bad local header signature"));
+  CHECK_THAT(corrupt_at(30, 0x78, 1), Contains("local header name differs"));
+  CHECK_THAT(corrupt_at(directory + 46 + 4, 0x78, 1), Contains("is not a .npy file"));  // "a.npy" -> "a.npx"
+  CHECK_THAT(corrupt_at(end + 20, 5, 2), Contains("no end-of-central-directory"));
+  // A deflated member claiming an impossible expansion is refused before allocating.
+  std::string huge = deflated;
+  const std::size_t deflated_directory = u32_at(deflated, deflated.size() - 6);
+  const std::uint32_t big = 0xF0000000u;
+  std::memcpy(&huge[deflated_directory + 24], &big, 4);
+  CHECK_THAT(io_error_message([&] { parse(huge); }), Contains("impossible for deflate"));
+  // Duplicate members and a ZIP64 end-of-directory locator.
+  io::NamedArrays twice = sample_arrays();
+  twice[1].first = "a";
+  CHECK_THROWS_AS(io::serialize_npz(twice), invalid_argument);
+  std::string duplicated = stored;
+  duplicated[directory + 46 + 46 + 5] = 'a';  // second directory name "b.npy" -> "a.npy"
+  CHECK_THAT(io_error_message([&] { parse(duplicated); }), Contains("local header name differs") || Contains("duplicate member"));
+  std::string zip64 = stored;
+  const std::uint32_t locator = 0x07064b50;
+  zip64.insert(end, std::string(20, '\0'));
+  std::memcpy(&zip64[end], &locator, 4);
+  CHECK_THAT(io_error_message([&] { parse(zip64); }), Contains("ZIP64"));
+  CHECK_THAT(io_error_message([&] { parse("PK"); }), Contains("too short"));
+  CHECK_THROWS_AS(io::read_npz("/nonexistent.npz"), io_error);
+  CHECK_THROWS_AS(io::serialize_npz({{"", io::Array()}}), invalid_argument);
+  // A member that is not valid NPY names the archive and member.
+  io::NamedArrays one = {{"x", io::Array::from_vector(std::vector<float>{1, 2}, {2})}};
+  std::string inner = io::serialize_npz(one, io::Compression::stored);
+  inner[35 + 1] = 'X';  // NPY magic
+  const std::uint32_t crc = io::detail::zip_crc32(bytes_of(inner) + 35, inner.size() - 35 - 22 - 51);
+  std::memcpy(&inner[14], &crc, 4);
+  std::memcpy(&inner[inner.size() - 22 - 51 + 16], &crc, 4);
+  CHECK_THAT(io_error_message([&] { parse(inner, "w.npz"); }), Contains("parse_npy: w.npz:x.npy: not an NPY file"));
+}
