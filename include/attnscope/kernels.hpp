@@ -1,0 +1,7 @@
+// attnscope/kernels.hpp — umbrella header of the SIMD row kernels (Eigen packet math; scalar references beside).
+#pragma once
+
+#include "attnscope/kernels/exp.hpp"
+#include "attnscope/kernels/packet.hpp"
+#include "attnscope/kernels/row_reductions.hpp"
+#include "attnscope/kernels/secular.hpp"

@@ -1,0 +1,295 @@
+// attnscope/kernels/row_reductions.hpp — the softmax hot loops on one contiguous row: max (with a fused finiteness
+// check), exp-and-sum, scale; and the one-pass statistics the spectral-norm code needs. Each vectorized kernel uses
+// four independent packet accumulators reduced once at the end (normalization-maps.md §6, design note [derived]) and
+// has a plain scalar reference beside it.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include <Eigen/Core>
+
+#include "attnscope/core/types.hpp"
+#include "attnscope/kernels/exp.hpp"
+#include "attnscope/kernels/packet.hpp"
+
+#include "attnscope/kernels/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
+
+namespace attnscope::kernels {
+
+/// Maximum of a row and whether every entry is finite.
+template <class Scalar>
+struct MaxAndFiniteness {
+  Scalar max;
+  bool finite;
+};
+
+/// Minimum, maximum and sum of a row, and whether every entry is finite (min/max/sum are meaningless otherwise).
+template <class Scalar>
+struct RowStatistics {
+  Scalar min, max, sum;
+  bool finite;
+};
+
+/// Sum, maximum and maximum of p(1 − p) (Bernoulli variance) over a row — the bracket data of the secular solver.
+template <class Scalar>
+struct SumAndMaxima {
+  Scalar sum, max, max_bernoulli_variance;
+};
+
+namespace detail {
+
+using Eigen::internal::padd;
+using Eigen::internal::pmax;
+using Eigen::internal::pmin;
+using Eigen::internal::pmul;
+using Eigen::internal::predux;
+using Eigen::internal::predux_max;
+using Eigen::internal::predux_min;
+using Eigen::internal::pset1;
+using Eigen::internal::psub;
+
+template <class P>
+using ScalarOf = typename Eigen::internal::unpacket_traits<P>::type;
+
+/// Horizontal reduction that is the identity on scalars.
+template <class P>
+ScalarOf<P> sum_lanes(const P& value) {
+  if constexpr (std::is_arithmetic<P>::value) return value; else return predux(value);
+}
+template <class P>
+ScalarOf<P> max_lanes(const P& value) {
+  if constexpr (std::is_arithmetic<P>::value) return value; else return predux_max(value);
+}
+template <class P>
+ScalarOf<P> min_lanes(const P& value) {
+  if constexpr (std::is_arithmetic<P>::value) return value; else return predux_min(value);
+}
+
+/// x − x is 0 for finite x and NaN for ±inf and NaN: summing it detects any non-finite entry in one add.
+template <class P>
+P non_finite_poison(const P& poison, const P& value) {
+  return padd(poison, psub(value, value));
+}
+
+template <class P>
+struct MaxAccumulator {
+  P max, poison;
+  explicit MaxAccumulator(NoParameters)
+      : max(pset1<P>(-std::numeric_limits<ScalarOf<P>>::infinity())), poison(pset1<P>(ScalarOf<P>(0))) {}
+  void add(const P& value) {
+    max = pmax(max, value);
+    poison = non_finite_poison(poison, value);
+  }
+  void merge(const MaxAccumulator& other) {
+    max = pmax(max, other.max);
+    poison = padd(poison, other.poison);
+  }
+  MaxAccumulator<ScalarOf<P>> horizontal() const {
+    MaxAccumulator<ScalarOf<P>> result(NoParameters{});
+    result.max = max_lanes(max);
+    result.poison = sum_lanes(poison);
+    return result;
+  }
+};
+
+template <class P>
+struct StatisticsAccumulator {
+  P min, max, sum, poison;
+  explicit StatisticsAccumulator(NoParameters)
+      : min(pset1<P>(std::numeric_limits<ScalarOf<P>>::infinity())),
+        max(pset1<P>(-std::numeric_limits<ScalarOf<P>>::infinity())),
+        sum(pset1<P>(ScalarOf<P>(0))),
+        poison(pset1<P>(ScalarOf<P>(0))) {}
+  void add(const P& value) {
+    min = pmin(min, value);
+    max = pmax(max, value);
+    sum = padd(sum, value);
+    poison = non_finite_poison(poison, value);
+  }
+  void merge(const StatisticsAccumulator& other) {
+    min = pmin(min, other.min);
+    max = pmax(max, other.max);
+    sum = padd(sum, other.sum);
+    poison = padd(poison, other.poison);
+  }
+  StatisticsAccumulator<ScalarOf<P>> horizontal() const {
+    StatisticsAccumulator<ScalarOf<P>> result(NoParameters{});
+    result.min = min_lanes(min);
+    result.max = max_lanes(max);
+    result.sum = sum_lanes(sum);
+    result.poison = sum_lanes(poison);
+    return result;
+  }
+};
+
+template <class P>
+struct SumAndMaximaAccumulator {
+  P sum, max, max_bernoulli_variance;
+  explicit SumAndMaximaAccumulator(NoParameters)
+      : sum(pset1<P>(ScalarOf<P>(0))), max(pset1<P>(ScalarOf<P>(0))), max_bernoulli_variance(pset1<P>(ScalarOf<P>(0))) {}
+  void add(const P& value) {
+    sum = padd(sum, value);
+    max = pmax(max, value);
+    // p(1 − p) (normalization-maps.md §4.1, d_i)
+    max_bernoulli_variance = pmax(max_bernoulli_variance, pmul(value, psub(pset1<P>(ScalarOf<P>(1)), value)));
+  }
+  void merge(const SumAndMaximaAccumulator& other) {
+    sum = padd(sum, other.sum);
+    max = pmax(max, other.max);
+    max_bernoulli_variance = pmax(max_bernoulli_variance, other.max_bernoulli_variance);
+  }
+  SumAndMaximaAccumulator<ScalarOf<P>> horizontal() const {
+    SumAndMaximaAccumulator<ScalarOf<P>> result(NoParameters{});
+    result.sum = sum_lanes(sum);
+    result.max = max_lanes(max);
+    result.max_bernoulli_variance = max_lanes(max_bernoulli_variance);
+    return result;
+  }
+};
+
+}  // namespace detail
+
+/// Maximum of x[0..n) (n ≥ 1) with a fused finiteness check (one pass, vectorized).
+template <class Scalar>
+MaxAndFiniteness<Scalar> row_max(const Scalar* x, Index n) {
+  const auto result = detail::reduce_row<detail::MaxAccumulator>(x, n, detail::NoParameters{});
+  return {result.max, result.poison == Scalar(0)};
+}
+
+/// Scalar reference of row_max.
+template <class Scalar>
+MaxAndFiniteness<Scalar> row_max_reference(const Scalar* x, Index n) {
+  Scalar max = -std::numeric_limits<Scalar>::infinity();
+  bool finite = true;
+  for (Index i = 0; i < n; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    max = x[i] > max ? x[i] : max;
+  }
+  return {max, finite};
+}
+
+/// Minimum, maximum, sum and finiteness of x[0..n) (one pass, vectorized).
+template <class Scalar>
+RowStatistics<Scalar> row_statistics(const Scalar* x, Index n) {
+  const auto result = detail::reduce_row<detail::StatisticsAccumulator>(x, n, detail::NoParameters{});
+  return {result.min, result.max, result.sum, result.poison == Scalar(0)};
+}
+
+/// Scalar reference of row_statistics.
+template <class Scalar>
+RowStatistics<Scalar> row_statistics_reference(const Scalar* x, Index n) {
+  RowStatistics<Scalar> result{std::numeric_limits<Scalar>::infinity(), -std::numeric_limits<Scalar>::infinity(),
+                               Scalar(0), true};
+  for (Index i = 0; i < n; ++i) {
+    result.finite = result.finite && std::isfinite(x[i]);
+    result.min = x[i] < result.min ? x[i] : result.min;
+    result.max = x[i] > result.max ? x[i] : result.max;
+    result.sum += x[i];
+  }
+  return result;
+}
+
+/// Sum, max and max p(1 − p) of non-negative entries x[0..n) (0 for n = 0; one pass, vectorized).
+template <class Scalar>
+SumAndMaxima<Scalar> sum_and_maxima(const Scalar* x, Index n) {
+  const auto result = detail::reduce_row<detail::SumAndMaximaAccumulator>(x, n, detail::NoParameters{});
+  return {result.sum, result.max, result.max_bernoulli_variance};
+}
+
+/// Scalar reference of sum_and_maxima.
+template <class Scalar>
+SumAndMaxima<Scalar> sum_and_maxima_reference(const Scalar* x, Index n) {
+  SumAndMaxima<Scalar> result{0, 0, 0};
+  for (Index i = 0; i < n; ++i) {
+    result.sum += x[i];
+    result.max = x[i] > result.max ? x[i] : result.max;
+    const Scalar variance = x[i] * (1 - x[i]);
+    result.max_bernoulli_variance = variance > result.max_bernoulli_variance ? variance : result.max_bernoulli_variance;
+  }
+  return result;
+}
+
+/// out[i] = exp(scale·(x[i] − shift)) for shift ≥ max x and scale > 0 (arguments ≤ 0), returning Σ out[i].
+/// Fused exp-and-sum with four accumulators; out may alias x.
+template <class Scalar>
+Scalar exp_shifted_sum(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out) {
+  Index i = 0;
+  Scalar sum = 0;
+  if constexpr (is_vectorized<Scalar>) {
+    using P = Packet<Scalar>;
+    using detail::load;
+    using detail::store;
+    constexpr Index width = packet_size<Scalar>;
+    const P shift_packet = detail::pset1<P>(shift), scale_packet = detail::pset1<P>(scale);
+    const auto exp_at = [&](Index at) {
+      return packet_exp_nonpositive(detail::pmul(detail::psub(load<P>(x + at), shift_packet), scale_packet));
+    };
+    P first = detail::pset1<P>(Scalar(0)), second = first, third = first, fourth = first;
+    for (; i + 4 * width <= n; i += 4 * width) {
+      const P a = exp_at(i), b = exp_at(i + width), c = exp_at(i + 2 * width), d = exp_at(i + 3 * width);
+      store(out + i, a);
+      store(out + i + width, b);
+      store(out + i + 2 * width, c);
+      store(out + i + 3 * width, d);
+      first = detail::padd(first, a);
+      second = detail::padd(second, b);
+      third = detail::padd(third, c);
+      fourth = detail::padd(fourth, d);
+    }
+    for (; i + width <= n; i += width) {
+      const P a = exp_at(i);
+      store(out + i, a);
+      first = detail::padd(first, a);
+    }
+    sum = detail::predux(detail::padd(detail::padd(first, second), detail::padd(third, fourth)));
+  }
+  for (; i < n; ++i) {
+    out[i] = exp_reference(scale * (x[i] - shift));
+    sum += out[i];
+  }
+  return sum;
+}
+
+/// Scalar reference of exp_shifted_sum.
+template <class Scalar>
+Scalar exp_shifted_sum_reference(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out) {
+  Scalar sum = 0;
+  for (Index i = 0; i < n; ++i) {
+    out[i] = exp_reference(scale * (x[i] - shift));
+    sum += out[i];
+  }
+  return sum;
+}
+
+/// x[i] *= factor for a contiguous row (vectorized).
+template <class Scalar>
+void scale_row(Scalar* x, Index n, Scalar factor) {
+  Index i = 0;
+  if constexpr (is_vectorized<Scalar>) {
+    using P = Packet<Scalar>;
+    constexpr Index width = packet_size<Scalar>;
+    const P factor_packet = detail::pset1<P>(factor);
+    for (; i + width <= n; i += width) detail::store(x + i, detail::pmul(detail::load<P>(x + i), factor_packet));
+  }
+  for (; i < n; ++i) x[i] *= factor;
+}
+
+/// Scalar reference of scale_row.
+template <class Scalar>
+void scale_row_reference(Scalar* x, Index n, Scalar factor) {
+  for (Index i = 0; i < n; ++i) x[i] *= factor;
+}
+
+/// Index of the first entry equal to `value` (n if none).
+template <class Scalar>
+Index find_first(const Scalar* x, Index n, Scalar value) {
+  for (Index i = 0; i < n; ++i)
+    if (x[i] == value) return i;
+  return n;
+}
+
+}  // namespace attnscope::kernels
+
+#include "attnscope/kernels/diagnostics_pop.hpp"

@@ -1,0 +1,325 @@
+// attnscope/normalize/spectral_norm.hpp — exact ‖J‖₂ of the symmetric normalization-map Jacobians in O(n) per row
+// by the secular-equation method of normalization-maps.md §5 [derived], the cheap two-sided bound (§4.1) and the
+// reference curves of normalization-limits.md Corollary 3 (§5.5).
+//
+// For J = scale·(diag p − ppᵀ) with Σp = 1 the nonzero eigenvalues solve g(λ) = Σ p_i/(p_i − λ) = 0 (§5.1) and ‖J‖₂/scale
+// is the unique root in (p_(2), p_(1)). With sink mass r₀ = 1 − Σp > 0 they solve g(λ) = r₀/λ (§5.4). The root is found
+// by a safeguarded fixed-weight iteration [derived]: the terms of the argmax are kept exact, the others are modelled
+// by a + b/(p_(2) − λ) matched in value and slope, the resulting quadratic is solved without cancellation, and every
+// step is kept inside a shrinking bracket that starts at [max(p_(2), max d), min(p_(1), 2 max d)] (§5.2, d_i = p_i(1 − p_i),
+// d_argmax = p_(1)·(r₀ + Σ_{i≠argmax} p_i), never p_(1)(1 − p_(1))); steps that leave the bracket are bisections.
+// Ties p_(1) = p_(2) are deflated: λ = p_(1) exactly.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "attnscope/core/check.hpp"
+#include "attnscope/core/error.hpp"
+#include "attnscope/core/parallel.hpp"
+#include "attnscope/core/types.hpp"
+#include "attnscope/core/visibility.hpp"
+#include "attnscope/kernels/row_reductions.hpp"
+#include "attnscope/kernels/secular.hpp"
+
+namespace attnscope {
+
+/// Per-row two-sided bound lower ≤ ‖J‖₂ ≤ upper (normalization-maps.md §4.1), upper ≤ 2·lower.
+template <class Scalar>
+struct JacobianNormBounds {
+  Vector<Scalar> lower, upper;
+};
+
+/// The bound min{1/(4T), √2} stated by normalization-limits.md Corollary 3. It is the largest diagonal entry of J,
+/// not a bound on ‖J‖₂ (normalization-maps.md §5.5); kept as the paper's curve. Throws unless T is finite and > 0.
+template <class Scalar>
+Scalar corollary3_bound(Scalar temperature) {
+  static_assert(std::is_floating_point<Scalar>::value, "attnscope::corollary3_bound: float or double");
+  detail::require_positive("corollary3_bound", "temperature", temperature);
+  return std::min(Scalar(1) / (4 * temperature), std::sqrt(Scalar(2)));  // normalization-limits.md Cor. 3
+}
+
+/// The true supremum of ‖J‖₂ over all logit rows for softmax with temperature T: 1/(2T), attained at two tied top
+/// logits (normalization-maps.md §4.1, Popoviciu). Throws unless T is finite and > 0.
+template <class Scalar>
+Scalar softmax_jacobian_norm_supremum(Scalar temperature) {
+  static_assert(std::is_floating_point<Scalar>::value, "attnscope::softmax_jacobian_norm_supremum: float or double");
+  detail::require_positive("softmax_jacobian_norm_supremum", "temperature", temperature);
+  return Scalar(1) / (2 * temperature);  // [derived] §4.1
+}
+
+namespace detail {
+
+/// Largest-root data of one row: the argmax, the top two values, r = Σ_{i≠argmax} p_i and the bracket.
+template <class Scalar>
+struct SecularSetup {
+  Index argmax;
+  Scalar largest, second, rest, lower, upper;
+};
+
+/// One pass over p (plus a scan for the first argmax): the quantities of normalization-maps.md §5.2 step 1.
+/// `sink_mass` is r₀ = 1 − Σp (0 for a distribution).
+template <class Scalar>
+SecularSetup<Scalar> secular_setup(const Scalar* p, Index n, Scalar largest, Scalar sink_mass) {
+  SecularSetup<Scalar> setup{};
+  setup.largest = largest;
+  setup.argmax = kernels::find_first(p, n, largest);
+  const auto before = kernels::sum_and_maxima(p, setup.argmax);
+  const auto after = kernels::sum_and_maxima(p + setup.argmax + 1, n - setup.argmax - 1);
+  setup.rest = before.sum + after.sum;  // Σ_{i≠argmax} p_i, no 1 − p_(1) cancellation
+  setup.second = std::max(before.max, after.max);
+  const Scalar max_diagonal = std::max({before.max_bernoulli_variance, after.max_bernoulli_variance,
+                                        largest * (sink_mass + setup.rest)});  // d_argmax = p_(1)(r₀ + r)
+  setup.lower = std::max(setup.second, max_diagonal);    // interlacing and diagonal ≤ λ_max (§4.1)
+  setup.upper = std::min(largest, 2 * max_diagonal);     // interlacing and Gershgorin (§4.1)
+  return setup;
+}
+
+/// λ_max of diag(p) − ppᵀ for one row of n ≥ 1 non-negative finite entries with sink mass r₀ = 1 − Σp ≥ 0
+/// (r₀ = 0: softmax, the g-form of §5.1; r₀ > 0: the sink form of §5.4). O(n) per iteration; a handful of iterations.
+template <class Scalar>
+Scalar secular_largest_eigenvalue(const Scalar* p, Index n, Scalar largest, Scalar sink_mass) {
+  const SecularSetup<Scalar> setup = secular_setup(p, n, largest, sink_mass);
+  const Scalar p1 = setup.largest, p2 = setup.second;
+  if (setup.rest == 0) {
+    return p1 * sink_mass;  // a single nonzero entry: the 1×1 block p1 − p1² = p1·r₀, zeros elsewhere
+  }
+  if (p2 == p1) return p1;  // deflation of the tie: eigenvector e_a − e_b, eigenvalue p_(1) (§5.2 step 2)
+  Scalar lower = setup.lower, upper = setup.upper;
+  if (!(lower < upper)) return lower;
+  const Scalar gap = p1 - p2;  // δ = p_(1) − p_(2) > 0
+  const Scalar tolerance = 2 * std::numeric_limits<Scalar>::epsilon();
+  const Index after_start = setup.argmax + 1, after_count = n - setup.argmax - 1;
+  Scalar lambda = lower + (upper - lower) / 2;
+  for (int iteration = 0; iteration < 200; ++iteration) {
+    // ψ(λ) = Σ_{i≠argmax} p_i/(p_i − λ) − r₀/λ and ψ'(λ)
+    const auto before = kernels::secular_sums(p, setup.argmax, lambda);
+    const auto after = kernels::secular_sums(p + after_start, after_count, lambda);
+    const Scalar psi = before.value + after.value - sink_mass / lambda;
+    const Scalar psi_slope = before.derivative + after.derivative + sink_mass / (lambda * lambda);
+    const Scalar secular = psi + p1 / (p1 - lambda);  // increasing on (p_(2), p_(1)); root = λ_max
+    if (secular == 0) return lambda;
+    if (secular > 0) upper = lambda; else lower = lambda;
+    // fixed-weight model: ψ(μ) ≈ a + b/(p_(2) − μ) matching ψ and ψ' at λ; with μ = p_(2) + τ:
+    // a τ² − (a δ + b + p1) τ + b δ = 0, one root in (0, δ) [derived]
+    const Scalar offset = lambda - p2;
+    const Scalar b = psi_slope * offset * offset;
+    const Scalar a = psi + psi_slope * offset;
+    const Scalar linear = a * gap + b + p1, constant = b * gap;
+    const Scalar discriminant = std::sqrt(std::max(Scalar(0), linear * linear - 4 * a * constant));
+    Scalar next;
+    if (linear >= 0) {
+      next = p2 + 2 * constant / (linear + discriminant);
+    } else {
+      next = a != 0 ? p2 + (linear - discriminant) / (2 * a) : lower + (upper - lower) / 2;
+    }
+    if (std::abs(next - lambda) <= tolerance * lambda) return next;  // converged (may sit on a bracket end)
+    // safeguard: a step beyond a bracket end goes to that end (the root may sit there, e.g. n = 2 where it equals
+    // 2·max d), unless that end was just evaluated or is a pole p_(1), p_(2); then bisect
+    const Scalar middle = lower + (upper - lower) / 2;
+    if (!(next <= upper)) next = (lambda == upper || upper >= p1) ? middle : upper;
+    else if (!(next >= lower)) next = (lambda == lower || lower <= p2) ? middle : lower;
+    lambda = next;
+    if (upper - lower <= tolerance * upper) break;
+  }
+  return lambda;
+}
+
+/// Tolerance on row sums of probabilities (|Σp − 1| for distributions, Σp − 1 for sink rows): a sanity check that
+/// catches logits passed by mistake while accepting float round-off and float rows stored as double.
+inline constexpr double probability_sum_tolerance = 1e-3;
+
+/// Validates one row of probabilities (finite, non-negative, sum rule) and returns its statistics.
+template <class Scalar>
+kernels::RowStatistics<Scalar> validate_probability_row(const char* function, const Scalar* p, Index n, Index row,
+                                                        bool allow_sink_mass) {
+  const auto statistics = kernels::row_statistics(p, n);
+  if (!statistics.finite || statistics.min < 0) {
+    for (Index j = 0; j < n; ++j)
+      if (!std::isfinite(p[j]) || p[j] < 0)
+        throw_invalid_argument(function, "probability ", p[j], " at row ", row, ", visible key ", j,
+                               " is not finite and >= 0");
+  }
+  const double excess = static_cast<double>(statistics.sum) - 1.0;
+  if (excess > probability_sum_tolerance || (!allow_sink_mass && excess < -probability_sum_tolerance))
+    throw_invalid_argument(function, "row ", row, " sums to ", statistics.sum, allow_sink_mass ? ", more than 1" :
+                           ", not 1 (tolerance ", probability_sum_tolerance, ")");
+  return statistics;
+}
+
+/// Calls row_function(row, const Scalar* visible_p, Index n) for every row with the visible entries made contiguous;
+/// collects the results in a vector. Rows run in parallel (detail::for_each_row); an exception thrown by a row is
+/// rethrown after the loop (the one of the lowest row), so bad input never escapes an OpenMP region.
+template <class Derived, class RowFunction>
+Vector<typename Derived::Scalar> map_probability_rows(const char* function, const Eigen::MatrixBase<Derived>& input,
+                                                      const Visibility& visibility, RowFunction&& row_function) {
+  using Scalar = typename Derived::Scalar;
+  static_assert(std::is_floating_point<Scalar>::value, "attnscope: probabilities must be float or double");
+  const Eigen::Ref<const RowMatrix<Scalar>, 0, Eigen::OuterStride<>> probabilities(input.derived());
+  require_nonempty(function, probabilities);
+  const Index rows = probabilities.rows(), cols = probabilities.cols();
+  visibility.validate(function, rows, cols);
+  Vector<Scalar> norms(rows);
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(rows));
+  for_each_row(rows, 8 * cols, [&](Index i) {
+    try {
+      const Scalar* row = probabilities.data() + i * probabilities.outerStride();
+      if (visibility.is_prefix()) {
+        norms(i) = row_function(i, row, visibility.prefix_length(i, cols));
+      } else {
+        std::vector<Scalar> gathered;
+        gathered.reserve(static_cast<std::size_t>(cols));
+        for (Index j = 0; j < cols; ++j)
+          if (visibility.visible(i, j, cols)) gathered.push_back(row[j]);
+        norms(i) = row_function(i, gathered.data(), static_cast<Index>(gathered.size()));
+      }
+    } catch (...) {
+      errors[static_cast<std::size_t>(i)] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
+  return norms;
+}
+
+/// Exact ‖scale·(diag p − ppᵀ)‖₂ for one row of a distribution (no validation; n ≥ 1, p ≥ 0 finite).
+template <class Scalar>
+Scalar softmax_jacobian_norm_row(const Scalar* p, Index n, Scalar scale) {
+  const Scalar largest = kernels::row_max(p, n).max;
+  return scale * secular_largest_eigenvalue(p, n, largest, Scalar(0));
+}
+
+/// Exact ‖diag p − ppᵀ‖₂ for one row with Σp ≤ 1, sink mass r₀ = 1 − Σp (§5.4; no validation).
+template <class Scalar>
+Scalar sink_softmax_jacobian_norm_row(const Scalar* p, Index n) {
+  const auto statistics = kernels::row_statistics(p, n);
+  const Scalar sink_mass = std::max(Scalar(0), Scalar(1) - statistics.sum);
+  return secular_largest_eigenvalue(p, n, statistics.max, sink_mass);
+}
+
+/// Exact ‖diag g − ggᵀ/Σg‖₂, g = p^{2−α} on the support (entmax, §1.2 and §5.4), for one row; `weights` is scratch.
+/// Uses diag g − ggᵀ/G = G·(diag q − qqᵀ) with q = g/G, G = Σg [derived].
+template <class Scalar>
+Scalar entmax_jacobian_norm_row(const Scalar* p, Index n, Scalar alpha, std::vector<Scalar>& weights) {
+  weights.resize(static_cast<std::size_t>(n));
+  const Scalar exponent = 2 - alpha;
+  Scalar total = 0;
+  for (Index i = 0; i < n; ++i) {
+    weights[static_cast<std::size_t>(i)] = p[i] > 0 ? std::pow(p[i], exponent) : Scalar(0);  // g_i = p_i^{2−α}
+    total += weights[static_cast<std::size_t>(i)];
+  }
+  if (!(total > 0)) return 0;
+  kernels::scale_row(weights.data(), n, Scalar(1) / total);
+  return total * softmax_jacobian_norm_row(weights.data(), n, Scalar(1));
+}
+
+/// ‖J‖₂ of sparsemax for one row: 1 if the support has at least two keys, else 0 (§1.1; J is a projector).
+template <class Scalar>
+Scalar sparsemax_jacobian_norm_row(const Scalar* p, Index n) {
+  Index support = 0;
+  for (Index i = 0; i < n && support < 2; ++i) support += p[i] > 0 ? 1 : 0;
+  return support >= 2 ? Scalar(1) : Scalar(0);
+}
+
+/// Cheap two-sided bound of one row of a distribution, times scale (§4.1).
+template <class Scalar>
+void softmax_jacobian_norm_bounds_row(const Scalar* p, Index n, Scalar scale, Scalar& lower, Scalar& upper) {
+  const SecularSetup<Scalar> setup = secular_setup(p, n, kernels::row_max(p, n).max, Scalar(0));
+  lower = scale * setup.lower;
+  upper = scale * setup.upper;
+}
+
+}  // namespace detail
+
+/// Exact ‖J‖₂ of every row for J = scale·(diag p − ppᵀ), the Jacobian of p = softmax(scale·z) (softmax with
+/// temperature T: scale = 1/T; SSMax: scale = s·log n), from the probabilities p (normalization-maps.md §5.1-§5.3).
+/// Masked entries are ignored. O(n) per row. Throws attnscope::invalid_argument on empty input, mask mismatch, a fully
+/// masked row, non-finite or negative probabilities, a row not summing to 1 (±1e-3), scale not finite and > 0.
+template <class Derived>
+Vector<typename Derived::Scalar> softmax_jacobian_spectral_norm(const Eigen::MatrixBase<Derived>& probabilities,
+                                                                typename Derived::Scalar scale = 1,
+                                                                const Visibility& visibility = {}) {
+  using Scalar = typename Derived::Scalar;
+  const char* function = "softmax_jacobian_spectral_norm";
+  detail::require_positive(function, "scale", scale);
+  return detail::map_probability_rows(function, probabilities, visibility, [&](Index row, const Scalar* p, Index n) {
+    const auto statistics = detail::validate_probability_row(function, p, n, row, false);
+    return scale * detail::secular_largest_eigenvalue(p, n, statistics.max, Scalar(0));
+  });
+}
+
+/// Exact ‖diag p − ppᵀ‖₂ of every row of softmax with a sink (off-by-one softmax, learned sink logit): rows sum to
+/// Σp = 1 − r₀ ≤ 1, r₀ the sink's weight (normalization-maps.md §4.9, §5.4). O(n) per row. Throws as
+/// softmax_jacobian_spectral_norm, for rows summing to more than 1 + 1e-3.
+template <class Derived>
+Vector<typename Derived::Scalar> sink_softmax_jacobian_spectral_norm(const Eigen::MatrixBase<Derived>& probabilities,
+                                                                     const Visibility& visibility = {}) {
+  using Scalar = typename Derived::Scalar;
+  const char* function = "sink_softmax_jacobian_spectral_norm";
+  return detail::map_probability_rows(function, probabilities, visibility, [&](Index row, const Scalar* p, Index n) {
+    const auto statistics = detail::validate_probability_row(function, p, n, row, true);
+    const Scalar sink_mass = std::max(Scalar(0), Scalar(1) - statistics.sum);
+    return detail::secular_largest_eigenvalue(p, n, statistics.max, sink_mass);
+  });
+}
+
+/// Exact ‖J‖₂ of every row of α-entmax, J = diag(g) − ggᵀ/Σg with g = p^{2−α} on the support (normalization-maps.md
+/// §1.2, §5.4), from the entmax probabilities p. O(n) per row. Throws as softmax_jacobian_spectral_norm and for α not
+/// finite and > 1.
+template <class Derived>
+Vector<typename Derived::Scalar> entmax_jacobian_spectral_norm(const Eigen::MatrixBase<Derived>& probabilities,
+                                                               typename Derived::Scalar alpha,
+                                                               const Visibility& visibility = {}) {
+  using Scalar = typename Derived::Scalar;
+  const char* function = "entmax_jacobian_spectral_norm";
+  if (!(alpha > 1) || !std::isfinite(static_cast<double>(alpha)))
+    detail::throw_invalid_argument(function, "alpha must be finite and > 1, got ", alpha);
+  return detail::map_probability_rows(function, probabilities, visibility, [&](Index row, const Scalar* p, Index n) {
+    detail::validate_probability_row(function, p, n, row, false);
+    std::vector<Scalar> weights;
+    return detail::entmax_jacobian_norm_row(p, n, alpha, weights);
+  });
+}
+
+/// ‖J‖₂ of every row of sparsemax from its probabilities: 1 if at least two keys have p > 0, else 0
+/// (normalization-maps.md §1.1: J is the orthogonal projector diag(s) − ssᵀ/|S|). O(n) per row. Throws as
+/// softmax_jacobian_spectral_norm.
+template <class Derived>
+Vector<typename Derived::Scalar> sparsemax_jacobian_spectral_norm(const Eigen::MatrixBase<Derived>& probabilities,
+                                                                  const Visibility& visibility = {}) {
+  using Scalar = typename Derived::Scalar;
+  const char* function = "sparsemax_jacobian_spectral_norm";
+  return detail::map_probability_rows(function, probabilities, visibility, [&](Index row, const Scalar* p, Index n) {
+    detail::validate_probability_row(function, p, n, row, false);
+    return detail::sparsemax_jacobian_norm_row(p, n);
+  });
+}
+
+/// Cheap two-sided bound of ‖scale·(diag p − ppᵀ)‖₂ per row (normalization-maps.md §4.1 [derived]):
+/// scale·max(p_(2), max_i d_i) ≤ ‖J‖₂ ≤ scale·min(p_(1), 2·max_i d_i), d_i = p_i(1 − p_i) (d_argmax = p_(1)·Σ_{j≠argmax} p_j);
+/// upper ≤ 2·lower. One pass per row. Throws as softmax_jacobian_spectral_norm.
+template <class Derived>
+JacobianNormBounds<typename Derived::Scalar> softmax_jacobian_norm_bounds(
+    const Eigen::MatrixBase<Derived>& probabilities, typename Derived::Scalar scale = 1,
+    const Visibility& visibility = {}) {
+  using Scalar = typename Derived::Scalar;
+  const char* function = "softmax_jacobian_norm_bounds";
+  detail::require_positive(function, "scale", scale);
+  JacobianNormBounds<Scalar> bounds;
+  bounds.upper.resize(probabilities.rows());
+  bounds.lower = detail::map_probability_rows(function, probabilities, visibility,
+                                              [&](Index row, const Scalar* p, Index n) {
+    const auto statistics = detail::validate_probability_row(function, p, n, row, false);
+    const auto setup = detail::secular_setup(p, n, statistics.max, Scalar(0));
+    bounds.upper(row) = scale * setup.upper;
+    return scale * setup.lower;
+  });
+  return bounds;
+}
+
+}  // namespace attnscope
