@@ -1,4 +1,4 @@
-// attnscope/io.hpp — umbrella header of the IO module: whole files, arrays, NPY, NPZ, llama2.c checkpoints.
+// attnscope/io.hpp — umbrella header of the IO module: whole files, arrays, NPY, NPZ, safetensors, llama2.c checkpoints.
 // Needs zlib and nlohmann-json (link attnscope::io).
 #pragma once
 
@@ -7,3 +7,4 @@
 #include "attnscope/io/llama2c.hpp"
 #include "attnscope/io/npy.hpp"
 #include "attnscope/io/npz.hpp"
+#include "attnscope/io/safetensors.hpp"

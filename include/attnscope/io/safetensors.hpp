@@ -1,0 +1,203 @@
+// attnscope/io/safetensors.hpp — the safetensors format (huggingface/safetensors): an 8-byte little-endian header
+// length N, N bytes of JSON {"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}},
+// then the data buffer. Offsets are relative to the buffer, which the tensors must cover without gaps or overlaps.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attnscope/core/error.hpp"
+#include "attnscope/io/array.hpp"
+#include "attnscope/io/file.hpp"
+
+namespace attnscope::io {
+
+/// Everything a safetensors file holds: tensors in data-buffer order and the optional string metadata.
+struct SafetensorsContents {
+  NamedArrays tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+/// Largest JSON header accepted (the reference implementation's limit).
+inline constexpr std::uint64_t safetensors_max_header_bytes = 100'000'000;
+
+namespace detail {
+
+/// safetensors dtype string of a DType: F32, F64, I32, I64, BOOL, F16, BF16.
+inline const char* safetensors_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return "F32";
+    case DType::float64: return "F64";
+    case DType::int32: return "I32";
+    case DType::int64: return "I64";
+    case DType::boolean: return "BOOL";
+    case DType::float16: return "F16";
+    case DType::bfloat16: return "BF16";
+  }
+  return "?";
+}
+
+}  // namespace detail
+
+/// Parses a safetensors file from memory. Throws attnscope::io_error (naming `name_for_errors` and the tensor) for a
+/// header length past the end, malformed JSON, unsupported dtypes, bad shapes, offsets whose span differs from the
+/// shape, overlapping tensors, gaps, or a buffer not fully covered.
+inline SafetensorsContents parse_safetensors_contents(const unsigned char* data, std::size_t size,
+                                                      const std::string& name_for_errors) {
+  detail::ByteReader reader(data, size, "parse_safetensors", name_for_errors);
+  const std::uint64_t header_length = reader.read<std::uint64_t>("header length");
+  if (header_length > safetensors_max_header_bytes)
+    reader.fail("header length ", header_length, " exceeds the limit of ", safetensors_max_header_bytes, " bytes");
+  const unsigned char* header_bytes = reader.take(header_length, "JSON header");
+  if (header_length == 0 || header_bytes[0] != '{') reader.fail("the JSON header does not start with '{'");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(header_bytes, header_bytes + header_length);
+  } catch (const nlohmann::json::exception& e) {
+    reader.fail("malformed JSON header: ", e.what());
+  }
+  if (!header.is_object()) reader.fail("the JSON header is not an object");
+  const std::uint64_t buffer_size = reader.remaining();
+  const unsigned char* buffer = reader.take(buffer_size, "data buffer");
+
+  struct Entry {
+    std::string name;
+    DType dtype;
+    std::vector<std::int64_t> shape;
+    std::uint64_t begin, end;
+  };
+  SafetensorsContents contents;
+  std::vector<Entry> entries;
+  for (const auto& [name, info] : header.items()) {
+    if (name == "__metadata__") {
+      if (!info.is_object()) reader.fail("__metadata__ is not an object");
+      for (const auto& [key, value] : info.items()) {
+        if (!value.is_string()) reader.fail("__metadata__ value of '", key, "' is not a string");
+        contents.metadata[key] = value.get<std::string>();
+      }
+      continue;
+    }
+    auto bad = [&](auto&&... parts) { reader.fail("tensor '", name, "': ", parts...); };
+    if (!info.is_object() || info.size() != 3 || !info.contains("dtype") || !info.contains("shape") ||
+        !info.contains("data_offsets"))
+      bad("expected exactly the keys dtype, shape, data_offsets");
+    Entry entry{name, DType::float32, {}, 0, 0};
+    const auto& dtype = info["dtype"];
+    bool known = false;
+    for (DType candidate : {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean, DType::float16,
+                            DType::bfloat16})
+      if (dtype.is_string() && dtype.get<std::string>() == detail::safetensors_dtype_name(candidate)) {
+        entry.dtype = candidate;
+        known = true;
+      }
+    if (!known) bad("unsupported dtype ", dtype.dump(), " (supported: F32, F64, I32, I64, BOOL, F16, BF16)");
+    const auto& shape = info["shape"];
+    if (!shape.is_array() || shape.size() > 64) bad("shape must be an array of at most 64 integers");
+    for (const auto& dim : shape) {
+      if (!dim.is_number_unsigned() || dim.get<std::uint64_t>() > (std::uint64_t{1} << 62))
+        bad("shape entry ", dim.dump(), " is not a non-negative integer ≤ 2^62");
+      entry.shape.push_back(dim.get<std::int64_t>());
+    }
+    const auto& offsets = info["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
+      bad("data_offsets must be two non-negative integers, got ", offsets.dump());
+    entry.begin = offsets[0].get<std::uint64_t>();
+    entry.end = offsets[1].get<std::uint64_t>();
+    std::uint64_t count = 0, byte_count = 0;
+    if (!detail::shape_element_count(entry.shape, count) ||
+        !detail::multiply_checked(count, dtype_size(entry.dtype), byte_count))
+      bad("absurd shape ", detail::shape_string(entry.shape), " (element count overflows)");
+    if (entry.begin > entry.end || entry.end > buffer_size)
+      bad("data_offsets [", entry.begin, ", ", entry.end, "] are outside the ", buffer_size, "-byte data buffer");
+    if (entry.end - entry.begin != byte_count)
+      bad("data_offsets [", entry.begin, ", ", entry.end, "] span ", entry.end - entry.begin, " bytes but shape ",
+          detail::shape_string(entry.shape), " of ", dtype_name(entry.dtype), " needs ", byte_count);
+    entries.push_back(std::move(entry));
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  std::uint64_t covered = 0;
+  for (auto& entry : entries) {
+    if (entry.begin < covered)
+      reader.fail("tensor '", entry.name, "' at [", entry.begin, ", ", entry.end, ") overlaps the previous tensor (ending at ",
+                  covered, ")");
+    if (entry.begin > covered)
+      reader.fail("gap in the data buffer: bytes [", covered, ", ", entry.begin, ") belong to no tensor");
+    covered = entry.end;
+    std::vector<unsigned char> bytes(buffer + entry.begin, buffer + entry.end);
+    if (entry.dtype == DType::boolean)
+      for (auto& b : bytes)
+        if (b > 1) reader.fail("tensor '", entry.name, "': BOOL byte ", int(b), " is neither 0 nor 1");
+    contents.tensors.emplace_back(entry.name, Array(entry.dtype, std::move(entry.shape), std::move(bytes)));
+  }
+  if (covered != buffer_size)
+    reader.fail("data buffer has ", buffer_size, " bytes but the tensors cover only ", covered);
+  return contents;
+}
+
+/// Parses a safetensors file from memory into a map from tensor name to array (see parse_safetensors_contents).
+inline std::map<std::string, Array> parse_safetensors(const unsigned char* data, std::size_t size,
+                                                      const std::string& name_for_errors) {
+  SafetensorsContents contents = parse_safetensors_contents(data, size, name_for_errors);
+  std::map<std::string, Array> tensors;
+  for (auto& [name, array] : contents.tensors) tensors.emplace(name, std::move(array));
+  return tensors;
+}
+
+/// Reads a safetensors file: tensors in buffer order and metadata.
+inline SafetensorsContents read_safetensors_contents(const std::string& path) {
+  const std::vector<unsigned char> bytes = read_file(path);
+  return parse_safetensors_contents(bytes.data(), bytes.size(), path);
+}
+
+/// Reads a safetensors file into a map from tensor name to array.
+inline std::map<std::string, Array> read_safetensors(const std::string& path) {
+  const std::vector<unsigned char> bytes = read_file(path);
+  return parse_safetensors(bytes.data(), bytes.size(), path);
+}
+
+/// The bytes of a safetensors file: tensors laid out contiguously in the given order, JSON header padded with
+/// spaces to a multiple of 8 bytes. Throws invalid_argument for empty, duplicate or "__metadata__" names and
+/// for names or metadata that are not valid UTF-8.
+inline std::string serialize_safetensors(const NamedArrays& tensors,
+                                         const std::map<std::string, std::string>& metadata = {}) {
+  const char* fn = "serialize_safetensors";
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::uint64_t offset = 0;
+  for (const auto& [name, array] : tensors) {
+    if (name.empty() || name == "__metadata__" || header.contains(name))
+      detail::throw_invalid_argument(fn, "tensor names must be non-empty, unique and not __metadata__, got '", name, "'");
+    const std::uint64_t end = offset + array.bytes().size();
+    header[name] = {{"dtype", detail::safetensors_dtype_name(array.dtype())},
+                    {"shape", array.shape()},
+                    {"data_offsets", {offset, end}}};
+    offset = end;
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception& e) {
+    detail::throw_invalid_argument(fn, "a tensor name or metadata string is not valid UTF-8 (", e.what(), ")");
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::string out;
+  detail::append_little_endian<std::uint64_t>(out, text.size());
+  out += text;
+  for (const auto& named : tensors)
+    out.append(reinterpret_cast<const char*>(named.second.bytes().data()), named.second.bytes().size());
+  return out;
+}
+
+/// Writes a safetensors file (see serialize_safetensors).
+inline void write_safetensors(const std::string& path, const NamedArrays& tensors,
+                              const std::map<std::string, std::string>& metadata = {}) {
+  write_file(path, serialize_safetensors(tensors, metadata));
+}
+
+}  // namespace attnscope::io
