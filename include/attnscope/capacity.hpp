@@ -6,6 +6,7 @@
 #include "attnscope/capacity/distance.hpp"
 #include "attnscope/capacity/gradient.hpp"
 #include "attnscope/capacity/head_profile.hpp"
+#include "attnscope/capacity/head_summary.hpp"
 #include "attnscope/capacity/ks_test.hpp"
 #include "attnscope/capacity/selection.hpp"
 #include "attnscope/capacity/separability.hpp"

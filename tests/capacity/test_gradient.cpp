@@ -187,3 +187,33 @@ TEST_CASE("gradient functions reject bad input", "[capacity][gradient][errors]")
                                               1e-3, 1),
                          "gradient_sensitivity");
 }
+
+TEST_CASE("exact Jacobian norms of heads agree with a dense eigensolver and stay below 1/(2T)", "[capacity][gradient]") {
+  Random random(65);
+  std::vector<RowMatrix<double>> heads;
+  for (int h = 0; h < 3; ++h) heads.push_back(gaussian_matrix(random, 12, 12) * (0.5 + 3 * h));
+  for (const double temperature : {0.05, 1.0, 4.0}) {
+    const ExactJacobianNorm exact = exact_jacobian_norm(heads, temperature, causal);
+    double max_mean = 0, max_row = 0;
+    for (std::size_t h = 0; h < heads.size(); ++h) {
+      double total = 0;
+      for (Index row = 0; row < 12; ++row) {
+        const double norm = largest_eigenvalue(softmax_jacobian(heads[h].row(row).head(row + 1).transpose(), temperature));
+        total += norm;
+        max_row = std::max(max_row, norm);
+      }
+      CHECK(exact.per_head_mean[h] == Approx(total / 12).epsilon(1e-9).margin(1e-15));
+      max_mean = std::max(max_mean, total / 12);
+    }
+    CHECK(exact.max_of_head_means == Approx(max_mean).epsilon(1e-9));
+    CHECK(exact.max_over_rows == Approx(max_row).epsilon(1e-9));
+    CHECK(exact.max_over_rows <= softmax_jacobian_norm_supremum(temperature) * (1 + 1e-12));
+    // g(T, ε) with small ε never exceeds the exact aggregate (each row: ‖Jv‖ <= ‖J‖₂).
+    CHECK(gradient_sensitivity(heads, temperature, 1e-6, 3, causal).value <= exact.max_of_head_means * (1 + 1e-4));
+  }
+  CAPACITY_CHECK_INVALID(exact_jacobian_norm(std::vector<RowMatrix<double>>{}, 1.0), "exact_jacobian_norm");
+  CAPACITY_CHECK_INVALID(exact_jacobian_norm(heads, 0.0), "exact_jacobian_norm");
+  RowMatrix<double> bad = heads[0];
+  bad(3, 1) = NAN;
+  CAPACITY_CHECK_INVALID(exact_jacobian_norm(std::vector<RowMatrix<double>>{bad}, 1.0, causal), "exact_jacobian_norm");
+}

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "attnscope/capacity/head_profile.hpp"
+#include "attnscope/capacity/head_summary.hpp"
 #include "random_instances.hpp"
 
 using namespace attnscope;
@@ -171,4 +172,28 @@ TEST_CASE("head profiles reject bad input", "[capacity][profile][errors]") {
   CAPACITY_CHECK_INVALID(critical_top_n_for_head(head.attention, head.values, {0}, 0.05, causal),
                          "critical_top_n_for_head");
   CAPACITY_CHECK_INVALID(critical_top_n_for_head(head.attention, head.values, {2, 1}, 0.05, causal), "critical_top_n");
+}
+
+TEST_CASE("head_capacity combines the critical N, N_s/N there and g(T, ε)", "[capacity][profile]") {
+  Random random(76);
+  const RowMatrix<double> values = gaussian_matrix(random, 48, 4);
+  RowMatrix<double> scores = gaussian_matrix(random, 48, 48) * 2.0;
+  for (Index i = 0; i < 48; ++i)
+    for (Index j = i + 1; j < 48; ++j) scores(i, j) = -INFINITY;  // as the model captures them
+  const RowMatrix<double> attention = softmax(scores, 1.0, causal);
+  HeadCapacityOptions options;
+  options.level = 0.05;
+  options.seed = 9;
+  const HeadCapacity summary = head_capacity(attention, scores, values, causal, options);
+  const CriticalTopN critical = critical_top_n_for_head(attention, values, default_critical_n_grid(48), 0.05, causal);
+  CHECK(summary.critical_n == critical.critical_n);
+  if (summary.critical_n >= 1)
+    CHECK(summary.separability_at_critical ==
+          separability_rows(attention, values, summary.critical_n, causal).mean_fraction);
+  else
+    CHECK(std::isnan(summary.separability_at_critical));
+  CHECK(summary.gradient_sensitivity == finite_difference_jacobian_norm_mean(scores, 1.0, 1e-3, 9, causal));
+  CHECK(summary.exact_jacobian_norm ==
+        exact_jacobian_norm(std::vector<RowMatrix<double>>{scores}, 1.0, causal).max_of_head_means);
+  CHECK(summary.gradient_sensitivity <= summary.exact_jacobian_norm + 1e-3);
 }

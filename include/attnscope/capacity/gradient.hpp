@@ -1,7 +1,8 @@
 // attnscope/capacity/gradient.hpp — gradient sensitivity of the normalizer (normalization-limits Lemma 2, Alg. 5,
 // Fig. 4; arXiv:2508.17821): Lemma 2's general Jacobian bound ([derived] form) and the finite-difference estimator
 // g(T, ε) = max over heads of the mean over query rows of ‖softmax((l + εv)/T) − softmax(l/T)‖₂/ε, v a random unit vector.
-// Corollary 3's min{1/(4T), √2} and the true supremum 1/(2T) live in attnscope/normalize/spectral_norm.hpp.
+// The exact ‖J‖₂ beside it comes from normalize/spectral_norm.hpp (normalization-maps §5), as do Corollary 3's
+// min{1/(4T), √2} (corollary3_bound) and the true supremum 1/(2T) (softmax_jacobian_norm_supremum).
 #pragma once
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/normalize/softmax.hpp"
+#include "attnscope/normalize/spectral_norm.hpp"
 
 namespace attnscope {
 
@@ -153,6 +155,37 @@ GradientSensitivity gradient_sensitivity(const std::vector<Matrix>& head_logits,
       result.value = mean;
       result.head = static_cast<Index>(h);
     }
+  }
+  return result;
+}
+
+/// Exact softmax Jacobian norms of several heads, aggregated like g(T, ε).
+struct ExactJacobianNorm {
+  double max_of_head_means = 0;   // max over heads of the mean over rows of ‖J‖₂ (same aggregation as g)
+  double max_over_rows = 0;       // max over heads and rows of ‖J‖₂ (<= 1/(2T))
+  std::vector<double> per_head_mean;
+};
+
+/// Exact ‖J‖₂ = ‖(1/T)(diag α − ααᵀ)‖₂ of every query row, α = softmax(l/T) over the visible keys, by
+/// softmax_jacobian_spectral_norm (O(n) secular equation, normalization-maps §5); aggregated over rows and heads.
+/// O(heads · L_q · L_k). Throws on no heads, T not finite and > 0, and as softmax (naming the head).
+template <class Matrix>
+ExactJacobianNorm exact_jacobian_norm(const std::vector<Matrix>& head_logits, double temperature,
+                                      const Visibility& visibility = {}) {
+  if (head_logits.empty()) detail::throw_invalid_argument("exact_jacobian_norm", "no heads given");
+  detail::require_positive("exact_jacobian_norm", "temperature T", temperature);
+  ExactJacobianNorm result;
+  for (std::size_t h = 0; h < head_logits.size(); ++h) {
+    Vector<double> norms;
+    try {
+      const RowMatrix<double> logits = head_logits[h].template cast<double>();
+      norms = softmax_jacobian_spectral_norm(softmax(logits, temperature, visibility), 1 / temperature, visibility);
+    } catch (const invalid_argument& error) {
+      detail::throw_invalid_argument("exact_jacobian_norm", "head ", h, ": ", error.what());
+    }
+    result.per_head_mean.push_back(norms.mean());
+    result.max_of_head_means = std::max(result.max_of_head_means, norms.mean());
+    result.max_over_rows = std::max(result.max_over_rows, norms.maxCoeff());
   }
   return result;
 }
