@@ -147,6 +147,7 @@ TEST_CASE("safetensors: malformed headers, offsets and buffers give io_error", "
   CHECK_THAT(message("", ""), Contains("does not start with '{'"));
   CHECK_THAT(message("{" + tensor("a", "BOOL", "[1]", "[0, 1]") + "}", "\x02"), Contains("neither 0 nor 1"));
   CHECK(message("{}", "").empty());
+  CHECK_THAT(message("{" + tensor("", "F32", "[2]", "[0, 8]") + "}", eight), Contains("empty tensor name"));
   // Header length past the end, absurd header length, truncation at every offset of a valid file.
   std::string bytes;
   io::detail::append_little_endian<std::uint64_t>(bytes, 1000);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -225,5 +226,14 @@ class Array {
 
 /// Named arrays in a chosen order (NPZ members, safetensors tensors).
 using NamedArrays = std::vector<std::pair<std::string, Array>>;
+
+namespace detail {
+/// The same arrays keyed by name.
+inline std::map<std::string, Array> to_map(NamedArrays&& arrays) {
+  std::map<std::string, Array> map;
+  for (auto& [name, array] : arrays) map.emplace(name, std::move(array));
+  return map;
+}
+}  // namespace detail
 
 }  // namespace attnscope::io

@@ -54,6 +54,13 @@ inline void write_file(const std::string& path, const std::string& bytes) {
 
 namespace detail {
 
+/// Reads a whole file and hands its bytes to an in-memory parser `parse(data, size, name_for_errors)`.
+template <class Parser>
+auto parse_file(const std::string& path, Parser&& parse) {
+  const std::vector<unsigned char> bytes = read_file(path);
+  return parse(bytes.data(), bytes.size(), path);
+}
+
 /// a·b, or false when the product overflows std::uint64_t.
 inline bool multiply_checked(std::uint64_t a, std::uint64_t b, std::uint64_t& product) {
   if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) return false;

@@ -331,8 +331,7 @@ inline LlamaWeights parse_llama2c(const unsigned char* data, std::size_t size, c
 
 /// Reads a llama2.c checkpoint file (see parse_llama2c).
 inline LlamaWeights read_llama2c(const std::string& path) {
-  const std::vector<unsigned char> bytes = read_file(path);
-  return parse_llama2c(bytes.data(), bytes.size(), path);
+  return detail::parse_file(path, parse_llama2c);
 }
 
 /// Serializes weights as a llama2.c checkpoint of version 0, 1 or 2 (Q8_0 with the given group size, which must

@@ -208,8 +208,7 @@ inline Array parse_npy(const unsigned char* data, std::size_t size, const std::s
 
 /// Reads an .npy file (see parse_npy).
 inline Array read_npy(const std::string& path) {
-  const std::vector<unsigned char> bytes = read_file(path);
-  return parse_npy(bytes.data(), bytes.size(), path);
+  return detail::parse_file(path, parse_npy);
 }
 
 /// The bytes of an .npy file exactly as numpy 1.24's np.save writes them: version 1.0 (2.0 when the header

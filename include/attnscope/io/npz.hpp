@@ -209,22 +209,17 @@ inline NamedArrays parse_npz_ordered(const unsigned char* data, std::size_t size
 /// Parses an .npz archive from memory into a map keyed by member name without ".npy" (see parse_npz_ordered).
 inline std::map<std::string, Array> parse_npz(const unsigned char* data, std::size_t size,
                                               const std::string& name_for_errors) {
-  NamedArrays ordered = parse_npz_ordered(data, size, name_for_errors);
-  std::map<std::string, Array> arrays;
-  for (auto& [key, array] : ordered) arrays.emplace(key, std::move(array));
-  return arrays;
+  return detail::to_map(parse_npz_ordered(data, size, name_for_errors));
 }
 
 /// Reads an .npz file into (key, array) pairs in archive order.
 inline NamedArrays read_npz_ordered(const std::string& path) {
-  const std::vector<unsigned char> bytes = read_file(path);
-  return parse_npz_ordered(bytes.data(), bytes.size(), path);
+  return detail::parse_file(path, parse_npz_ordered);
 }
 
 /// Reads an .npz file into a map keyed by member name without ".npy".
 inline std::map<std::string, Array> read_npz(const std::string& path) {
-  const std::vector<unsigned char> bytes = read_file(path);
-  return parse_npz(bytes.data(), bytes.size(), path);
+  return detail::parse_file(path, parse_npz);
 }
 
 /// The bytes of an .npz archive with one "<key>.npy" member per array (numpy-compatible; date 1980-01-01 so that

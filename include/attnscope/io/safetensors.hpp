@@ -73,7 +73,9 @@ inline SafetensorsContents parse_safetensors_contents(const unsigned char* data,
   };
   SafetensorsContents contents;
   std::vector<Entry> entries;
-  for (const auto& [name, info] : header.items()) {
+  for (const auto& item : header.items()) {
+    const std::string& name = item.key();  // (a structured binding cannot be captured by the lambda below in C++17)
+    const nlohmann::json& info = item.value();
     if (name == "__metadata__") {
       if (!info.is_object()) reader.fail("__metadata__ is not an object");
       for (const auto& [key, value] : info.items()) {
@@ -82,6 +84,7 @@ inline SafetensorsContents parse_safetensors_contents(const unsigned char* data,
       }
       continue;
     }
+    if (name.empty()) reader.fail("empty tensor name");
     auto bad = [&](auto&&... parts) { reader.fail("tensor '", name, "': ", parts...); };
     if (!info.is_object() || info.size() != 3 || !info.contains("dtype") || !info.contains("shape") ||
         !info.contains("data_offsets"))
@@ -143,22 +146,17 @@ inline SafetensorsContents parse_safetensors_contents(const unsigned char* data,
 /// Parses a safetensors file from memory into a map from tensor name to array (see parse_safetensors_contents).
 inline std::map<std::string, Array> parse_safetensors(const unsigned char* data, std::size_t size,
                                                       const std::string& name_for_errors) {
-  SafetensorsContents contents = parse_safetensors_contents(data, size, name_for_errors);
-  std::map<std::string, Array> tensors;
-  for (auto& [name, array] : contents.tensors) tensors.emplace(name, std::move(array));
-  return tensors;
+  return detail::to_map(parse_safetensors_contents(data, size, name_for_errors).tensors);
 }
 
 /// Reads a safetensors file: tensors in buffer order and metadata.
 inline SafetensorsContents read_safetensors_contents(const std::string& path) {
-  const std::vector<unsigned char> bytes = read_file(path);
-  return parse_safetensors_contents(bytes.data(), bytes.size(), path);
+  return detail::parse_file(path, parse_safetensors_contents);
 }
 
 /// Reads a safetensors file into a map from tensor name to array.
 inline std::map<std::string, Array> read_safetensors(const std::string& path) {
-  const std::vector<unsigned char> bytes = read_file(path);
-  return parse_safetensors(bytes.data(), bytes.size(), path);
+  return detail::parse_file(path, parse_safetensors);
 }
 
 /// The bytes of a safetensors file: tensors laid out contiguously in the given order, JSON header padded with
