@@ -1,0 +1,344 @@
+// attnscope/normalize/jacobian.hpp — Jacobians of every normalization map, row by row: matrix-free JVP and VJP,
+// the dense Jacobian of one row, and the spectral norm ‖J‖₂ of every row.
+// The map is any struct of maps.hpp, a NormalizationMap variant, or a GeneralizedMap.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/Eigenvalues>
+#include <Eigen/SVD>
+
+#include "attnscope/core/check.hpp"
+#include "attnscope/core/error.hpp"
+#include "attnscope/core/parallel.hpp"
+#include "attnscope/core/random.hpp"
+#include "attnscope/core/types.hpp"
+#include "attnscope/core/visibility.hpp"
+#include "attnscope/normalize/entmax.hpp"
+#include "attnscope/normalize/generalized.hpp"
+#include "attnscope/normalize/maps.hpp"
+#include "attnscope/normalize/row_helpers.hpp"
+#include "attnscope/normalize/sa_softmax.hpp"
+#include "attnscope/normalize/sink_softmax.hpp"
+#include "attnscope/normalize/softmax.hpp"
+#include "attnscope/normalize/sparsemax.hpp"
+#include "attnscope/normalize/spectral_norm.hpp"
+#include "attnscope/normalize/ssmax.hpp"
+
+namespace attnscope {
+namespace detail {
+
+// ---- Linearization of one row of visible logits, per map ----------------------------------------------------
+
+template <class Scalar>
+RowLinearization<Scalar> linearize_row(const SoftmaxMap& map, const Scalar* z, Index n) {
+  return linearize_scaled_softmax(z, n, Scalar(1) / static_cast<Scalar>(map.temperature));
+}
+template <class Scalar>
+RowLinearization<Scalar> linearize_row(const SparsemaxMap&, const Scalar* z, Index n) {
+  return linearize_sparsemax(z, n);
+}
+template <class Scalar>
+RowLinearization<Scalar> linearize_row(const Entmax15Map&, const Scalar* z, Index n) {
+  return linearize_entmax15(z, n);
+}
+template <class Scalar>
+RowLinearization<Scalar> linearize_row(const EntmaxBisectMap& map, const Scalar* z, Index n) {
+  return linearize_entmax_bisect(z, n, static_cast<Scalar>(map.alpha));
+}
+template <class Scalar>
+RowLinearization<Scalar> linearize_row(const ScalableSoftmaxMap& map, const Scalar* z, Index n) {
+  return linearize_ssmax(z, n, static_cast<Scalar>(map.s));
+}
+template <class Scalar>
+RowLinearization<Scalar> linearize_row(const SelfAdjustSoftmaxMap& map, const Scalar* z, Index n) {
+  return linearize_sa_softmax(z, n, map.variant);
+}
+template <class Scalar>
+RowLinearization<Scalar> linearize_row(const SinkSoftmaxMap& map, const Scalar* z, Index n) {
+  return linearize_sink_softmax(z, n, static_cast<Scalar>(map.sink_logit));
+}
+template <class Scalar, class Function, class Derivative>
+RowLinearization<Scalar> linearize_row(const GeneralizedMap<Function, Derivative>& map, const Scalar* z, Index n) {
+  return linearize_generalized(z, n, map);
+}
+template <class Scalar>
+RowLinearization<Scalar> linearize_row(const NormalizationMap& map, const Scalar* z, Index n) {
+  return std::visit([&](const auto& alternative) { return linearize_row(alternative, z, n); }, map);
+}
+
+// ---- Validation of a map against the logits it is applied to ------------------------------------------------
+
+template <class Scalar, class Map>
+void validate_map_at(const char* function, const Map& map, const RowMatrix<Scalar>& logits,
+                     const Visibility& visibility) {
+  if constexpr (is_generalized_map<Map>::value) {
+    require_generalized_defined(function, logits, visibility, map, true);
+  } else {
+    validate_map(function, map);
+    if constexpr (std::is_same<Map, SelfAdjustSoftmaxMap>::value) {
+      require_sa_softmax_defined(function, logits, visibility, map.variant);
+    } else if constexpr (std::is_same<Map, NormalizationMap>::value) {
+      if (const auto* sa = std::get_if<SelfAdjustSoftmaxMap>(&map))
+        require_sa_softmax_defined(function, logits, visibility, sa->variant);
+    }
+  }
+}
+
+/// Runs body(row, columns) over all rows: in parallel for built-in maps, serially for a user F.
+template <class Map, class Body>
+void for_each_map_row(Index rows, Index cols, Body&& body) {
+  if constexpr (is_generalized_map<Map>::value) {
+    for (Index i = 0; i < rows; ++i) body(i);
+  } else {
+    for_each_row(rows, 8 * cols, body);
+  }
+}
+
+/// Shared body of JVP and VJP: validates, then applies J (or Jᵀ) of each row to the matching row of `vectors`.
+template <class Scalar, class Map>
+RowMatrix<Scalar> linearized_product(const char* function, const RowMatrix<Scalar>& logits, const Map& map,
+                                     const RowMatrix<Scalar>& vectors, const Visibility& visibility, bool transpose) {
+  validate_logits(function, logits, visibility);
+  require_same_shape(function, "vectors/logits", vectors.rows(), vectors.cols(), logits.rows(), logits.cols());
+  const Index cols = logits.cols();
+  for (Index i = 0; i < vectors.rows(); ++i)
+    for (Index j = 0; j < cols; ++j)
+      if (visibility.visible(i, j, cols) && !std::isfinite(static_cast<double>(vectors(i, j))))
+        throw_invalid_argument(function, "non-finite vector entry ", vectors(i, j), " at row ", i, ", column ", j);
+  validate_map_at(function, map, logits, visibility);
+  RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(logits.rows(), cols);
+  for_each_map_row<Map>(logits.rows(), cols, [&](Index i) {
+    const std::vector<Index> columns = visible_columns(visibility, i, cols);
+    const std::vector<Scalar> z = gather_row(logits, i, columns), v = gather_row(vectors, i, columns);
+    const RowLinearization<Scalar> linearization = linearize_row(map, z.data(), static_cast<Index>(z.size()));
+    std::vector<Scalar> result(z.size());
+    if (transpose) linearization.jacobian.apply_transpose(v.data(), result.data());
+    else linearization.jacobian.apply(v.data(), result.data());
+    scatter_row(result, columns, i, out);
+  });
+  return out;
+}
+
+// ---- Spectral norm of a non-symmetric row Jacobian -----------------------------------------------------------
+
+/// Largest rows for which the non-symmetric ‖J‖₂ is computed by a dense SVD (Eigen::JacobiSVD, O(n³));
+/// longer rows use restarted Lanczos (below).
+inline constexpr Index dense_svd_max_keys = 16;
+
+/// ‖J‖₂ by Eigen::JacobiSVD of the dense Jacobian: exact to rounding, O(n³).
+inline double spectral_norm_dense_svd(const DiagonalPlusLowRank<double>& jacobian) {
+  const Eigen::MatrixXd dense = jacobian.dense();
+  Eigen::JacobiSVD<Eigen::MatrixXd> svd(dense);
+  return svd.singularValues().size() ? svd.singularValues()(0) : 0.0;
+}
+
+/// ‖J‖₂ = √λ_max(JᵀJ) by explicitly restarted Lanczos on JᵀJ applied matrix-free (one JVP and one VJP per step),
+/// Krylov dimension min(n, 24) with full reorthogonalization, restarted from the top Ritz vector; stops when the
+/// Ritz residual ‖JᵀJ y − θ y‖ ≤ tolerance·θ (default 1e-12; by the Bauer–Fike/Kato bound σ² then has relative
+/// error ≤ 1e-12, in practice far less) or after 200 restarts. Deterministic start vector (seeded attnscope::Random).
+inline double spectral_norm_lanczos(const DiagonalPlusLowRank<double>& jacobian, double tolerance = 1e-12,
+                                    int max_restarts = 200) {
+  const Index n = jacobian.size();
+  const Index krylov = std::min<Index>(n, 24);
+  Eigen::MatrixXd basis(n, krylov + 1);
+  Eigen::VectorXd start(n), image(n), product(n);
+  Random random(0x6c616e637a6f73ull);
+  for (Index i = 0; i < n; ++i) start(i) = 1.0 + 0.5 * random.normal();
+  start.normalize();
+  double theta = 0;
+  for (int restart = 0; restart < max_restarts; ++restart) {
+    std::vector<double> alphas, betas;
+    basis.col(0) = start;
+    bool invariant = false;
+    Index steps = 0;
+    for (Index j = 0; j < krylov; ++j) {
+      jacobian.apply(basis.col(j).data(), image.data());
+      jacobian.apply_transpose(image.data(), product.data());
+      const double product_norm = product.norm();
+      const double alpha = basis.col(j).dot(product);
+      alphas.push_back(alpha);
+      for (int pass = 0; pass < 2; ++pass)  // full reorthogonalization, twice is enough
+        for (Index i = 0; i <= j; ++i) product -= basis.col(i).dot(product) * basis.col(i);
+      const double beta = product.norm();
+      betas.push_back(beta);
+      steps = j + 1;
+      if (beta <= 1e-13 * product_norm || beta == 0) {
+        invariant = true;
+        break;
+      }
+      basis.col(j + 1) = product / beta;
+    }
+    Eigen::MatrixXd tridiagonal = Eigen::MatrixXd::Zero(steps, steps);
+    for (Index j = 0; j < steps; ++j) {
+      tridiagonal(j, j) = alphas[static_cast<std::size_t>(j)];
+      if (j + 1 < steps) tridiagonal(j, j + 1) = tridiagonal(j + 1, j) = betas[static_cast<std::size_t>(j)];
+    }
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(tridiagonal);
+    theta = solver.eigenvalues()(steps - 1);
+    const Eigen::VectorXd ritz = solver.eigenvectors().col(steps - 1);
+    const double residual = std::abs(betas[static_cast<std::size_t>(steps - 1)] * ritz(steps - 1));
+    start = basis.leftCols(steps) * ritz;
+    start.normalize();
+    if (invariant || residual <= tolerance * theta) break;
+  }
+  return std::sqrt(std::max(theta, 0.0));
+}
+
+/// ‖J‖₂ of a non-symmetric row Jacobian: dense SVD when n ≤ dense_svd_max_keys, restarted Lanczos otherwise.
+inline double nonsymmetric_spectral_norm(const DiagonalPlusLowRank<double>& jacobian) {
+  if (jacobian.size() <= dense_svd_max_keys) return spectral_norm_dense_svd(jacobian);
+  return spectral_norm_lanczos(jacobian);
+}
+
+/// ‖J‖₂ per row for a non-symmetric map, computed in double whatever the logits' scalar.
+template <class Scalar, class Map>
+Vector<Scalar> nonsymmetric_spectral_norms(const RowMatrix<Scalar>& logits, const Map& map,
+                                           const Visibility& visibility) {
+  Vector<Scalar> norms(logits.rows());
+  const RowMatrix<double> logits_double = logits.template cast<double>();
+  for_each_map_row<Map>(logits.rows(), 64 * logits.cols(), [&](Index i) {
+    const std::vector<Index> columns = visible_columns(visibility, i, logits.cols());
+    const std::vector<double> z = gather_row(logits_double, i, columns);
+    const RowLinearization<double> linearization = linearize_row(map, z.data(), static_cast<Index>(z.size()));
+    norms(i) = static_cast<Scalar>(nonsymmetric_spectral_norm(linearization.jacobian));
+  });
+  return norms;
+}
+
+// ---- Spectral norm per map: exact O(n) secular method for the symmetric maps (spectral_norm.hpp) -------------
+
+template <class Scalar>
+Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const SoftmaxMap& map, const Visibility& visibility) {
+  const Scalar temperature = static_cast<Scalar>(map.temperature);
+  return softmax_jacobian_spectral_norm(softmax(z, temperature, visibility), Scalar(1) / temperature, visibility);
+}
+template <class Scalar>
+Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const ScalableSoftmaxMap& map, const Visibility& visibility) {
+  const Scalar s = static_cast<Scalar>(map.s);
+  Vector<Scalar> norms = softmax_jacobian_spectral_norm(ssmax(z, s, visibility), Scalar(1), visibility);
+  for (Index i = 0; i < z.rows(); ++i) norms(i) *= ssmax_scale(s, visibility.visible_count(i, z.cols()));
+  return norms;
+}
+template <class Scalar>
+Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const SinkSoftmaxMap& map, const Visibility& visibility) {
+  return sink_softmax_jacobian_spectral_norm(softmax_with_sink(z, static_cast<Scalar>(map.sink_logit), visibility),
+                                             visibility);
+}
+template <class Scalar>
+Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const SparsemaxMap&, const Visibility& visibility) {
+  return sparsemax_jacobian_spectral_norm(sparsemax(z, visibility), visibility);
+}
+template <class Scalar>
+Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const Entmax15Map&, const Visibility& visibility) {
+  return entmax_jacobian_spectral_norm(entmax15(z, visibility), Scalar(1.5), visibility);
+}
+template <class Scalar>
+Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const EntmaxBisectMap& map, const Visibility& visibility) {
+  const Scalar alpha = static_cast<Scalar>(map.alpha);
+  return entmax_jacobian_spectral_norm(entmax_bisect(z, alpha, visibility), alpha, visibility);
+}
+template <class Scalar>
+Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const SelfAdjustSoftmaxMap& map,
+                              const Visibility& visibility) {
+  return nonsymmetric_spectral_norms(z, map, visibility);
+}
+template <class Scalar, class Function, class Derivative>
+Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const GeneralizedMap<Function, Derivative>& map,
+                              const Visibility& visibility) {
+  return nonsymmetric_spectral_norms(z, map, visibility);
+}
+template <class Scalar>
+Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const NormalizationMap& map, const Visibility& visibility) {
+  return std::visit([&](const auto& alternative) { return spectral_norms(z, alternative, visibility); }, map);
+}
+
+}  // namespace detail
+
+/// Spectral norm ‖J_i‖₂ of the Jacobian of every row i (over its visible keys). Symmetric maps (softmax with
+/// temperature, SSMax, sink softmax, sparsemax, 1.5-entmax, α-entmax) use the exact O(n) secular-equation method
+/// of normalization-maps.md §5 (spectral_norm.hpp), from the map's output. Non-symmetric maps (SA-Softmax, a user F)
+/// are computed in double: a dense SVD (Eigen::JacobiSVD) for rows of ≤ 16 visible keys, otherwise restarted
+/// Lanczos on JᵀJ with JVP/VJP, Ritz residual ≤ 1e-12·σ² (detail::spectral_norm_lanczos). Throws as
+/// jacobian_vector_product on bad logits or parameters.
+template <class Derived, class Map>
+Vector<typename Derived::Scalar> jacobian_spectral_norm(const Eigen::MatrixBase<Derived>& logits, const Map& map,
+                                                        const Visibility& visibility = {}) {
+  using Scalar = typename Derived::Scalar;
+  static_assert(std::is_floating_point<Scalar>::value, "attnscope::jacobian_spectral_norm: float or double");
+  const char* function = "jacobian_spectral_norm";
+  const RowMatrix<Scalar> z = logits;
+  detail::validate_logits(function, z, visibility);
+  detail::validate_map_at(function, map, z, visibility);
+  return detail::spectral_norms(z, map, visibility);
+}
+
+/// Jacobian-vector products, row by row: row i of the result is J_i v_i, J_i = ∂map(z_i)/∂z_i over the visible
+/// keys of row i (masked entries of `tangent` are ignored, of the result exactly 0). Matrix-free, O(n) per row.
+/// Throws attnscope::invalid_argument on bad logits/parameters (as the maps), a non-finite visible tangent entry,
+/// or a tangent/logits shape mismatch.
+template <class LogitsDerived, class Map, class TangentDerived>
+RowMatrix<typename LogitsDerived::Scalar> jacobian_vector_product(const Eigen::MatrixBase<LogitsDerived>& logits,
+                                                                  const Map& map,
+                                                                  const Eigen::MatrixBase<TangentDerived>& tangent,
+                                                                  const Visibility& visibility = {}) {
+  using Scalar = typename LogitsDerived::Scalar;
+  static_assert(std::is_floating_point<Scalar>::value, "attnscope::jacobian_vector_product: float or double");
+  return detail::linearized_product("jacobian_vector_product", RowMatrix<Scalar>(logits), map,
+                                    RowMatrix<Scalar>(tangent.template cast<Scalar>()), visibility, false);
+}
+
+/// Vector-Jacobian products, row by row: row i of the result is J_iᵀ g_i (the backward pass). Same conventions,
+/// cost and errors as jacobian_vector_product.
+template <class LogitsDerived, class Map, class CotangentDerived>
+RowMatrix<typename LogitsDerived::Scalar> vector_jacobian_product(
+    const Eigen::MatrixBase<LogitsDerived>& logits, const Map& map, const Eigen::MatrixBase<CotangentDerived>& cotangent,
+    const Visibility& visibility = {}) {
+  using Scalar = typename LogitsDerived::Scalar;
+  static_assert(std::is_floating_point<Scalar>::value, "attnscope::vector_jacobian_product: float or double");
+  return detail::linearized_product("vector_jacobian_product", RowMatrix<Scalar>(logits), map,
+                                    RowMatrix<Scalar>(cotangent.template cast<Scalar>()), visibility, true);
+}
+
+/// Dense n×n Jacobian of row `row` of `logits`, with zero rows and columns at masked keys. O(n²) memory.
+/// Throws attnscope::invalid_argument when `row` is out of range, and as jacobian_vector_product otherwise.
+template <class Derived, class Map>
+RowMatrix<typename Derived::Scalar> jacobian(const Eigen::MatrixBase<Derived>& logits, Index row, const Map& map,
+                                             const Visibility& visibility) {
+  using Scalar = typename Derived::Scalar;
+  static_assert(std::is_floating_point<Scalar>::value, "attnscope::jacobian: logits must be float or double");
+  const RowMatrix<Scalar> z = logits;
+  detail::validate_logits("jacobian", z, visibility);
+  if (row < 0 || row >= z.rows())
+    detail::throw_invalid_argument("jacobian", "row ", row, " out of range [0, ", z.rows(), ")");
+  detail::validate_map_at("jacobian", map, z, visibility);
+  const std::vector<Index> columns = detail::visible_columns(visibility, row, z.cols());
+  const std::vector<Scalar> visible = detail::gather_row(z, row, columns);
+  const RowMatrix<Scalar> compact =
+      detail::linearize_row(map, visible.data(), static_cast<Index>(visible.size())).jacobian.dense();
+  RowMatrix<Scalar> full = RowMatrix<Scalar>::Zero(z.cols(), z.cols());
+  for (std::size_t a = 0; a < columns.size(); ++a)
+    for (std::size_t b = 0; b < columns.size(); ++b)
+      full(columns[a], columns[b]) = compact(static_cast<Index>(a), static_cast<Index>(b));
+  return full;
+}
+
+/// Dense n×n Jacobian of one row of logits (a 1×n or n×1 expression, every key visible). O(n²).
+template <class Derived, class Map>
+RowMatrix<typename Derived::Scalar> jacobian(const Eigen::MatrixBase<Derived>& logits_row, const Map& map) {
+  using Scalar = typename Derived::Scalar;
+  if (logits_row.rows() != 1 && logits_row.cols() != 1)
+    detail::throw_invalid_argument("jacobian", "expected one row of logits, got ", logits_row.rows(), "x",
+                                   logits_row.cols(), " (use jacobian(logits, row, map, visibility))");
+  RowMatrix<Scalar> row(1, logits_row.size());
+  for (Index k = 0; k < logits_row.size(); ++k)
+    row(0, k) = logits_row.rows() == 1 ? logits_row(0, k) : logits_row(k, 0);
+  return jacobian(row, 0, map, Visibility{});
+}
+
+}  // namespace attnscope

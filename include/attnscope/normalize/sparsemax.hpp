@@ -1,0 +1,138 @@
+// attnscope/normalize/sparsemax.hpp — sparsemax, the Euclidean projection of each logit row onto the simplex
+// (Martins & Astudillo, ICML 2016): p_i = [z_i − τ(z)]₊ with Σp = 1 (normalization-maps.md §1.1).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "attnscope/core/types.hpp"
+#include "attnscope/core/visibility.hpp"
+#include "attnscope/normalize/row_helpers.hpp"
+
+namespace attnscope {
+namespace detail {
+
+/// Sort-based reference: sort descending, k(z) = max{k : 1 + k·z_(k) > Σ_{j≤k} z_(j)}, τ = (Σ_{j≤k} z_(j) − 1)/k
+/// (Martins & Astudillo 2016 eq. for τ; deep-spin `_sparsemax_threshold_and_support`). O(n log n). Logits are
+/// shifted by the row max first, as deep-spin does.
+template <class Scalar>
+void sparsemax_row_sort_reference(const Scalar* logits, Index n, Scalar* out) {
+  const Scalar max_value = *std::max_element(logits, logits + n);
+  std::vector<Scalar> sorted(static_cast<std::size_t>(n));
+  for (Index j = 0; j < n; ++j) sorted[static_cast<std::size_t>(j)] = logits[j] - max_value;
+  std::sort(sorted.begin(), sorted.end(), std::greater<Scalar>());
+  Scalar cumulative = 0, support_sum = 0;
+  Index support = 0;
+  for (Index k = 1; k <= n; ++k) {
+    const Scalar value = sorted[static_cast<std::size_t>(k - 1)];
+    cumulative += value;
+    if (1 + Scalar(k) * value > cumulative) {
+      support = k;
+      support_sum = cumulative;
+    }
+  }
+  const Scalar threshold = (support_sum - 1) / Scalar(support);
+  for (Index j = 0; j < n; ++j) out[j] = std::max(logits[j] - max_value - threshold, Scalar(0));
+}
+
+/// Threshold τ of the candidates values[0, count) (already shifted by the row max), by the randomized pivot
+/// method of Duchi, Shalev-Shwartz, Singer & Chandra (ICML 2008), expected O(count): keep the running sum and
+/// count of keys known to be in the support; a pivot v is in the support iff Σ_{z ≥ v}(z − v) < 1.
+/// Partitions branch-free between `values` and `scratch` (both of size ≥ count; both are overwritten).
+/// The pivot sequence comes from a fixed-seed xorshift, so results are deterministic.
+template <class Scalar>
+Scalar sparsemax_threshold_pivot(Scalar* values, Scalar* scratch, Index count) {
+  Scalar support_sum = 0;
+  Index support_count = 0;
+  Scalar* range = values;
+  Scalar* other = scratch;
+  Index length = count;
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  while (length > 0) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    const Scalar pivot = range[state % static_cast<std::uint64_t>(length)];
+    // Greater values fill `other` from the front, smaller ones from the back; equal values are only counted.
+    Index greater_end = 0, less_begin = length;
+    Scalar greater_sum = 0;
+    for (Index j = 0; j < length; ++j) {
+      const Scalar value = range[j];
+      other[greater_end] = value;
+      other[less_begin - 1] = value;
+      const bool greater = value > pivot;
+      greater_sum += greater ? value : Scalar(0);
+      greater_end += greater;
+      less_begin -= value < pivot;
+    }
+    const Index equal_count = less_begin - greater_end;
+    if (support_sum + greater_sum - Scalar(support_count + greater_end) * pivot < 1) {
+      // The pivot is in the support, hence so is everything ≥ it; continue with the smaller values.
+      support_sum += greater_sum + Scalar(equal_count) * pivot;
+      support_count += greater_end + equal_count;
+      range = other + less_begin;
+      length = length - less_begin;
+    } else {
+      // The pivot (and its equals) are outside the support; continue with the greater values.
+      range = other;
+      length = greater_end;
+    }
+    other = (other == scratch) ? values : scratch;
+  }
+  return (support_sum - 1) / Scalar(support_count);
+}
+
+/// Sparsemax of one row, expected O(n): row max, then only keys with z > max − 1 can be in the support
+/// (τ ≥ z_max − 1 because p_max ≤ 1) [derived], then the randomized pivot threshold on those candidates.
+template <class Scalar>
+void sparsemax_row(const Scalar* logits, Index n, Scalar* out) {
+  Scalar max_value = logits[0];
+  for (Index j = 1; j < n; ++j) max_value = logits[j] > max_value ? logits[j] : max_value;
+  std::vector<Scalar> buffer(static_cast<std::size_t>(2 * n));
+  Scalar* candidates = buffer.data();
+  Index candidate_count = 0;
+  for (Index j = 0; j < n; ++j) {
+    const Scalar shifted = logits[j] - max_value;
+    candidates[candidate_count] = shifted;
+    candidate_count += shifted > Scalar(-1);
+  }
+  const Scalar threshold = sparsemax_threshold_pivot(candidates, buffer.data() + n, candidate_count);
+  for (Index j = 0; j < n; ++j) out[j] = std::max(logits[j] - max_value - threshold, Scalar(0));
+}
+
+/// Sparsemax Jacobian on one row: J = diag(s) − s sᵀ/|S|, s = indicator of the support (Martins & Astudillo 2016;
+/// deep-spin SparsemaxFunction.backward).
+template <class Scalar>
+RowLinearization<Scalar> linearize_sparsemax(const Scalar* logits, Index n) {
+  return linearize_with<Scalar>(
+      n, [&](Scalar* out) { sparsemax_row(logits, n, out); },
+      [](const std::vector<Scalar>& p) {
+        std::vector<Scalar> support(p.size());
+        Scalar support_size = 0;
+        for (std::size_t i = 0; i < support.size(); ++i) {
+          support[i] = p[i] > 0 ? Scalar(1) : Scalar(0);
+          support_size += support[i];
+        }
+        return scaled_diagonal_minus_rank_one(support, Scalar(1) / support_size, Scalar(1));
+      });
+}
+
+}  // namespace detail
+
+/// Sparsemax of each row over its visible keys: the exact Euclidean projection onto the probability simplex,
+/// p_i = [z_i − τ]₊ (Martins & Astudillo, ICML 2016). Expected O(n) per row (candidate filter + randomized pivot),
+/// masked entries exactly 0. Throws attnscope::invalid_argument on empty/non-finite input, mask shape mismatch or
+/// fully masked rows.
+template <class Derived>
+RowMatrix<typename Derived::Scalar> sparsemax(const Eigen::MatrixBase<Derived>& logits,
+                                              const Visibility& visibility = {}) {
+  using Scalar = typename Derived::Scalar;
+  return detail::map_rows("sparsemax", logits, visibility,
+                          [](const Scalar* z, Index n, Scalar* p) { detail::sparsemax_row(z, n, p); });
+}
+
+}  // namespace attnscope
