@@ -1,7 +1,11 @@
 // attnscope/normalize/softmax.hpp — softmax with temperature, row-wise, with visibility.
 // p_i = exp(z_i/T) / Σ_j exp(z_j/T) over the visible keys (normalization-maps.md §4.1).
+// Rows run through the vectorized kernels of attnscope/kernels (max with fused finiteness check, fused exp-and-sum,
+// scale: three passes over a row that stays in L1/L2, normalization-maps.md §6); softmax_row_reference is the plain
+// scalar version kept beside it (tests compare the two).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -9,9 +13,11 @@
 #include <Eigen/Core>
 
 #include "attnscope/core/check.hpp"
-#include "attnscope/core/parallel.hpp"
+#include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
+#include "attnscope/kernels/row_loop.hpp"
+#include "attnscope/kernels/row_reductions.hpp"
 
 namespace attnscope {
 namespace detail {
@@ -30,60 +36,129 @@ void softmax_row_reference(const Scalar* logits, Index n, Scalar scale, Scalar* 
   for (Index j = 0; j < n; ++j) out[j] *= inverse;
 }
 
-/// Applies a row kernel `kernel(const Scalar* z, Index n, Scalar* p)` to the visible keys of every row;
-/// masked entries are set to exactly 0. Gathers masked rows into a contiguous buffer.
+/// Fast softmax(scale · z) of one contiguous row (n > 0, scale finite and > 0): vectorized max with a fused
+/// finiteness check, fused exp-and-sum, scale. Returns false, leaving `out` unspecified, if a logit is NaN or ±inf.
+/// out may alias logits. Accuracy: within a few ULP of softmax_row_reference (exp ≤ 2 ULP, see kernels/exp.hpp).
+template <class Scalar>
+[[nodiscard]] bool try_softmax_row(const Scalar* logits, Index n, Scalar scale, Scalar* out) {
+  const auto max = kernels::row_max(logits, n);
+  if (!max.finite) return false;
+  const Scalar sum = kernels::exp_shifted_sum(logits, n, max.max, scale, out);  // ≥ 1: the max contributes exp(0)
+  kernels::scale_row(out, n, Scalar(1) / sum);
+  return true;
+}
+
+/// Throws the error for the first non-finite visible logit of `row` (pointer to its first column).
+template <class Scalar>
+[[noreturn]] void throw_non_finite_logit(const char* function, const Scalar* values, Index row, Index cols,
+                                         const Visibility& visibility) {
+  for (Index j = 0; j < cols; ++j)
+    if (visibility.visible(row, j, cols) && !std::isfinite(static_cast<double>(values[j])))
+      throw_invalid_argument(function, "non-finite logit ", values[j], " at row ", row, ", column ", j);
+  throw_invalid_argument(function, "non-finite logit at row ", row);
+}
+
+/// Fast softmax(scale · z) of one contiguous row; throws attnscope::invalid_argument naming the column of the first
+/// NaN/±inf logit. For callers that already have a contiguous row (n > 0, scale finite and > 0).
+template <class Scalar>
+void softmax_row(const Scalar* logits, Index n, Scalar scale, Scalar* out) {
+  if (try_softmax_row(logits, n, scale, out)) return;
+  for (Index j = 0; j < n; ++j)
+    if (!std::isfinite(static_cast<double>(logits[j])))
+      throw_invalid_argument("softmax", "non-finite logit ", logits[j], " at position ", j, " of the row");
+}
+
+/// Row-major view of any dense expression: no copy when the input is already row-major with unit inner stride.
+template <class Scalar>
+using RowMatrixView = Eigen::Ref<const RowMatrix<Scalar>, 0, Eigen::OuterStride<>>;
+
+/// Applies kernel(row, const Scalar* z, Index n, Scalar* p) to the visible keys of every row of a row-major block
+/// (data, rows × cols, outer stride); masked entries are set to exactly 0. Prefix visibilities run in place, masks
+/// gather into contiguous buffers. Rows run in parallel; an exception from a row is rethrown after the loop.
 template <class Scalar, class RowKernel>
-RowMatrix<Scalar> apply_rowwise(const RowMatrix<Scalar>& logits, const Visibility& visibility, RowKernel&& kernel) {
-  const Index rows = logits.rows(), cols = logits.cols();
-  RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(rows, cols);
+RowMatrix<Scalar> apply_rowwise_indexed(const Scalar* data, Index rows, Index cols, Index stride,
+                                        const Visibility& visibility, RowKernel&& kernel) {
+  RowMatrix<Scalar> out(rows, cols);
   if (visibility.is_prefix()) {
-    for_each_row(rows, cols, [&](Index i) {
+    for_each_row_rethrowing(rows, cols, [&](Index i) {
       const Index n = visibility.prefix_length(i, cols);
-      kernel(logits.data() + i * cols, n, out.data() + i * cols);
+      Scalar* row_out = out.data() + i * cols;
+      kernel(i, data + i * stride, n, row_out);
+      std::fill(row_out + n, row_out + cols, Scalar(0));
     });
   } else {
-    for_each_row(rows, cols, [&](Index i) {
+    for_each_row_rethrowing(rows, cols, [&](Index i) {
       std::vector<Scalar> gathered, result;
-      gathered.reserve(static_cast<std::size_t>(cols));
-      for (Index j = 0; j < cols; ++j)
-        if (visibility.visible(i, j, cols)) gathered.push_back(logits(i, j));
+      gather_visible(data + i * stride, i, cols, visibility, gathered);
       result.resize(gathered.size());
-      kernel(gathered.data(), static_cast<Index>(gathered.size()), result.data());
+      kernel(i, gathered.data(), static_cast<Index>(gathered.size()), result.data());
+      Scalar* row_out = out.data() + i * cols;
       std::size_t k = 0;
-      for (Index j = 0; j < cols; ++j)
-        if (visibility.visible(i, j, cols)) out(i, j) = result[k++];
+      for (Index j = 0; j < cols; ++j) row_out[j] = visibility.visible(i, j, cols) ? result[k++] : Scalar(0);
     });
   }
   return out;
 }
 
+/// Applies a row kernel `kernel(const Scalar* z, Index n, Scalar* p)` to the visible keys of every row;
+/// masked entries are set to exactly 0. Gathers masked rows into a contiguous buffer.
+template <class Scalar, class RowKernel>
+RowMatrix<Scalar> apply_rowwise(const RowMatrix<Scalar>& logits, const Visibility& visibility, RowKernel&& kernel) {
+  return apply_rowwise_indexed(logits.data(), logits.rows(), logits.cols(), logits.cols(), visibility,
+                               [&kernel](Index, const Scalar* z, Index n, Scalar* p) { kernel(z, n, p); });
+}
+
+/// Validates a row-major block of logits: non-empty, mask shape, no fully masked row, finite at visible entries
+/// (vectorized check on prefix rows). Throws attnscope::invalid_argument naming the row and column.
+template <class Scalar>
+void validate_logit_rows(const char* function, const Scalar* data, Index rows, Index cols, Index stride,
+                         const Visibility& visibility) {
+  if (rows == 0 || cols == 0) throw_invalid_argument(function, "empty input (", rows, "x", cols, ")");
+  visibility.validate(function, rows, cols);
+  for_each_row_rethrowing(rows, cols, [&](Index i) {
+    const Scalar* row = data + i * stride;
+    bool finite = true;
+    if (visibility.is_prefix()) {
+      finite = kernels::row_max(row, visibility.prefix_length(i, cols)).finite;
+    } else {
+      for (Index j = 0; j < cols; ++j)
+        finite = finite && (!visibility.visible(i, j, cols) || std::isfinite(static_cast<double>(row[j])));
+    }
+    if (!finite) throw_non_finite_logit(function, row, i, cols, visibility);
+  });
+}
+
 /// Validates logits for a normalization map: non-empty, finite at visible entries, mask shape, no empty row.
 template <class Scalar>
 void validate_logits(const char* function, const RowMatrix<Scalar>& logits, const Visibility& visibility) {
-  require_nonempty(function, logits);
-  visibility.validate(function, logits.rows(), logits.cols());
-  for (Index i = 0; i < logits.rows(); ++i)
-    for (Index j = 0; j < logits.cols(); ++j)
-      if (visibility.visible(i, j, logits.cols()) && !std::isfinite(static_cast<double>(logits(i, j))))
-        throw_invalid_argument(function, "non-finite logit ", logits(i, j), " at row ", i, ", column ", j);
+  validate_logit_rows(function, logits.data(), logits.rows(), logits.cols(), logits.cols(), visibility);
 }
 
 }  // namespace detail
 
 /// Softmax with temperature T > 0 applied to each row over its visible keys (normalization-maps.md §4.1).
-/// Returns a row-major matrix of the same shape; masked entries are exactly 0.
+/// Returns a row-major matrix of the same shape; masked entries are exactly 0. O(n) per row, vectorized.
+/// Throws attnscope::invalid_argument for empty input, T not finite and > 0 (or so small that 1/T overflows),
+/// a NaN/±inf visible logit (naming row and column), a mask of another shape, a row with every key masked.
 template <class Derived>
 RowMatrix<typename Derived::Scalar> softmax(const Eigen::MatrixBase<Derived>& logits,
                                             typename Derived::Scalar temperature = 1,
                                             const Visibility& visibility = {}) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::softmax: logits must be float or double");
-  detail::require_positive("softmax", "temperature", temperature);
-  const RowMatrix<Scalar> z = logits;
-  detail::validate_logits("softmax", z, visibility);
+  const char* function = "softmax";
+  detail::require_positive(function, "temperature", temperature);
   const Scalar scale = Scalar(1) / temperature;
-  return detail::apply_rowwise(z, visibility, [scale](const Scalar* row, Index n, Scalar* out) {
-    detail::softmax_row_reference(row, n, scale, out);
+  if (!std::isfinite(static_cast<double>(scale)))
+    detail::throw_invalid_argument(function, "temperature ", temperature, " is too small: 1/T overflows");
+  const detail::RowMatrixView<Scalar> z(logits.derived());
+  detail::require_nonempty(function, z);
+  visibility.validate(function, z.rows(), z.cols());
+  const Index cols = z.cols(), stride = z.outerStride();
+  return detail::apply_rowwise_indexed(z.data(), z.rows(), cols, stride, visibility,
+                                       [&](Index row, const Scalar* values, Index n, Scalar* out) {
+    if (!detail::try_softmax_row(values, n, scale, out))
+      detail::throw_non_finite_logit(function, z.data() + row * stride, row, cols, visibility);
   });
 }
 

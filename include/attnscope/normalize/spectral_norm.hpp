@@ -21,9 +21,9 @@
 
 #include "attnscope/core/check.hpp"
 #include "attnscope/core/error.hpp"
-#include "attnscope/core/parallel.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
+#include "attnscope/kernels/row_loop.hpp"
 #include "attnscope/kernels/row_reductions.hpp"
 #include "attnscope/kernels/secular.hpp"
 
@@ -153,8 +153,8 @@ kernels::RowStatistics<Scalar> validate_probability_row(const char* function, co
 }
 
 /// Calls row_function(row, const Scalar* visible_p, Index n) for every row with the visible entries made contiguous;
-/// collects the results in a vector. Rows run in parallel (detail::for_each_row); an exception thrown by a row is
-/// rethrown after the loop (the one of the lowest row), so bad input never escapes an OpenMP region.
+/// collects the results in a vector. Rows run in parallel; an exception thrown by a row is rethrown after the loop
+/// (the one of the lowest row), so bad input never escapes an OpenMP region.
 template <class Derived, class RowFunction>
 Vector<typename Derived::Scalar> map_probability_rows(const char* function, const Eigen::MatrixBase<Derived>& input,
                                                       const Visibility& visibility, RowFunction&& row_function) {
@@ -165,25 +165,16 @@ Vector<typename Derived::Scalar> map_probability_rows(const char* function, cons
   const Index rows = probabilities.rows(), cols = probabilities.cols();
   visibility.validate(function, rows, cols);
   Vector<Scalar> norms(rows);
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(rows));
-  for_each_row(rows, 8 * cols, [&](Index i) {
-    try {
-      const Scalar* row = probabilities.data() + i * probabilities.outerStride();
-      if (visibility.is_prefix()) {
-        norms(i) = row_function(i, row, visibility.prefix_length(i, cols));
-      } else {
-        std::vector<Scalar> gathered;
-        gathered.reserve(static_cast<std::size_t>(cols));
-        for (Index j = 0; j < cols; ++j)
-          if (visibility.visible(i, j, cols)) gathered.push_back(row[j]);
-        norms(i) = row_function(i, gathered.data(), static_cast<Index>(gathered.size()));
-      }
-    } catch (...) {
-      errors[static_cast<std::size_t>(i)] = std::current_exception();
+  for_each_row_rethrowing(rows, 8 * cols, [&](Index i) {
+    const Scalar* row = probabilities.data() + i * probabilities.outerStride();
+    if (visibility.is_prefix()) {
+      norms(i) = row_function(i, row, visibility.prefix_length(i, cols));
+    } else {
+      std::vector<Scalar> gathered;
+      gather_visible(row, i, cols, visibility, gathered);
+      norms(i) = row_function(i, gathered.data(), static_cast<Index>(gathered.size()));
     }
   });
-  for (const std::exception_ptr& error : errors)
-    if (error) std::rethrow_exception(error);
   return norms;
 }
 

@@ -1,0 +1,125 @@
+// Row kernels (max with finiteness, statistics, sum and maxima, exp-and-sum, scale, secular sums) against their
+// scalar references, for every length around the packet and unroll boundaries.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "attnscope/core/random.hpp"
+#include "attnscope/kernels.hpp"
+#include "support/catch.hpp"
+
+namespace {
+
+using attnscope::Index;
+
+template <class Scalar>
+std::vector<Scalar> random_row(attnscope::Random& random, Index n, double low, double high) {
+  std::vector<Scalar> x(static_cast<std::size_t>(n));
+  for (Scalar& value : x) value = static_cast<Scalar>(random.uniform(low, high));
+  return x;
+}
+
+/// Lengths covering empty, shorter than a packet, the 4-packet unroll and tails (packets up to 16 lanes).
+std::vector<Index> lengths() {
+  std::vector<Index> n;
+  for (Index i = 1; i <= 70; ++i) n.push_back(i);
+  for (Index i : {127, 128, 129, 255, 256, 1000, 4096, 4099}) n.push_back(i);
+  return n;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("row_max and row_statistics equal their references and detect any non-finite entry",
+                   "[kernels][reductions]", float, double) {
+  using limits = std::numeric_limits<TestType>;
+  attnscope::Random random(11);
+  for (Index n : lengths()) {
+    std::vector<TestType> x = random_row<TestType>(random, n, -100, 100);
+    const auto max = attnscope::kernels::row_max(x.data(), n);
+    const auto max_reference = attnscope::kernels::row_max_reference(x.data(), n);
+    CHECK(max.max == max_reference.max);
+    CHECK(max.finite);
+    const auto statistics = attnscope::kernels::row_statistics(x.data(), n);
+    const auto statistics_reference = attnscope::kernels::row_statistics_reference(x.data(), n);
+    CHECK(statistics.min == statistics_reference.min);
+    CHECK(statistics.max == statistics_reference.max);
+    double absolute_sum = 0;
+    for (TestType value : x) absolute_sum += std::fabs(value);
+    CHECK(std::fabs(statistics.sum - statistics_reference.sum) <= 4 * n * limits::epsilon() * absolute_sum);
+    // a bad value at each position (first, middle, last) is detected by both kernels
+    for (Index position : {Index{0}, n / 2, n - 1})
+      for (TestType bad : {limits::quiet_NaN(), limits::infinity(), -limits::infinity()}) {
+        std::vector<TestType> y = x;
+        y[static_cast<std::size_t>(position)] = bad;
+        CHECK_FALSE(attnscope::kernels::row_max(y.data(), n).finite);
+        CHECK_FALSE(attnscope::kernels::row_statistics(y.data(), n).finite);
+        CHECK_FALSE(attnscope::kernels::row_max_reference(y.data(), n).finite);
+      }
+  }
+}
+
+TEMPLATE_TEST_CASE("sum_and_maxima equals its reference, also on empty ranges", "[kernels][reductions]", float,
+                   double) {
+  attnscope::Random random(12);
+  const auto empty = attnscope::kernels::sum_and_maxima(static_cast<const TestType*>(nullptr), 0);
+  CHECK(empty.sum == 0);
+  CHECK(empty.max == 0);
+  CHECK(empty.max_bernoulli_variance == 0);
+  for (Index n : lengths()) {
+    const std::vector<TestType> p = random_row<TestType>(random, n, 0, 1);
+    const auto fast = attnscope::kernels::sum_and_maxima(p.data(), n);
+    const auto reference = attnscope::kernels::sum_and_maxima_reference(p.data(), n);
+    CHECK(fast.max == reference.max);
+    CHECK(fast.max_bernoulli_variance == reference.max_bernoulli_variance);
+    CHECK(fast.sum == Approx(reference.sum).epsilon(n * std::numeric_limits<TestType>::epsilon()));
+  }
+}
+
+TEMPLATE_TEST_CASE("exp_shifted_sum and scale_row match their references", "[kernels][reductions]", float, double) {
+  using limits = std::numeric_limits<TestType>;
+  attnscope::Random random(13);
+  for (Index n : lengths()) {
+    const std::vector<TestType> x = random_row<TestType>(random, n, -30, 30);
+    const TestType shift = attnscope::kernels::row_max_reference(x.data(), n).max;
+    for (TestType scale : {TestType(1), TestType(0.25), TestType(7)}) {
+      std::vector<TestType> fast(x.size()), reference(x.size());
+      const TestType sum = attnscope::kernels::exp_shifted_sum(x.data(), n, shift, scale, fast.data());
+      const TestType sum_reference =
+          attnscope::kernels::exp_shifted_sum_reference(x.data(), n, shift, scale, reference.data());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        // ≤ 2 ULP (vector exp) + 1 ULP (std::exp), or both below the smallest normal number
+        CHECK(std::fabs(fast[i] - reference[i]) <= 3 * limits::epsilon() * reference[i] + limits::min());
+      }
+      CHECK(sum == Approx(sum_reference).epsilon(4 * n * limits::epsilon()));
+      CHECK(sum >= 1);  // the max contributes exp(0) = 1 exactly
+      std::vector<TestType> scaled = fast, scaled_reference = fast;
+      attnscope::kernels::scale_row(scaled.data(), n, TestType(1) / sum);
+      attnscope::kernels::scale_row_reference(scaled_reference.data(), n, TestType(1) / sum);
+      CHECK(scaled == scaled_reference);  // one rounding per entry either way: bitwise equal
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("secular_sums matches a long-double evaluation of g and g'", "[kernels][secular]", float,
+                   double) {
+  attnscope::Random random(14);
+  for (Index n : lengths()) {
+    std::vector<TestType> p = random_row<TestType>(random, n, 0, 1);
+    p[static_cast<std::size_t>(n / 3)] = 0;  // zero entries contribute exactly 0
+    TestType largest = 0;
+    for (TestType value : p) largest = std::max(largest, value);
+    const TestType lambda = largest * TestType(1.5) + TestType(0.01);  // above every p_i: all terms negative
+    const auto fast = attnscope::kernels::secular_sums(p.data(), n, lambda);
+    const auto reference = attnscope::kernels::secular_sums_reference(p.data(), n, lambda);
+    long double value = 0, derivative = 0;
+    for (TestType pi : p) {
+      const long double inverse = 1.0L / (static_cast<long double>(pi) - lambda);
+      value += pi * inverse;
+      derivative += pi * inverse * inverse;
+    }
+    const double tolerance = 4 * (n + 2) * std::numeric_limits<TestType>::epsilon();
+    CHECK(static_cast<double>(fast.value) == Approx(static_cast<double>(value)).epsilon(tolerance));
+    CHECK(static_cast<double>(fast.derivative) == Approx(static_cast<double>(derivative)).epsilon(tolerance));
+    CHECK(static_cast<double>(reference.value) == Approx(static_cast<double>(value)).epsilon(tolerance));
+  }
+}
