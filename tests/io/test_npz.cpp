@@ -143,6 +143,37 @@ TEST_CASE("NPZ: truncation, bad CRC, ZIP64 and other corruption give io_error", 
   std::string duplicated = stored;
   duplicated[directory + 46 + 46 + 5] = 'a';  // second directory name "b.npy" -> "a.npy"
   CHECK_THAT(io_error_message([&] { parse(duplicated); }), Contains("local header name differs") || Contains("duplicate member"));
+  // Overlapping members (the classic ZIP bomb): a second directory entry "b.npy" whose local header lies inside
+  // member "a"'s data, where a fake local header and a valid NPY file for "b" were planted.
+  const std::string planted_npy = io::serialize_npy(io::Array::from_vector(std::vector<float>{1}, {1}));
+  std::string fake;
+  io::detail::append_little_endian(fake, io::detail::zip_local_signature);
+  fake += std::string(22, '\0');
+  io::detail::append_little_endian<std::uint16_t>(fake, 5);
+  io::detail::append_little_endian<std::uint16_t>(fake, 0);
+  fake += "b.npy" + planted_npy;
+  fake.resize((fake.size() + 3) / 4 * 4, '\0');
+  const std::string carrier = io::serialize_npz(
+      {{"a", io::Array(io::DType::int32, {std::int64_t(fake.size() / 4)}, std::vector<unsigned char>(fake.begin(), fake.end()))}},
+      io::Compression::stored);
+  const std::size_t carrier_directory = u32_at(carrier, carrier.size() - 6);
+  const std::size_t fake_offset = carrier.find(fake.substr(0, 30));
+  REQUIRE(fake_offset < carrier_directory);
+  std::string entry_b = carrier.substr(carrier_directory, 46);
+  const std::uint32_t planted_crc = io::detail::zip_crc32(bytes_of(planted_npy), planted_npy.size());
+  const auto planted_size = static_cast<std::uint32_t>(planted_npy.size()), planted_offset = static_cast<std::uint32_t>(fake_offset);
+  std::memcpy(&entry_b[16], &planted_crc, 4);
+  std::memcpy(&entry_b[20], &planted_size, 4);
+  std::memcpy(&entry_b[24], &planted_size, 4);
+  std::memcpy(&entry_b[42], &planted_offset, 4);
+  entry_b += "b.npy";
+  std::string bomb = carrier.substr(0, carrier.size() - 22) + entry_b + carrier.substr(carrier.size() - 22);
+  const std::uint16_t two = 2;
+  const std::uint32_t directory_bytes = 2 * 51;
+  std::memcpy(&bomb[bomb.size() - 22 + 8], &two, 2);
+  std::memcpy(&bomb[bomb.size() - 22 + 10], &two, 2);
+  std::memcpy(&bomb[bomb.size() - 22 + 12], &directory_bytes, 4);
+  CHECK_THAT(io_error_message([&] { parse(bomb, "bomb.npz"); }), Contains("member 'b.npy' overlaps another member's bytes"));
   std::string zip64 = stored;
   const std::uint32_t locator = 0x07064b50;
   zip64.insert(end, std::string(20, '\0'));

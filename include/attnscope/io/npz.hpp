@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -141,6 +142,7 @@ inline NamedArrays parse_npz_ordered(const unsigned char* data, std::size_t size
 
   NamedArrays arrays;
   std::set<std::string> keys;
+  std::map<std::uint64_t, std::uint64_t> member_extents;  // local header offset -> end of its data
   std::uint64_t directory_position = directory_offset;
   for (std::uint16_t entry = 0; entry < entries; ++entry) {
     detail::ByteReader directory(data, std::size_t{directory_offset} + directory_size, "parse_npz", name_for_errors);
@@ -187,6 +189,12 @@ inline NamedArrays parse_npz_ordered(const unsigned char* data, std::size_t size
       local.fail("local header name differs from the central directory name '", member, "'");
     local.take(local_extra_length, "local extra field");
     const unsigned char* stored = local.take(compressed_size, "member data");
+    // Members must not share bytes (overlapping entries are the classic ZIP bomb).
+    const auto next = member_extents.lower_bound(local_offset);
+    if ((next != member_extents.end() && next->first < local.position()) ||
+        (next != member_extents.begin() && std::prev(next)->second > local_offset))
+      reader.fail("member '", member, "' overlaps another member's bytes");
+    member_extents.emplace(local_offset, local.position());
 
     std::vector<unsigned char> content;
     if (method == 0) {
