@@ -191,6 +191,10 @@ TEST_CASE("Array: conversions, slices and their errors", "[io][npy]") {
   CHECK_THROWS_AS(io::Array::from_vector(std::vector<float>{1, 2}, {3}), invalid_argument);
   CHECK_THROWS_AS(io::Array::from_vector(std::vector<float>{}, {-1}), invalid_argument);
   CHECK_THROWS_AS(io::Array(io::DType::float32, {2}, std::vector<unsigned char>(7)), invalid_argument);
+  CHECK_THROWS_AS(io::Array(io::DType::float32, std::vector<std::int64_t>(65, 1), std::vector<unsigned char>(4)),
+                  invalid_argument);  // rank limit 64
+  const io::Array rank64(io::DType::float32, std::vector<std::int64_t>(64, 1), std::vector<unsigned char>(4));
+  CHECK(io::parse_npy(bytes_of(io::serialize_npy(rank64, true)), io::serialize_npy(rank64, true).size(), "r").rank() == 64);
   const io::Array bf = io::Array::from_vector(std::vector<Eigen::bfloat16>{Eigen::bfloat16(1.5f), Eigen::bfloat16(-2.0f)}, {2});
   CHECK(bf.to_vector<float>() == std::vector<float>{1.5f, -2.0f});
   CHECK_THROWS_WITH(io::serialize_npy(bf), Contains("bfloat16 has no NPY equivalent"));

@@ -61,9 +61,13 @@ template <> struct dtype_of<Eigen::bfloat16> { static constexpr DType value = DT
 
 namespace detail {
 
-/// Product of the dims, or false when a dim is negative or the product exceeds 2^62.
+/// Largest rank an Array (and every format here) accepts; numpy's own limit is 32 (numpy 1.x) or 64 (numpy 2).
+inline constexpr std::size_t max_rank = 64;
+
+/// Product of the dims, or false when the rank exceeds max_rank, a dim is negative or the product exceeds 2^62.
 inline bool shape_element_count(const std::vector<std::int64_t>& shape, std::uint64_t& count) {
   count = 1;
+  if (shape.size() > max_rank) return false;
   for (std::int64_t dim : shape) {
     if (dim < 0) return false;
     const auto d = static_cast<std::uint64_t>(dim);

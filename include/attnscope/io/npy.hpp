@@ -144,7 +144,7 @@ class NpyHeaderParser {
       }
       if (peek() == 'L') ++position_;  // Python 2 long suffix
       shape.push_back(value);
-      if (shape.size() > 64) fail("more than 64 dimensions");
+      if (shape.size() > max_rank) fail("more than ", max_rank, " dimensions");
       skip_space();
       if (peek() == ',') ++position_;
       else if (peek() != ')') fail("expected ',' or ')' in the shape");
@@ -211,9 +211,9 @@ inline Array read_npy(const std::string& path) {
   return detail::parse_file(path, parse_npy);
 }
 
-/// The bytes of an .npy file exactly as numpy 1.24's np.save writes them: version 1.0 (2.0 when the header
-/// exceeds 65535 bytes), header padded with spaces (21 − digits of the growth axis, then to a multiple of 64)
-/// and '\n'. Throws invalid_argument for bfloat16 (NPY has no such dtype).
+/// The bytes of an .npy file exactly as numpy 1.24's np.save writes them: version 1.0, header padded with spaces
+/// (21 − digits of the growth axis, then to a multiple of 64) and '\n'. Throws invalid_argument for bfloat16
+/// (NPY has no such dtype).
 inline std::string serialize_npy(const Array& array, bool fortran_order = false) {
   const char* descr = detail::npy_descr(array.dtype());
   if (descr == nullptr)
@@ -226,20 +226,13 @@ inline std::string serialize_npy(const Array& array, bool fortran_order = false)
                        ", 'shape': " + shape_text + ", }";
   if (!shape.empty())  // numpy ≥ 1.24 leaves room for the growth axis to reach 21 digits
     header.append(21 - std::to_string(shape[fortran_order ? shape.size() - 1 : 0]).size(), ' ');
-  // numpy: padding = 64 − (preamble + header + '\n') mod 64 (a full 64 when already aligned); version 2.0 when
-  // the padded header length does not fit the uint16 of version 1.0.
-  std::size_t preamble = 10;
-  if (header.size() + 1 + 64 - (preamble + header.size() + 1) % 64 > 65535) preamble = 12;
-  header.append(64 - (preamble + header.size() + 1) % 64, ' ');
+  // numpy: padding = 64 − (10 + header + '\n') mod 64 (a full 64 when already aligned). With rank ≤ 64 the header
+  // always fits version 1.0's uint16 length (numpy switches to 2.0 only for headers over 65535 bytes).
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
   header += '\n';
 
-  std::string out("\x93NUMPY", 6);
-  out.push_back(preamble == 10 ? 1 : 2);
-  out.push_back(0);
-  if (preamble == 10)
-    detail::append_little_endian<std::uint16_t>(out, static_cast<std::uint16_t>(header.size()));
-  else
-    detail::append_little_endian<std::uint32_t>(out, static_cast<std::uint32_t>(header.size()));
+  std::string out("\x93NUMPY\x01\x00", 8);
+  detail::append_little_endian<std::uint16_t>(out, static_cast<std::uint16_t>(header.size()));
   out += header;
   if (fortran_order && shape.size() > 1) {
     const auto data = detail::reorder_axes(array.bytes().data(), shape, dtype_size(array.dtype()), true);

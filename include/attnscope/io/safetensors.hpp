@@ -100,7 +100,8 @@ inline SafetensorsContents parse_safetensors_contents(const unsigned char* data,
       }
     if (!known) bad("unsupported dtype ", dtype.dump(), " (supported: F32, F64, I32, I64, BOOL, F16, BF16)");
     const auto& shape = info["shape"];
-    if (!shape.is_array() || shape.size() > 64) bad("shape must be an array of at most 64 integers");
+    if (!shape.is_array() || shape.size() > detail::max_rank)
+      bad("shape must be an array of at most ", detail::max_rank, " integers");
     for (const auto& dim : shape) {
       if (!dim.is_number_unsigned() || dim.get<std::uint64_t>() > (std::uint64_t{1} << 62))
         bad("shape entry ", dim.dump(), " is not a non-negative integer ≤ 2^62");
