@@ -197,3 +197,27 @@ TEST_CASE("head_capacity combines the critical N, N_s/N there and g(T, ε)", "[c
         exact_jacobian_norm(std::vector<RowMatrix<double>>{scores}, 1.0, causal).max_of_head_means);
   CHECK(summary.gradient_sensitivity <= summary.exact_jacobian_norm + 1e-3);
 }
+
+TEST_CASE("the multi-N profiles equal the single-N ones and report the other reading", "[capacity][profile]") {
+  Random random(77);
+  const Head head = random_head(random, 40, 3, causal);
+  const std::vector<Index> counts{2, 9, 1, 39};
+  const auto distances = distance_rows_for_counts(head.attention, head.values, counts, causal);
+  const auto separabilities = separability_rows_for_counts(head.attention, head.values, counts, causal);
+  REQUIRE(distances.size() == 4);
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    const DistanceRows single = distance_rows(head.attention, head.values, counts[c], causal);
+    CHECK(distances[c].rows == single.rows);
+    CHECK(distances[c].true_distance == single.true_distance);
+    CHECK(distances[c].bound == single.bound);
+    DistanceOptions other;
+    other.reading = DistanceReading::norm_of_sum;
+    const DistanceRows flipped = distance_rows(head.attention, head.values, counts[c], causal, other);
+    CHECK(distances[c].other_reading == flipped.true_distance);
+    CHECK(flipped.other_reading == single.true_distance);
+    CHECK(separabilities[c].fraction == separability_rows(head.attention, head.values, counts[c], causal).fraction);
+  }
+  CHECK(distances[3].rows == std::vector<Index>{39});
+  CAPACITY_CHECK_INVALID(distance_rows_for_counts(head.attention, head.values, {}, causal), "distance_rows");
+  CAPACITY_CHECK_INVALID(separability_rows_for_counts(head.attention, head.values, {3, 0}, causal), "separability_rows");
+}

@@ -41,10 +41,12 @@ struct DistanceOptions {
 /// Per-row Eq. 7 distance, Eq. 10 main sum and Eq. 9 bound of one head, with their means over the rows used.
 struct DistanceRows {
   std::vector<Index> rows;                  // query rows used
-  std::vector<double> true_distance;        // d~ for I_N = top-N of the row
+  std::vector<double> true_distance;        // d~ for I_N = top-N of the row, in options.reading
+  std::vector<double> other_reading;        // d~ in the other reading of Eq. 7
   std::vector<double> expectation;          // main sum (Eq. 10 candidate)
   std::vector<double> bound;                // d_max (empty when with_bound is false)
   double mean_true = std::numeric_limits<double>::quiet_NaN();
+  double mean_other_reading = std::numeric_limits<double>::quiet_NaN();
   double mean_expectation = std::numeric_limits<double>::quiet_NaN();
   double mean_bound = std::numeric_limits<double>::quiet_NaN();
 };
@@ -95,37 +97,61 @@ HeadData head_data(const char* function, const Eigen::MatrixBase<DerivedAttentio
   return data;
 }
 
-/// One query row restricted to its visible keys.
+/// One query row restricted to its visible keys, with its keys ranked once by weight.
 struct RowInstance {
-  std::vector<Index> keys;     // original key indices
-  Vector<double> weights;      // α over the visible keys
-  RowMatrix<double> embeddings;  // x_i of the visible keys
-  std::vector<Index> selected, rest;  // local indices
+  std::vector<Index> keys;            // original key indices
+  Vector<double> weights;             // α over the visible keys
+  RowMatrix<double> embeddings;       // x_i of the visible keys
+  std::vector<Index> order;           // local indices by descending weight, ties to the lower index
+  std::vector<Index> selected, rest;  // local indices of I_N and of the other keys
 };
 
-/// Builds the instance of row `row` with N (or N_eff); returns false when the row is skipped.
-inline bool row_instance(const HeadData& data, const RowMatrix<double>& embeddings, const Visibility& visibility,
-                         Index row, Index count, ShortRows short_rows, RowInstance& instance) {
+/// Gathers row `row` (visible keys, weights, embeddings) and ranks its keys.
+inline void gather_row(const HeadData& data, const RowMatrix<double>& embeddings, const Visibility& visibility,
+                       Index row, RowInstance& instance) {
   const Index cols = data.attention.cols();
   instance.keys.clear();
-  for (Index j = 0; j < cols; ++j)
-    if (visibility.visible(row, j, cols)) instance.keys.push_back(j);
-  const Index n = static_cast<Index>(instance.keys.size());
-  if (n <= count) {
-    if (short_rows == ShortRows::skip || n < 2) return false;
-    count = n - 1;
+  if (visibility.is_prefix()) {
+    const Index visible = visibility.prefix_length(row, cols);
+    for (Index j = 0; j < visible; ++j) instance.keys.push_back(j);
+  } else {
+    for (Index j = 0; j < cols; ++j)
+      if (visibility.visible(row, j, cols)) instance.keys.push_back(j);
   }
+  const Index n = static_cast<Index>(instance.keys.size());
   instance.weights.resize(n);
   instance.embeddings.resize(n, embeddings.cols());
   for (Index k = 0; k < n; ++k) {
     instance.weights(k) = data.attention(row, instance.keys[static_cast<std::size_t>(k)]);
     instance.embeddings.row(k) = embeddings.row(instance.keys[static_cast<std::size_t>(k)]);
   }
-  instance.selected = top_n_unchecked(instance.weights.data(), n, count);
-  std::vector<char> flags(static_cast<std::size_t>(n), 0);
-  for (const Index i : instance.selected) flags[static_cast<std::size_t>(i)] = 1;
-  instance.rest = complement(flags);
+  instance.order = top_n_unchecked(instance.weights.data(), n, n);
+}
+
+/// Splits a gathered row into the top-N and the rest (N_eff = n − 1 under clamp_n); false when the row is skipped.
+inline bool select_top(RowInstance& instance, Index count, ShortRows short_rows) {
+  const Index n = instance.weights.size();
+  if (n <= count) {
+    if (short_rows == ShortRows::skip || n < 2) return false;
+    count = n - 1;
+  }
+  instance.selected.assign(instance.order.begin(), instance.order.begin() + count);
+  instance.rest.assign(instance.order.begin() + count, instance.order.end());
   return true;
+}
+
+/// d_1² of Theorem 1 for a selected row from a table of squared distances between keys.
+inline double largest_cross_squared_distance(const RowMatrix<double>& squared_distances, const RowInstance& instance) {
+  std::vector<Index> rest_keys;
+  for (const Index i : instance.rest) rest_keys.push_back(instance.keys[static_cast<std::size_t>(i)]);
+  Vector<double> outside(static_cast<Index>(rest_keys.size()));
+  double largest = 0;
+  for (const Index j : instance.selected) {  // per selected j, its table row over the non-selected keys
+    const auto table_row = squared_distances.row(instance.keys[static_cast<std::size_t>(j)]);
+    for (std::size_t k = 0; k < rest_keys.size(); ++k) outside(static_cast<Index>(k)) = table_row(rest_keys[k]);
+    if (outside.size() > 0) largest = std::max(largest, outside.maxCoeff());
+  }
+  return largest;
 }
 
 /// The entries of a per-row array for the rows flagged as used.
@@ -154,16 +180,21 @@ inline double mean_of(const std::vector<double>& values) {
 
 }  // namespace detail
 
-/// Algs 1–2 for one head: for every query row, I_N = top-N of the attention row over its visible keys, x_i = values
-/// rows; returns d~ (Eq. 7), the main sum (Eq. 10) and d_max (Eq. 9) per row and their means. Parallel over rows
-/// (deterministic). O(L_q·(L_k·d + (L_k−N)·N)) plus O(L_k²·d) for the distance table when with_bound.
-/// Throws on empty input, shape mismatch, mask mismatch/fully masked rows, non-finite or negative visible weights,
-/// non-finite values, N < 1.
+/// Algs 1–2 for one head and several N at once (each row is gathered and ranked once): for every query row,
+/// I_N = top-N of the attention row over its visible keys, x_i = values rows; per N returns d~ (Eq. 7) in the chosen
+/// reading and in the other one, the main sum (Eq. 10) and d_max (Eq. 9) per row and their means. Parallel over rows
+/// (deterministic). O(L_q·(L_k log L_k + |counts|·(L_k·d + (L_k−N)·N))) plus O(L_k²·d) for the distance table when
+/// with_bound. Throws on empty input, shape mismatch, mask mismatch/fully masked rows, non-finite or negative visible
+/// weights, non-finite values, an N < 1.
 template <class DerivedAttention, class DerivedValues>
-DistanceRows distance_rows(const Eigen::MatrixBase<DerivedAttention>& attention,
-                           const Eigen::MatrixBase<DerivedValues>& values, Index count,
-                           const Visibility& visibility = {}, const DistanceOptions& options = {}) {
-  const detail::HeadData data = detail::head_data("distance_rows", attention, values, visibility, count);
+std::vector<DistanceRows> distance_rows_for_counts(const Eigen::MatrixBase<DerivedAttention>& attention,
+                                                   const Eigen::MatrixBase<DerivedValues>& values,
+                                                   const std::vector<Index>& counts, const Visibility& visibility = {},
+                                                   const DistanceOptions& options = {}) {
+  const char* function = "distance_rows";
+  if (counts.empty()) detail::throw_invalid_argument(function, "no N given");
+  const Index smallest = *std::min_element(counts.begin(), counts.end());
+  const detail::HeadData data = detail::head_data(function, attention, values, visibility, smallest);
   RowMatrix<double> squared_distances;
   if (options.with_bound) {  // ‖x_i − x_j‖² = ‖x_i‖² + ‖x_j‖² − 2<x_i, x_j>, clamped at 0
     const RowMatrix<double> gram = data.values * data.values.transpose();
@@ -171,76 +202,125 @@ DistanceRows distance_rows(const Eigen::MatrixBase<DerivedAttention>& attention,
     squared_distances = ((-2 * gram).colwise() + norms).rowwise() + norms.transpose();
     squared_distances = squared_distances.cwiseMax(0.0);
   }
+  const DistanceReading other_reading = options.reading == DistanceReading::sum_of_norms
+                                            ? DistanceReading::norm_of_sum
+                                            : DistanceReading::sum_of_norms;
   const Index rows = data.attention.rows();
-  std::vector<char> used(static_cast<std::size_t>(rows), 0);
-  std::vector<double> true_distance(static_cast<std::size_t>(rows)), expectation(true_distance), bound(true_distance);
-  detail::for_each_row(rows, data.attention.cols() * data.values.cols(), [&](Index row) {
+  const std::size_t grid = counts.size(), slots = grid * static_cast<std::size_t>(rows);
+  std::vector<char> used(slots, 0);
+  std::vector<double> true_distance(slots), other(slots), expectation(slots), bound(slots);
+  detail::for_each_row(rows, data.attention.cols() * data.values.cols() * static_cast<Index>(grid), [&](Index row) {
     detail::RowInstance instance;
-    if (!detail::row_instance(data, data.values, visibility, row, count, options.short_rows, instance)) return;
-    const auto slot = static_cast<std::size_t>(row);
-    used[slot] = 1;
-    true_distance[slot] = detail::representation_distance_unchecked(instance.weights, instance.embeddings,
-                                                                    instance.selected, instance.rest, options.reading);
-    expectation[slot] = detail::expected_distance_main_sum_unchecked(
-        instance.weights, instance.embeddings, static_cast<Index>(instance.selected.size()), options.main_sum);
-    if (options.with_bound) {
-      double largest = 0;  // d_1² from the table
-      for (const Index i : instance.rest)
-        for (const Index j : instance.selected)
-          largest = std::max(largest, squared_distances(instance.keys[static_cast<std::size_t>(i)],
-                                                        instance.keys[static_cast<std::size_t>(j)]));
-      bound[slot] = detail::distance_upper_bound_from_diameter(instance.weights, instance.embeddings,
-                                                               instance.selected, instance.rest, std::sqrt(largest));
+    detail::gather_row(data, data.values, visibility, row, instance);
+    for (std::size_t c = 0; c < grid; ++c) {
+      if (!detail::select_top(instance, counts[c], options.short_rows)) continue;
+      const std::size_t slot = c * static_cast<std::size_t>(rows) + static_cast<std::size_t>(row);
+      used[slot] = 1;
+      true_distance[slot] = detail::representation_distance_unchecked(
+          instance.weights, instance.embeddings, instance.selected, instance.rest, options.reading);
+      other[slot] = detail::representation_distance_unchecked(instance.weights, instance.embeddings, instance.selected,
+                                                              instance.rest, other_reading);
+      expectation[slot] = detail::expected_distance_main_sum_unchecked(
+          instance.weights, instance.embeddings, static_cast<Index>(instance.selected.size()), options.main_sum);
+      if (options.with_bound)
+        bound[slot] = detail::distance_upper_bound_from_diameter(
+            instance.weights, instance.embeddings, instance.selected, instance.rest,
+            std::sqrt(detail::largest_cross_squared_distance(squared_distances, instance)));
     }
   });
-  DistanceRows result;
-  result.rows = detail::used_rows(used);
-  result.true_distance = detail::used_entries(used, true_distance);
-  result.expectation = detail::used_entries(used, expectation);
-  if (options.with_bound) result.bound = detail::used_entries(used, bound);
-  result.mean_true = detail::mean_of(result.true_distance);
-  result.mean_expectation = detail::mean_of(result.expectation);
-  result.mean_bound = detail::mean_of(result.bound);
-  return result;
+  std::vector<DistanceRows> results(grid);
+  for (std::size_t c = 0; c < grid; ++c) {
+    const auto first = static_cast<std::ptrdiff_t>(c * static_cast<std::size_t>(rows));
+    const std::vector<char> used_here(used.begin() + first, used.begin() + first + rows);
+    const auto part = [&](const std::vector<double>& all) {
+      return detail::used_entries(used_here, std::vector<double>(all.begin() + first, all.begin() + first + rows));
+    };
+    DistanceRows& result = results[c];
+    result.rows = detail::used_rows(used_here);
+    result.true_distance = part(true_distance);
+    result.other_reading = part(other);
+    result.expectation = part(expectation);
+    if (options.with_bound) result.bound = part(bound);
+    result.mean_true = detail::mean_of(result.true_distance);
+    result.mean_other_reading = detail::mean_of(result.other_reading);
+    result.mean_expectation = detail::mean_of(result.expectation);
+    result.mean_bound = detail::mean_of(result.bound);
+  }
+  return results;
 }
 
-/// Alg. 4 for one head: values projected to the sphere of radius M, δ = their minimum pairwise distance; per query
-/// row N_s/N with r = min over non-selected tokens and Theorem 2's [derived] lower/upper bounds (lower uses 0 when
-/// r = 0). O(L_k²·d + L_q·L_k·d). Throws as distance_rows, and on M not finite and > 0 or a zero value vector.
+/// distance_rows_for_counts for a single N (Algs 1–2 for one head). Same cost per N and errors.
+template <class DerivedAttention, class DerivedValues>
+DistanceRows distance_rows(const Eigen::MatrixBase<DerivedAttention>& attention,
+                           const Eigen::MatrixBase<DerivedValues>& values, Index count,
+                           const Visibility& visibility = {}, const DistanceOptions& options = {}) {
+  return distance_rows_for_counts(attention, values, std::vector<Index>{count}, visibility, options).front();
+}
+
+/// Alg. 4 for one head and several N at once: value vectors projected to the sphere of radius M, δ = their minimum
+/// pairwise distance; per N and query row, N_s/N with r = min over non-selected tokens and Theorem 2's [derived]
+/// lower/upper bounds (lower uses 0 when r = 0). O(L_k²·d + L_q·(L_k log L_k + |counts|·L_k·d)).
+/// Throws as distance_rows_for_counts, and on M not finite and > 0 or a zero value vector.
+template <class DerivedAttention, class DerivedValues>
+std::vector<SeparabilityRows> separability_rows_for_counts(const Eigen::MatrixBase<DerivedAttention>& attention,
+                                                           const Eigen::MatrixBase<DerivedValues>& values,
+                                                           const std::vector<Index>& counts,
+                                                           const Visibility& visibility = {},
+                                                           const SeparabilityOptions& options = {}) {
+  const char* function = "separability_rows";
+  if (counts.empty()) detail::throw_invalid_argument(function, "no N given");
+  const Index smallest = *std::min_element(counts.begin(), counts.end());
+  const detail::HeadData data = detail::head_data(function, attention, values, visibility, smallest);
+  detail::require_positive(function, "sphere radius M", options.sphere_radius);
+  const RowMatrix<double> sphere = project_to_sphere(data.values, options.sphere_radius);
+  const double separation =
+      sphere.rows() > 1 ? std::min(min_pairwise_distance(sphere), 2 * options.sphere_radius) : 0.0;
+  const Index rows = data.attention.rows();
+  const std::size_t grid = counts.size(), slots = grid * static_cast<std::size_t>(rows);
+  std::vector<char> used(slots, 0);
+  std::vector<double> fraction(slots), lower(slots), upper(slots);
+  detail::for_each_row(rows, data.attention.cols() * data.values.cols() * static_cast<Index>(grid), [&](Index row) {
+    detail::RowInstance instance;
+    detail::gather_row(data, sphere, visibility, row, instance);
+    for (std::size_t c = 0; c < grid; ++c) {
+      if (!detail::select_top(instance, counts[c], options.short_rows)) continue;
+      const std::size_t slot = c * static_cast<std::size_t>(rows) + static_cast<std::size_t>(row);
+      used[slot] = 1;
+      const Separability counted = detail::separability_unchecked(instance.weights, instance.embeddings,
+                                                                  instance.selected, instance.rest, options.boundary);
+      fraction[slot] = counted.fraction;
+      const Theorem2Bounds bounds = detail::theorem2_bounds_unchecked(instance.weights, instance.selected,
+                                                                      options.sphere_radius, separation, counted.radius);
+      lower[slot] = counted.radius > 0 ? bounds.lower : 0.0;
+      upper[slot] = bounds.upper;
+    }
+  });
+  std::vector<SeparabilityRows> results(grid);
+  for (std::size_t c = 0; c < grid; ++c) {
+    const auto first = static_cast<std::ptrdiff_t>(c * static_cast<std::size_t>(rows));
+    const std::vector<char> used_here(used.begin() + first, used.begin() + first + rows);
+    const auto part = [&](const std::vector<double>& all) {
+      return detail::used_entries(used_here, std::vector<double>(all.begin() + first, all.begin() + first + rows));
+    };
+    SeparabilityRows& result = results[c];
+    result.separation = separation;
+    result.rows = detail::used_rows(used_here);
+    result.fraction = part(fraction);
+    result.lower = part(lower);
+    result.upper = part(upper);
+    result.mean_fraction = detail::mean_of(result.fraction);
+    result.mean_lower = detail::mean_of(result.lower);
+    result.mean_upper = detail::mean_of(result.upper);
+  }
+  return results;
+}
+
+/// separability_rows_for_counts for a single N (Alg. 4 for one head). Same cost per N and errors.
 template <class DerivedAttention, class DerivedValues>
 SeparabilityRows separability_rows(const Eigen::MatrixBase<DerivedAttention>& attention,
                                    const Eigen::MatrixBase<DerivedValues>& values, Index count,
                                    const Visibility& visibility = {}, const SeparabilityOptions& options = {}) {
-  const detail::HeadData data = detail::head_data("separability_rows", attention, values, visibility, count);
-  detail::require_positive("separability_rows", "sphere radius M", options.sphere_radius);
-  const RowMatrix<double> sphere = project_to_sphere(data.values, options.sphere_radius);
-  SeparabilityRows result;
-  result.separation =
-      sphere.rows() > 1 ? std::min(min_pairwise_distance(sphere), 2 * options.sphere_radius) : 0.0;
-  const Index rows = data.attention.rows();
-  std::vector<char> used(static_cast<std::size_t>(rows), 0);
-  std::vector<double> fraction(static_cast<std::size_t>(rows)), lower(fraction), upper(fraction);
-  detail::for_each_row(rows, data.attention.cols() * data.values.cols(), [&](Index row) {
-    detail::RowInstance instance;
-    if (!detail::row_instance(data, sphere, visibility, row, count, options.short_rows, instance)) return;
-    const auto slot = static_cast<std::size_t>(row);
-    used[slot] = 1;
-    const Separability counted = detail::separability_unchecked(instance.weights, instance.embeddings,
-                                                                instance.selected, instance.rest, options.boundary);
-    fraction[slot] = counted.fraction;
-    const Theorem2Bounds bounds = detail::theorem2_bounds_unchecked(
-        instance.weights, instance.selected, options.sphere_radius, result.separation, counted.radius);
-    lower[slot] = counted.radius > 0 ? bounds.lower : 0.0;
-    upper[slot] = bounds.upper;
-  });
-  result.rows = detail::used_rows(used);
-  result.fraction = detail::used_entries(used, fraction);
-  result.lower = detail::used_entries(used, lower);
-  result.upper = detail::used_entries(used, upper);
-  result.mean_fraction = detail::mean_of(result.fraction);
-  result.mean_lower = detail::mean_of(result.lower);
-  result.mean_upper = detail::mean_of(result.upper);
-  return result;
+  return separability_rows_for_counts(attention, values, std::vector<Index>{count}, visibility, options).front();
 }
 
 /// Alg. 3 for a single head ([derived]: the paper's samples run over heads; here they run over the head's query rows):
@@ -254,15 +334,16 @@ CriticalTopN critical_top_n_for_head(const Eigen::MatrixBase<DerivedAttention>& 
                                      const Visibility& visibility = {}, DistanceOptions options = {}) {
   options.with_bound = false;
   options.short_rows = ShortRows::skip;
+  for (const Index count : n_grid)
+    if (count < 1) detail::throw_invalid_argument("critical_top_n_for_head", "N grid entry ", count, " < 1");
+  std::vector<DistanceRows> per_count = distance_rows_for_counts(attention, values, n_grid, visibility, options);
   std::vector<Index> grid;
   std::vector<std::vector<double>> true_samples, expected_samples;
-  for (const Index count : n_grid) {
-    if (count < 1) detail::throw_invalid_argument("critical_top_n_for_head", "N grid entry ", count, " < 1");
-    DistanceRows rows = distance_rows(attention, values, count, visibility, options);
-    if (rows.rows.empty()) break;
-    grid.push_back(count);
-    true_samples.push_back(std::move(rows.true_distance));
-    expected_samples.push_back(std::move(rows.expectation));
+  for (std::size_t c = 0; c < n_grid.size(); ++c) {
+    if (per_count[c].rows.empty()) break;
+    grid.push_back(n_grid[c]);
+    true_samples.push_back(std::move(per_count[c].true_distance));
+    expected_samples.push_back(std::move(per_count[c].expectation));
   }
   if (grid.empty()) return CriticalTopN{};
   return critical_top_n(grid, true_samples, expected_samples, level);

@@ -82,8 +82,9 @@ inline std::vector<Index> top_n_unchecked(const double* weights, Index size, Ind
   const auto before = [weights](Index a, Index b) {
     return weights[a] > weights[b] || (weights[a] == weights[b] && a < b);
   };
-  std::partial_sort(order.begin(), order.begin() + count, order.end(), before);
+  if (count < size) std::nth_element(order.begin(), order.begin() + (count - 1), order.end(), before);  // O(L)
   order.resize(static_cast<std::size_t>(count));
+  std::sort(order.begin(), order.end(), before);  // O(N log N); `before` is a strict total order
   return order;
 }
 
@@ -98,7 +99,7 @@ inline Vector<double> context_vector_unchecked(const Vector<double>& weights, co
 }  // namespace detail
 
 /// Indices of the N largest weights (normalization-limits §2, I_N), largest first; ties go to the lower index
-/// ([derived] tie-break). O(L log N). Throws on non-finite/negative weights or N outside [1, L].
+/// ([derived] tie-break). O(L + N log N). Throws on non-finite/negative weights or N outside [1, L].
 template <class Derived>
 std::vector<Index> top_n(const Eigen::MatrixBase<Derived>& weights, Index count) {
   const Vector<double> w = detail::weight_vector("top_n", weights);
