@@ -196,20 +196,17 @@ inline NamedArrays parse_npz_ordered(const unsigned char* data, std::size_t size
       reader.fail("member '", member, "' overlaps another member's bytes");
     member_extents.emplace(local_offset, local.position());
 
-    std::vector<unsigned char> content;
-    if (method == 0) {
-      if (compressed_size != uncompressed_size)
-        reader.fail("stored member '", member, "' has compressed size ", compressed_size, " != uncompressed size ",
-                    uncompressed_size);
-      content.assign(stored, stored + compressed_size);
-    } else {
-      content = detail::zip_inflate(reader, member, stored, compressed_size, uncompressed_size);
-    }
-    const std::uint32_t computed = detail::zip_crc32(content.data(), content.size());
+    std::vector<unsigned char> inflated;  // stored members are parsed in place
+    if (method == 0 && compressed_size != uncompressed_size)
+      reader.fail("stored member '", member, "' has compressed size ", compressed_size, " != uncompressed size ",
+                  uncompressed_size);
+    if (method == 8) inflated = detail::zip_inflate(reader, member, stored, compressed_size, uncompressed_size);
+    const unsigned char* content = method == 8 ? inflated.data() : stored;
+    const std::uint32_t computed = detail::zip_crc32(content, uncompressed_size);
     if (computed != crc)
       reader.fail("CRC-32 mismatch in member '", member, "': directory says 0x", std::hex, crc, ", data gives 0x",
                   computed, std::dec);
-    arrays.emplace_back(key, parse_npy(content.data(), content.size(), name_for_errors + ":" + member));
+    arrays.emplace_back(key, parse_npy(content, uncompressed_size, name_for_errors + ":" + member));
   }
   return arrays;
 }
@@ -248,7 +245,8 @@ inline std::string serialize_npz(const NamedArrays& arrays, Compression compress
     if (member.size() > 0xFFFF) detail::throw_invalid_argument(fn, "array name of ", key.size(), " bytes is too long");
     const std::string content = serialize_npy(array);
     require_small(content.size(), "member '" + member + "'");
-    const std::string stored = compression == Compression::deflated ? detail::zip_deflate(content) : content;
+    const std::string deflated = compression == Compression::deflated ? detail::zip_deflate(content) : std::string();
+    const std::string& stored = compression == Compression::deflated ? deflated : content;
     const std::uint32_t crc = detail::zip_crc32(reinterpret_cast<const unsigned char*>(content.data()), content.size());
     const std::uint16_t method = compression == Compression::deflated ? 8 : 0;
     const std::uint64_t local_offset = out.size();
