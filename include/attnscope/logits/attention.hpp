@@ -49,12 +49,14 @@ inline VisibleKeys visible_keys(const Visibility& visibility, Index rows, Index 
 }
 
 /// attention(i, ·) = softmax over the visible keys of logits(i, ·) (max-subtracted); other entries are left as they
-/// are (callers keep them 0). Causal-prefix rows run as contiguous vectorised segments.
+/// are (callers keep them 0). Causal-prefix rows run as contiguous vectorised segments. `parallel`: OpenMP over rows
+/// (for one-off calls; the fitting loop runs serially since its per-step row work is too small to share).
 template <class Scalar>
-void masked_softmax_rows(const RowMatrix<Scalar>& logits, const VisibleKeys& keys, RowMatrix<Scalar>& attention) {
+void masked_softmax_rows(const RowMatrix<Scalar>& logits, const VisibleKeys& keys, RowMatrix<Scalar>& attention,
+                         bool parallel = true) {
   using Segment = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
   using ConstSegment = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
-  for_each_row(keys.rows, keys.cols, [&](Index i) {
+  for_each_row(keys.rows, parallel ? keys.cols : 0, [&](Index i) {
     const Index count = keys.count(i);
     const Scalar* s = logits.data() + i * keys.cols;
     Scalar* a = attention.data() + i * keys.cols;
@@ -78,10 +80,11 @@ void masked_softmax_rows(const RowMatrix<Scalar>& logits, const VisibleKeys& key
 /// dS(i, ·) = scale · A∘(dA − Σ_visible dA∘A) on visible keys (softmax VJP); other entries are left as they are.
 template <class Scalar>
 void attention_backward_rows(const RowMatrix<Scalar>& attention, const RowMatrix<Scalar>& attention_gradient,
-                             const VisibleKeys& keys, Scalar scale, RowMatrix<Scalar>& logit_gradient) {
+                             const VisibleKeys& keys, Scalar scale, RowMatrix<Scalar>& logit_gradient,
+                             bool parallel = true) {
   using Segment = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
   using ConstSegment = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
-  for_each_row(keys.rows, keys.cols, [&](Index i) {
+  for_each_row(keys.rows, parallel ? keys.cols : 0, [&](Index i) {
     const Index count = keys.count(i);
     const Scalar* a = attention.data() + i * keys.cols;
     const Scalar* da = attention_gradient.data() + i * keys.cols;

@@ -14,7 +14,6 @@
 
 #include "attnscope/core/check.hpp"
 #include "attnscope/core/error.hpp"
-#include "attnscope/core/parallel.hpp"
 #include "attnscope/core/random.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
@@ -319,7 +318,7 @@ class AttentionFitter {
           rounding_error = std::max(rounding_error, std::abs(static_cast<double>(rounded - value)));
           value = rounded;
         }
-    masked_softmax_rows(s, keys, attention_[hs]);
+    masked_softmax_rows(s, keys, attention_[hs], false);
     if (rounds(RoundingTarget::probabilities))
       for (Index i = 0; i < n_; ++i)
         for (Index c = 0; c < keys.count(i); ++c) {
@@ -381,7 +380,7 @@ class AttentionFitter {
     if (head_count_ == 1) {
       const bool shortcut = options_.loss != FitLoss::mse_probabilities;
       evaluate(attention_[0], record, shortcut ? logit_gradients_[0] : mixture_gradient_of_one_head(), shortcut);
-      if (!shortcut) attention_backward_rows(attention_[0], mixture_gradient_, head_keys_[0], Scalar(1), logit_gradients_[0]);
+      if (!shortcut) attention_backward_rows(attention_[0], mixture_gradient_, head_keys_[0], Scalar(1), logit_gradients_[0], false);
     } else {
       mixture_.setZero();
       for (Index h = 0; h < head_count_; ++h) mixture_.noalias() += Scalar(head_weights_(h)) * attention_[static_cast<std::size_t>(h)];
@@ -391,7 +390,7 @@ class AttentionFitter {
         const auto hs = static_cast<std::size_t>(h);
         weight_gradient(h) = static_cast<double>((mixture_gradient_.array() * attention_[hs].array()).sum());
         attention_backward_rows(attention_[hs], mixture_gradient_, head_keys_[hs], Scalar(head_weights_(h)),
-                                logit_gradients_[hs]);
+                                logit_gradients_[hs], false);
       }
       if (mixture_learned()) {  // dγ = π∘(dπ − ⟨π, dπ⟩)
         const double mean = head_weights_.dot(weight_gradient);
