@@ -25,7 +25,7 @@ for parser in npy safetensors llama2c; do
   mkdir -p "$work/corpus" "$work/artifacts"
   echo "== fuzz_$parser for ${seconds}s" >&2
   if "$build/fuzz/fuzz_$parser" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
-       -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds/$parser" >"$work/log.txt" 2>&1; then
+       -dict="$root/fuzz/$parser.dict" -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds/$parser" >"$work/log.txt" 2>&1; then
     result=ok
   else
     result=FAILED
