@@ -237,23 +237,29 @@ inline void llama_require_finite(const ByteReader& reader, const LlamaTensorEntr
 
 }  // namespace detail
 
-/// Parses a llama2.c checkpoint from memory, auto-detecting the version: a file starting with the magic
-/// 0x616b3432 is version 1 or 2 (256-byte header), anything else is the header-less version 0.
-/// Throws attnscope::io_error (naming `name_for_errors`) on a wrong version, an invalid or absurd
-/// configuration, a size that differs from the one the configuration implies, or a non-finite weight.
-inline LlamaWeights parse_llama2c(const unsigned char* data, std::size_t size, const std::string& name_for_errors) {
-  detail::ByteReader reader(data, size, "parse_llama2c", name_for_errors);
-  LlamaWeights weights;
-  LlamaConfig& c = weights.config;
-  std::uint64_t header_bytes = 28;
-  if (size >= 4 && reader.read<std::uint32_t>("magic") == llama_magic) {
-    weights.version = reader.read<std::int32_t>("version");
-    if (weights.version != 1 && weights.version != 2)
-      reader.fail("unsupported llama2c checkpoint version ", weights.version, " (supported: 0, 1, 2)");
-    header_bytes = llama_versioned_header_bytes;
+namespace detail {
+
+/// What a checkpoint's header says: configuration, version, Q8_0 group size, and the sizes they imply.
+struct LlamaHeader {
+  LlamaConfig config;
+  int version = 0;
+  int group_size = 0;
+  std::uint64_t header_bytes = 0;   ///< 28 (version 0) or 256
+  std::uint64_t expected_size = 0;  ///< the exact file size the header implies
+};
+
+/// Reads and validates the header at the reader's start (everything but the file's total size).
+inline LlamaHeader llama_read_header(ByteReader& reader) {
+  LlamaHeader header;
+  LlamaConfig& c = header.config;
+  header.header_bytes = 28;
+  if (reader.size() >= 4 && reader.read<std::uint32_t>("magic") == llama_magic) {
+    header.version = reader.read<std::int32_t>("version");
+    if (header.version != 1 && header.version != 2)
+      reader.fail("unsupported llama2c checkpoint version ", header.version, " (supported: 0, 1, 2)");
+    header.header_bytes = llama_versioned_header_bytes;
   } else {
     reader.seek(0, "header");
-    weights.version = 0;
   }
   c.dim = reader.read<std::int32_t>("dim");
   c.hidden_dim = reader.read<std::int32_t>("hidden_dim");
@@ -262,43 +268,57 @@ inline LlamaWeights parse_llama2c(const unsigned char* data, std::size_t size, c
   c.n_kv_heads = reader.read<std::int32_t>("n_kv_heads");
   c.vocab_size = reader.read<std::int32_t>("vocab_size");
   c.seq_len = reader.read<std::int32_t>("seq_len");
-  if (weights.version == 0) {
+  if (header.version == 0) {
     c.shared_classifier = c.vocab_size > 0;
     if (c.vocab_size < 0 && c.vocab_size != std::numeric_limits<int>::min()) c.vocab_size = -c.vocab_size;
   } else {
     const std::uint8_t flag = reader.read<std::uint8_t>("shared_classifier flag");
     if (flag > 1) reader.fail("shared_classifier flag must be 0 or 1, got ", int(flag));
     c.shared_classifier = flag == 1;
-    if (weights.version == 2) {
-      weights.group_size = reader.read<std::int32_t>("group_size");
-      if (weights.group_size <= 0 || weights.group_size > llama_max_dimension)
-        reader.fail("group_size = ", weights.group_size, " is outside [1, ", llama_max_dimension, "]");
+    if (header.version == 2) {
+      header.group_size = reader.read<std::int32_t>("group_size");
+      if (header.group_size <= 0 || header.group_size > llama_max_dimension)
+        reader.fail("group_size = ", header.group_size, " is outside [1, ", llama_max_dimension, "]");
     }
     const std::size_t padding_start = reader.position();
-    const unsigned char* padding = reader.take(header_bytes - padding_start, "header padding");
-    for (std::size_t i = 0; i < header_bytes - padding_start; ++i)
+    const unsigned char* padding = reader.take(header.header_bytes - padding_start, "header padding");
+    for (std::size_t i = 0; i < header.header_bytes - padding_start; ++i)
       if (padding[i] != 0) reader.fail("nonzero header padding byte at offset ", padding_start + i);
   }
-  if (const std::string problem = detail::llama_config_problem(c); !problem.empty())
+  if (const std::string problem = llama_config_problem(c); !problem.empty())
     reader.fail("invalid configuration: ", problem);
-
-  const std::vector<detail::LlamaTensorEntry> layout = detail::llama_file_layout(c, weights.version);
-  std::uint64_t expected = header_bytes;
-  for (const auto& entry : layout) {
-    if (entry.quantized && entry.count() % static_cast<std::uint64_t>(weights.group_size) != 0)
-      reader.fail(detail::llama_entry_name(entry), " has ", entry.count(), " values, not a multiple of group_size ",
-                  weights.group_size);
-    expected += detail::llama_entry_bytes(entry, weights.group_size);  // ≤ 2^58 by the limits: no overflow
+  header.expected_size = header.header_bytes;
+  for (const auto& entry : llama_file_layout(c, header.version)) {
+    if (entry.quantized && entry.count() % static_cast<std::uint64_t>(header.group_size) != 0)
+      reader.fail(llama_entry_name(entry), " has ", entry.count(), " values, not a multiple of group_size ",
+                  header.group_size);
+    header.expected_size += llama_entry_bytes(entry, header.group_size);  // ≤ 2^58 by the limits: no overflow
   }
-  if (expected != size)
-    reader.fail("size ", size, " bytes does not match the ", expected, " bytes implied by version ", weights.version,
-                " configuration dim=", c.dim, " hidden_dim=", c.hidden_dim, " n_layers=", c.n_layers,
+  return header;
+}
+
+}  // namespace detail
+
+/// Parses a llama2.c checkpoint from memory, auto-detecting the version: a file starting with the magic
+/// 0x616b3432 is version 1 or 2 (256-byte header), anything else is the header-less version 0.
+/// Throws attnscope::io_error (naming `name_for_errors`) on a wrong version, an invalid or absurd
+/// configuration, a size that differs from the one the configuration implies, or a non-finite weight.
+inline LlamaWeights parse_llama2c(const unsigned char* data, std::size_t size, const std::string& name_for_errors) {
+  detail::ByteReader reader(data, size, "parse_llama2c", name_for_errors);
+  const detail::LlamaHeader header = detail::llama_read_header(reader);
+  const LlamaConfig& c = header.config;
+  if (header.expected_size != size)
+    reader.fail("size ", size, " bytes does not match the ", header.expected_size, " bytes implied by version ",
+                header.version, " configuration dim=", c.dim, " hidden_dim=", c.hidden_dim, " n_layers=", c.n_layers,
                 " n_heads=", c.n_heads, " n_kv_heads=", c.n_kv_heads, " vocab_size=", c.vocab_size,
                 " seq_len=", c.seq_len, " shared_classifier=", c.shared_classifier);
 
+  LlamaWeights weights;
+  weights.config = c;
+  weights.version = header.version;
+  weights.group_size = header.group_size;
   detail::llama_allocate(weights);
-  std::vector<std::int8_t> quantized;
-  for (const auto& entry : layout) {
+  for (const auto& entry : detail::llama_file_layout(c, weights.version)) {
     const std::string what = detail::llama_entry_name(entry);
     float* target = detail::llama_entry_data(weights, entry);
     if (target == nullptr) {  // version-0 legacy RoPE tables: skipped
