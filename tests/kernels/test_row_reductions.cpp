@@ -75,6 +75,34 @@ TEMPLATE_TEST_CASE("sum_and_maxima equals its reference, also on empty ranges", 
   }
 }
 
+TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with ties, sums and maxima over p <= 1/2",
+                   "[kernels][reductions]", float, double) {
+  attnscope::Random random(15);
+  for (Index n : lengths()) {
+    for (int variant = 0; variant < 4; ++variant) {
+      std::vector<TestType> p = random_row<TestType>(random, n, 0, 1.0 / static_cast<double>(n));
+      if (variant == 1) p[random.below(p.size())] = TestType(0.75);         // one entry above 1/2
+      if (variant == 2 && n > 1) p[0] = p[static_cast<std::size_t>(n - 1)] = TestType(0.3);  // tied maximum
+      if (variant == 3) p[static_cast<std::size_t>(n / 2)] = TestType(0.5);  // exactly 1/2 counts as small
+      const auto fast = attnscope::kernels::probability_row_summary(p.data(), n);
+      const auto reference = attnscope::kernels::probability_row_summary_reference(p.data(), n);
+      CHECK(fast.finite);
+      CHECK(fast.min == reference.min);
+      CHECK(fast.max == reference.max);
+      CHECK(fast.second == reference.second);
+      CHECK(fast.max_bernoulli_variance_at_most_half == reference.max_bernoulli_variance_at_most_half);
+      const double tolerance = 4 * n * std::numeric_limits<TestType>::epsilon();
+      CHECK(fast.sum == Approx(reference.sum).epsilon(tolerance));
+      CHECK(fast.sum_at_most_half == Approx(reference.sum_at_most_half).epsilon(tolerance).margin(1e-30));
+      if (variant == 2 && n > 1) CHECK(fast.second == fast.max);
+      if (variant == 1) CHECK(fast.sum_at_most_half == Approx(fast.sum - TestType(0.75)).epsilon(1e-5));
+    }
+    std::vector<TestType> bad = random_row<TestType>(random, n, 0, 1);
+    bad[static_cast<std::size_t>(n - 1)] = std::numeric_limits<TestType>::quiet_NaN();
+    CHECK_FALSE(attnscope::kernels::probability_row_summary(bad.data(), n).finite);
+  }
+}
+
 TEMPLATE_TEST_CASE("exp_shifted_sum and scale_row match their references", "[kernels][reductions]", float, double) {
   using limits = std::numeric_limits<TestType>;
   attnscope::Random random(13);

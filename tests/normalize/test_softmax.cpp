@@ -185,6 +185,27 @@ TEST_CASE("softmax accepts any dense expression: column-major, blocks, strided v
   CHECK(attnscope::softmax(2.0 * z, 2.0).isApprox(reference, 1e-15));
 }
 
+TEST_CASE("softmax_into reuses, resizes or overwrites in place and equals softmax", "[normalize][softmax]") {
+  const RowMatrix<double> z = random_logits<double>(9, 33, 2.0, 51);
+  const RowMatrix<double> expected = attnscope::softmax(z, 0.5, attnscope::causal);
+  RowMatrix<double> out(9, 33);
+  const double* memory = out.data();
+  attnscope::softmax_into(z, out, 0.5, attnscope::causal);
+  CHECK(out == expected);
+  CHECK(out.data() == memory);  // same shape: no reallocation
+  RowMatrix<double> wrong_shape(2, 2);
+  attnscope::softmax_into(z, wrong_shape, 0.5, attnscope::causal);
+  CHECK(wrong_shape == expected);
+  RowMatrix<double> in_place = z;
+  attnscope::softmax_into(in_place, in_place, 0.5, attnscope::causal);
+  CHECK(in_place == expected);
+  attnscope::Mask mask = attnscope::Visibility(attnscope::causal).to_mask(9, 33);
+  RowMatrix<double> masked_in_place = z;
+  attnscope::softmax_into(masked_in_place, masked_in_place, 0.5, mask);
+  CHECK(masked_in_place == expected);
+  CHECK_THROWS_AS(attnscope::softmax_into(z, out, 0.0), attnscope::invalid_argument);
+}
+
 TEST_CASE("softmax results do not depend on the number of threads", "[normalize][softmax]") {
   const RowMatrix<float> z = random_logits<float>(512, 300, 4.0, 31);
 #if defined(_OPENMP)

@@ -4,6 +4,7 @@
 // has a plain scalar reference beside it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -29,6 +30,16 @@ struct MaxAndFiniteness {
 template <class Scalar>
 struct RowStatistics {
   Scalar min, max, sum;
+  bool finite;
+};
+
+/// One-pass summary of a row of probabilities for the secular solver (normalization-maps.md §5.2 step 1): statistics,
+/// the two largest entries (equal when the maximum is tied), and the sum and the largest p(1 − p) over entries ≤ 1/2 —
+/// at most one entry of a distribution exceeds 1/2, so these equal Σ_{i≠argmax} p_i and max_{i≠argmax} p_i(1 − p_i)
+/// without the cancellation of 1 − p_(1) whenever p_(1) > 1/2 ≥ p_(2).
+template <class Scalar>
+struct ProbabilityRowSummary {
+  Scalar min, max, second, sum, sum_at_most_half, max_bernoulli_variance_at_most_half;
   bool finite;
 };
 
@@ -149,6 +160,87 @@ struct SumAndMaximaAccumulator {
   }
 };
 
+template <class P>
+struct ProbabilitySummaryAccumulator {
+  P min, max, second, sum, poison, small_sum, small_max_variance;
+  explicit ProbabilitySummaryAccumulator(NoParameters)
+      : min(pset1<P>(std::numeric_limits<ScalarOf<P>>::infinity())),
+        max(pset1<P>(-std::numeric_limits<ScalarOf<P>>::infinity())),
+        second(max),
+        sum(pset1<P>(ScalarOf<P>(0))),
+        poison(sum),
+        small_sum(sum),
+        small_max_variance(sum) {}
+  void add(const P& value) {
+    using Eigen::internal::pand;
+    using Eigen::internal::pcmp_le;
+    min = pmin(min, value);
+    second = pmax(second, pmin(max, value));  // per-lane top two, ties kept
+    max = pmax(max, value);
+    sum = padd(sum, value);
+    poison = non_finite_poison(poison, value);
+    const P small = pcmp_le(value, pset1<P>(ScalarOf<P>(0.5)));  // all-ones mask where p ≤ 1/2
+    small_sum = padd(small_sum, pand(small, value));
+    small_max_variance = pmax(small_max_variance, pand(small, pmul(value, psub(pset1<P>(ScalarOf<P>(1)), value))));
+  }
+  void merge(const ProbabilitySummaryAccumulator& other) {
+    min = pmin(min, other.min);
+    second = pmax(pmax(second, other.second), pmin(max, other.max));
+    max = pmax(max, other.max);
+    sum = padd(sum, other.sum);
+    poison = padd(poison, other.poison);
+    small_sum = padd(small_sum, other.small_sum);
+    small_max_variance = pmax(small_max_variance, other.small_max_variance);
+  }
+  ProbabilitySummaryAccumulator<ScalarOf<P>> horizontal() const {
+    ProbabilitySummaryAccumulator<ScalarOf<P>> result(NoParameters{});
+    if constexpr (std::is_arithmetic<P>::value) {
+      result = *this;
+    } else {
+      constexpr int lanes = Eigen::internal::unpacket_traits<P>::size;
+      ScalarOf<P> maxima[lanes], seconds[lanes];
+      Eigen::internal::pstoreu(maxima, max);
+      Eigen::internal::pstoreu(seconds, second);
+      for (int lane = 0; lane < lanes; ++lane) {  // merge the per-lane top twos
+        result.second = std::max({result.second, seconds[lane], std::min(result.max, maxima[lane])});
+        result.max = std::max(result.max, maxima[lane]);
+      }
+      result.min = min_lanes(min);
+      result.sum = sum_lanes(sum);
+      result.poison = sum_lanes(poison);
+      result.small_sum = sum_lanes(small_sum);
+      result.small_max_variance = max_lanes(small_max_variance);
+    }
+    return result;
+  }
+};
+
+/// Scalar version of ProbabilitySummaryAccumulator::add (masks are bools, not bit patterns).
+template <>
+inline void ProbabilitySummaryAccumulator<float>::add(const float& value) {
+  min = std::min(min, value);
+  second = std::max(second, std::min(max, value));
+  max = std::max(max, value);
+  sum += value;
+  poison += value - value;
+  if (value <= 0.5f) {
+    small_sum += value;
+    small_max_variance = std::max(small_max_variance, value * (1 - value));
+  }
+}
+template <>
+inline void ProbabilitySummaryAccumulator<double>::add(const double& value) {
+  min = std::min(min, value);
+  second = std::max(second, std::min(max, value));
+  max = std::max(max, value);
+  sum += value;
+  poison += value - value;
+  if (value <= 0.5) {
+    small_sum += value;
+    small_max_variance = std::max(small_max_variance, value * (1 - value));
+  }
+}
+
 }  // namespace detail
 
 /// Maximum of x[0..n) (n ≥ 1) with a fused finiteness check (one pass, vectorized).
@@ -189,6 +281,38 @@ RowStatistics<Scalar> row_statistics_reference(const Scalar* x, Index n) {
     result.sum += x[i];
   }
   return result;
+}
+
+/// ProbabilityRowSummary of p[0..n) (n ≥ 1) in one vectorized pass.
+template <class Scalar>
+ProbabilityRowSummary<Scalar> probability_row_summary(const Scalar* p, Index n) {
+  const auto result = detail::reduce_row<detail::ProbabilitySummaryAccumulator>(p, n, detail::NoParameters{});
+  return {result.min,      result.max,       result.second,      result.sum,
+          result.small_sum, result.small_max_variance, result.poison == Scalar(0)};
+}
+
+/// Scalar reference of probability_row_summary.
+template <class Scalar>
+ProbabilityRowSummary<Scalar> probability_row_summary_reference(const Scalar* p, Index n) {
+  using limits = std::numeric_limits<Scalar>;
+  ProbabilityRowSummary<Scalar> summary{limits::infinity(), -limits::infinity(), -limits::infinity(), 0, 0, 0, true};
+  for (Index i = 0; i < n; ++i) {
+    summary.finite = summary.finite && std::isfinite(p[i]);
+    summary.min = std::min(summary.min, p[i]);
+    if (p[i] > summary.max) {
+      summary.second = summary.max;
+      summary.max = p[i];
+    } else if (p[i] > summary.second) {
+      summary.second = p[i];
+    }
+    summary.sum += p[i];
+    if (p[i] <= Scalar(0.5)) {
+      summary.sum_at_most_half += p[i];
+      summary.max_bernoulli_variance_at_most_half =
+          std::max(summary.max_bernoulli_variance_at_most_half, p[i] * (1 - p[i]));
+    }
+  }
+  return summary;
 }
 
 /// Sum, max and max p(1 − p) of non-negative entries x[0..n) (0 for n = 0; one pass, vectorized).

@@ -73,12 +73,13 @@ template <class Scalar>
 using RowMatrixView = Eigen::Ref<const RowMatrix<Scalar>, 0, Eigen::OuterStride<>>;
 
 /// Applies kernel(row, const Scalar* z, Index n, Scalar* p) to the visible keys of every row of a row-major block
-/// (data, rows × cols, outer stride); masked entries are set to exactly 0. Prefix visibilities run in place, masks
-/// gather into contiguous buffers. Rows run in parallel; an exception from a row is rethrown after the loop.
+/// (data, rows × cols, outer stride) writing into `out` (rows × cols, resized if needed; it may be the very matrix
+/// `data` points into); masked entries are set to exactly 0. Prefix visibilities run in place, masks gather into
+/// contiguous buffers. Rows run in parallel; an exception from a row is rethrown after the loop.
 template <class Scalar, class RowKernel>
-RowMatrix<Scalar> apply_rowwise_indexed(const Scalar* data, Index rows, Index cols, Index stride,
-                                        const Visibility& visibility, RowKernel&& kernel) {
-  RowMatrix<Scalar> out(rows, cols);
+void apply_rowwise_indexed(const Scalar* data, Index rows, Index cols, Index stride, const Visibility& visibility,
+                           RowKernel&& kernel, RowMatrix<Scalar>& out) {
+  if (out.rows() != rows || out.cols() != cols) out.resize(rows, cols);
   if (visibility.is_prefix()) {
     for_each_row_rethrowing(rows, cols, [&](Index i) {
       const Index n = visibility.prefix_length(i, cols);
@@ -97,15 +98,16 @@ RowMatrix<Scalar> apply_rowwise_indexed(const Scalar* data, Index rows, Index co
       for (Index j = 0; j < cols; ++j) row_out[j] = visibility.visible(i, j, cols) ? result[k++] : Scalar(0);
     });
   }
-  return out;
 }
 
 /// Applies a row kernel `kernel(const Scalar* z, Index n, Scalar* p)` to the visible keys of every row;
 /// masked entries are set to exactly 0. Gathers masked rows into a contiguous buffer.
 template <class Scalar, class RowKernel>
 RowMatrix<Scalar> apply_rowwise(const RowMatrix<Scalar>& logits, const Visibility& visibility, RowKernel&& kernel) {
-  return apply_rowwise_indexed(logits.data(), logits.rows(), logits.cols(), logits.cols(), visibility,
-                               [&kernel](Index, const Scalar* z, Index n, Scalar* p) { kernel(z, n, p); });
+  RowMatrix<Scalar> out;
+  apply_rowwise_indexed(logits.data(), logits.rows(), logits.cols(), logits.cols(), visibility,
+                        [&kernel](Index, const Scalar* z, Index n, Scalar* p) { kernel(z, n, p); }, out);
+  return out;
 }
 
 /// Validates a row-major block of logits: non-empty, mask shape, no fully masked row, finite at visible entries
@@ -136,14 +138,13 @@ void validate_logits(const char* function, const RowMatrix<Scalar>& logits, cons
 
 }  // namespace detail
 
-/// Softmax with temperature T > 0 applied to each row over its visible keys (normalization-maps.md §4.1).
-/// Returns a row-major matrix of the same shape; masked entries are exactly 0. O(n) per row, vectorized.
-/// Throws attnscope::invalid_argument for empty input, T not finite and > 0 (or so small that 1/T overflows),
-/// a NaN/±inf visible logit (naming row and column), a mask of another shape, a row with every key masked.
+/// Softmax with temperature T > 0 of each row over its visible keys written into `out` (resized to the shape of the
+/// logits when it differs, otherwise its memory is reused; `out` may be the logits matrix itself for an in-place
+/// softmax, but must not overlap it otherwise). Same formula, cost and errors as softmax(); after an exception the
+/// contents of `out` are unspecified. Reusing `out` avoids allocating and first-touching a fresh result each call.
 template <class Derived>
-RowMatrix<typename Derived::Scalar> softmax(const Eigen::MatrixBase<Derived>& logits,
-                                            typename Derived::Scalar temperature = 1,
-                                            const Visibility& visibility = {}) {
+void softmax_into(const Eigen::MatrixBase<Derived>& logits, RowMatrix<typename Derived::Scalar>& out,
+                  typename Derived::Scalar temperature = 1, const Visibility& visibility = {}) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::softmax: logits must be float or double");
   const char* function = "softmax";
@@ -155,11 +156,24 @@ RowMatrix<typename Derived::Scalar> softmax(const Eigen::MatrixBase<Derived>& lo
   detail::require_nonempty(function, z);
   visibility.validate(function, z.rows(), z.cols());
   const Index cols = z.cols(), stride = z.outerStride();
-  return detail::apply_rowwise_indexed(z.data(), z.rows(), cols, stride, visibility,
-                                       [&](Index row, const Scalar* values, Index n, Scalar* out) {
-    if (!detail::try_softmax_row(values, n, scale, out))
+  detail::apply_rowwise_indexed(z.data(), z.rows(), cols, stride, visibility,
+                                [&](Index row, const Scalar* values, Index n, Scalar* result) {
+    if (!detail::try_softmax_row(values, n, scale, result))
       detail::throw_non_finite_logit(function, z.data() + row * stride, row, cols, visibility);
-  });
+  }, out);
+}
+
+/// Softmax with temperature T > 0 applied to each row over its visible keys (normalization-maps.md §4.1).
+/// Returns a row-major matrix of the same shape; masked entries are exactly 0. O(n) per row, vectorized.
+/// Throws attnscope::invalid_argument for empty input, T not finite and > 0 (or so small that 1/T overflows),
+/// a NaN/±inf visible logit (naming row and column), a mask of another shape, a row with every key masked.
+template <class Derived>
+RowMatrix<typename Derived::Scalar> softmax(const Eigen::MatrixBase<Derived>& logits,
+                                            typename Derived::Scalar temperature = 1,
+                                            const Visibility& visibility = {}) {
+  RowMatrix<typename Derived::Scalar> out;
+  softmax_into(logits, out, temperature, visibility);
+  return out;
 }
 
 }  // namespace attnscope

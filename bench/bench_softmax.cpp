@@ -1,0 +1,215 @@
+// Softmax and exact Jacobian spectral norms, float32 (issue #2 §8): attnscope::softmax against the naive Eigen
+// expression (row max, exp, divide by the sum) and a per-row Eigen loop; the row kernel alone against a plain copy of
+// the same bytes; the exact ‖J‖₂ of every softmax row against the softmax itself; the secular method against
+// Eigen's SelfAdjointEigenSolver on rows of 256. Shapes 4096×4096 and 16384×512; OpenMP threads 1 and 2 where the
+// library loops over rows. Ratios are computed from one run by scripts/bench.sh (docs/performance.md).
+#include <cstring>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <Eigen/Eigenvalues>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "attnscope/core/random.hpp"
+#include "attnscope/normalize/softmax.hpp"
+#include "attnscope/normalize/spectral_norm.hpp"
+
+namespace {
+
+using attnscope::Index;
+using attnscope::RowMatrix;
+
+/// Seeded N(0, 9) logits (attention-like spread: row maxima a few units above the bulk).
+RowMatrix<float> logits(Index rows, Index cols) {
+  attnscope::Random random(2024);
+  RowMatrix<float> z(rows, cols);
+  for (Index i = 0; i < z.size(); ++i) z.data()[i] = static_cast<float>(3 * random.normal());
+  return z;
+}
+
+void set_threads([[maybe_unused]] benchmark::State& state, int threads) {
+#if defined(_OPENMP)
+  omp_set_num_threads(threads);
+#else
+  if (threads != 1) state.SkipWithError("built without OpenMP");
+#endif
+}
+
+void set_counters(benchmark::State& state, Index elements, double bytes_per_element) {
+  state.SetItemsProcessed(state.iterations() * elements);
+  state.SetBytesProcessed(static_cast<int64_t>(static_cast<double>(state.iterations() * elements) * bytes_per_element));
+}
+
+/// The naive Eigen expression: row max, exp of the shifted matrix, divide each row by its sum.
+void naive_eigen_softmax(benchmark::State& state) {
+  const RowMatrix<float> z = logits(state.range(0), state.range(1));
+  for (auto _ : state) {
+    const Eigen::VectorXf row_max = z.rowwise().maxCoeff();
+    const RowMatrix<float> e = (z.colwise() - row_max).array().exp().matrix();
+    const Eigen::VectorXf sums = e.rowwise().sum();
+    RowMatrix<float> p = e.array().colwise() / sums.array();
+    benchmark::DoNotOptimize(p.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, z.size(), 8);
+}
+
+/// The same naive expression evaluated into preallocated, reused matrices (no allocation or first-touch cost).
+void naive_eigen_softmax_preallocated(benchmark::State& state) {
+  const RowMatrix<float> z = logits(state.range(0), state.range(1));
+  Eigen::VectorXf row_max = Eigen::VectorXf::Zero(z.rows()), sums = Eigen::VectorXf::Zero(z.rows());
+  RowMatrix<float> e = RowMatrix<float>::Zero(z.rows(), z.cols()), p = e;  // touched before timing
+  for (auto _ : state) {
+    row_max.noalias() = z.rowwise().maxCoeff();
+    e.noalias() = (z.colwise() - row_max).array().exp().matrix();
+    sums.noalias() = e.rowwise().sum();
+    p.array() = e.array().colwise() / sums.array();
+    benchmark::DoNotOptimize(p.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, z.size(), 8);
+}
+
+/// A careful per-row Eigen loop (vectorized Eigen exp, one row at a time, output preallocated).
+void per_row_eigen_softmax(benchmark::State& state) {
+  const RowMatrix<float> z = logits(state.range(0), state.range(1));
+  RowMatrix<float> p = RowMatrix<float>::Zero(z.rows(), z.cols());  // touched before timing
+  for (auto _ : state) {
+    for (Index i = 0; i < z.rows(); ++i) {
+      p.row(i) = (z.row(i).array() - z.row(i).maxCoeff()).exp().matrix();
+      p.row(i) /= p.row(i).sum();
+    }
+    benchmark::DoNotOptimize(p.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, z.size(), 8);
+}
+
+/// attnscope::softmax as users call it (validation, a new output matrix each call); range(2) = OpenMP threads.
+void attnscope_softmax(benchmark::State& state) {
+  const RowMatrix<float> z = logits(state.range(0), state.range(1));
+  set_threads(state, static_cast<int>(state.range(2)));
+  for (auto _ : state) {
+    RowMatrix<float> p = attnscope::softmax(z);
+    benchmark::DoNotOptimize(p.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, z.size(), 8);
+}
+
+/// attnscope::softmax_into a preallocated, reused output; range(2) = OpenMP threads.
+void attnscope_softmax_into(benchmark::State& state) {
+  const RowMatrix<float> z = logits(state.range(0), state.range(1));
+  RowMatrix<float> p = RowMatrix<float>::Zero(z.rows(), z.cols());  // touched before timing
+  set_threads(state, static_cast<int>(state.range(2)));
+  for (auto _ : state) {
+    attnscope::softmax_into(z, p);
+    benchmark::DoNotOptimize(p.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, z.size(), 8);
+}
+
+/// The row kernel alone into a preallocated output (no allocation, one thread): compare with copy_same_bytes.
+void softmax_row_kernel(benchmark::State& state) {
+  const RowMatrix<float> z = logits(state.range(0), state.range(1));
+  RowMatrix<float> p = RowMatrix<float>::Zero(z.rows(), z.cols());  // touched before timing
+  for (auto _ : state) {
+    for (Index i = 0; i < z.rows(); ++i)
+      benchmark::DoNotOptimize(attnscope::detail::try_softmax_row(z.data() + i * z.cols(), z.cols(), 1.0f,
+                                                                  p.data() + i * z.cols()));
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, z.size(), 8);
+}
+
+/// memcpy of the same bytes into a preallocated buffer: the bandwidth ceiling of one read + one write per element.
+void copy_same_bytes(benchmark::State& state) {
+  const RowMatrix<float> z = logits(state.range(0), state.range(1));
+  RowMatrix<float> p = RowMatrix<float>::Zero(z.rows(), z.cols());  // touched before timing
+  for (auto _ : state) {
+    std::memcpy(p.data(), z.data(), sizeof(float) * static_cast<std::size_t>(z.size()));
+    benchmark::DoNotOptimize(p.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, z.size(), 8);
+}
+
+/// Exact ‖J‖₂ of every softmax row (public API with validation); range(2) = OpenMP threads.
+void softmax_spectral_norm(benchmark::State& state) {
+  const RowMatrix<float> p = attnscope::softmax(logits(state.range(0), state.range(1)));
+  set_threads(state, static_cast<int>(state.range(2)));
+  for (auto _ : state) {
+    attnscope::Vector<float> norms = attnscope::softmax_jacobian_spectral_norm(p);
+    benchmark::DoNotOptimize(norms.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, p.size(), 4);
+}
+
+/// The cheap two-sided bound of every row (one pass).
+void softmax_norm_bounds(benchmark::State& state) {
+  const RowMatrix<float> p = attnscope::softmax(logits(state.range(0), state.range(1)));
+  set_threads(state, 1);
+  for (auto _ : state) {
+    auto bounds = attnscope::softmax_jacobian_norm_bounds(p);
+    benchmark::DoNotOptimize(bounds.upper.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, p.size(), 4);
+}
+
+/// Rows of 256: the secular method per row (no validation) ...
+void secular_rows_256(benchmark::State& state) {
+  const RowMatrix<float> p = attnscope::softmax(logits(256, 256));
+  for (auto _ : state) {
+    for (Index i = 0; i < p.rows(); ++i)
+      benchmark::DoNotOptimize(attnscope::detail::softmax_jacobian_norm_row(p.data() + i * 256, Index{256}, 1.0f));
+  }
+  state.SetItemsProcessed(state.iterations() * p.rows());
+}
+
+/// ... and Eigen's dense SelfAdjointEigenSolver (eigenvalues only) on J = diag p − ppᵀ of the same rows.
+void eigensolver_rows_256(benchmark::State& state) {
+  const RowMatrix<float> p = attnscope::softmax(logits(256, 256));
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXf> solver(256);
+  Eigen::MatrixXf jacobian(256, 256);
+  for (auto _ : state) {
+    for (Index i = 0; i < p.rows(); ++i) {
+      const Eigen::VectorXf row = p.row(i).transpose();
+      jacobian = -row * row.transpose();
+      jacobian.diagonal() += row;
+      solver.compute(jacobian, Eigen::EigenvaluesOnly);
+      benchmark::DoNotOptimize(solver.eigenvalues()(255));
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * p.rows());
+}
+
+void shapes(benchmark::internal::Benchmark* benchmark) {
+  benchmark->Args({4096, 4096})->Args({16384, 512})->Unit(benchmark::kMillisecond);
+}
+
+void shapes_and_threads(benchmark::internal::Benchmark* benchmark) {
+  for (int threads : {1, 2}) benchmark->Args({4096, 4096, threads})->Args({16384, 512, threads});
+  benchmark->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+}  // namespace
+
+BENCHMARK(naive_eigen_softmax)->Apply(shapes);
+BENCHMARK(naive_eigen_softmax_preallocated)->Apply(shapes);
+BENCHMARK(per_row_eigen_softmax)->Apply(shapes);
+BENCHMARK(attnscope_softmax)->Apply(shapes_and_threads);
+BENCHMARK(attnscope_softmax_into)->Apply(shapes_and_threads);
+BENCHMARK(softmax_row_kernel)->Apply(shapes);
+BENCHMARK(copy_same_bytes)->Apply(shapes);
+BENCHMARK(softmax_spectral_norm)->Apply(shapes_and_threads);
+BENCHMARK(softmax_norm_bounds)->Apply(shapes);
+BENCHMARK(secular_rows_256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(eigensolver_rows_256)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
