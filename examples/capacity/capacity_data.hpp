@@ -1,0 +1,159 @@
+// Inputs of the capacity reproductions: per-head attention, scaled scores and value vectors of real sequences, either
+// from stories260K (default: its 256-token greedy sequence and seeded sampled sequences from BOS at temperature 1) or
+// from a capture file (`--capture FILE.npz`, arrays layer{i}.attention / layer{i}.scores [heads, L, L] and
+// layer{i}.v [heads, L, d_head], e.g. GPT-2 124M dumped from PyTorch in this layout).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attnscope/core/error.hpp"
+#include "attnscope/core/random.hpp"
+#include "attnscope/core/types.hpp"
+#include "attnscope/io/npz.hpp"
+#include "attnscope/model/llama.hpp"
+#include "support/example.hpp"
+
+namespace attnscope::examples {
+
+/// One sequence's captures, heads flattened layer-major (layer · heads_per_layer + head).
+struct HeadCaptures {
+  std::string name;                          // e.g. "greedy", "sampled seed 1", or the capture file name
+  std::vector<RowMatrix<float>> attention;  // L × L, causal (future entries 0)
+  std::vector<RowMatrix<float>> scores;     // L × L scaled pre-softmax scores (future entries may be −inf)
+  std::vector<RowMatrix<float>> values;     // L × d_head
+  Index heads_per_layer = 0;
+  Index length() const { return attention.empty() ? 0 : attention.front().rows(); }
+};
+
+/// Where the real-model inputs come from, for the report.
+struct RealSource {
+  std::string label;        // "stories260K" or the capture file name
+  std::string description;  // one sentence for the report
+  std::vector<HeadCaptures> sequences;
+};
+
+/// The top-left L × L block of every head (a causal model's captures for the first L tokens).
+inline HeadCaptures prefix(const HeadCaptures& full, Index length) {
+  HeadCaptures out;
+  out.name = full.name;
+  out.heads_per_layer = full.heads_per_layer;
+  for (std::size_t h = 0; h < full.attention.size(); ++h) {
+    out.attention.push_back(full.attention[h].topLeftCorner(length, length));
+    out.scores.push_back(full.scores[h].topLeftCorner(length, length));
+    out.values.push_back(full.values[h].topRows(length));
+  }
+  return out;
+}
+
+/// Runs stories260K on `tokens` and keeps attention, scores and values of every head.
+inline HeadCaptures capture_stories(const model::LlamaModel& llama, const std::vector<int>& tokens,
+                                    const std::string& name) {
+  model::ForwardOptions options;
+  options.capture.attention = options.capture.scores = options.capture.v = true;
+  const model::ForwardResult result = llama.forward(tokens, options);
+  HeadCaptures out;
+  out.name = name;
+  out.heads_per_layer = llama.config().n_heads;
+  for (const auto& layer : result.layers)
+    for (std::size_t h = 0; h < layer.attention.size(); ++h) {
+      out.attention.push_back(layer.attention[h]);
+      out.scores.push_back(layer.scores[h]);
+      out.values.push_back(layer.v[h]);
+    }
+  return out;
+}
+
+/// Reads a capture NPZ: layer0.attention, layer0.scores, layer0.v, layer1..., until a layer is missing.
+inline HeadCaptures read_capture(const std::filesystem::path& path) {
+  const auto arrays = io::read_npz(path.string());
+  HeadCaptures out;
+  out.name = path.filename().string();
+  for (int layer = 0;; ++layer) {
+    const std::string prefix_name = "layer" + std::to_string(layer) + ".";
+    const auto attention = arrays.find(prefix_name + "attention");
+    if (attention == arrays.end()) break;
+    const auto scores = arrays.find(prefix_name + "scores");
+    const auto values = arrays.find(prefix_name + "v");
+    if (scores == arrays.end() || values == arrays.end())
+      detail::throw_io_error("read_capture", path.string(), "layer ", layer, " lacks scores or v");
+    const auto& shape = attention->second.shape();
+    if (shape.size() != 3 || values->second.shape().size() != 3 || scores->second.shape() != shape ||
+        values->second.shape()[0] != shape[0] || values->second.shape()[1] != shape[1] || shape[1] != shape[2])
+      detail::throw_io_error("read_capture", path.string(), "layer ", layer,
+                             ": expected attention/scores [heads, L, L] and v [heads, L, d]");
+    out.heads_per_layer = shape[0];
+    for (std::int64_t h = 0; h < shape[0]; ++h) {
+      out.attention.push_back(attention->second.slice_matrix<float>({h}));
+      out.scores.push_back(scores->second.slice_matrix<float>({h}));
+      out.values.push_back(values->second.slice_matrix<float>({h}));
+    }
+  }
+  if (out.attention.empty())
+    detail::throw_io_error("read_capture", path.string(), "no layer0.attention array (capture layout expected)");
+  return out;
+}
+
+/// The real-model inputs: `--capture FILE.npz` if given, otherwise stories260K's greedy 256-token sequence and
+/// `sampled` seeded sequences of `sampled_length` tokens sampled from BOS at temperature 1 (seeds 1, 2, ...).
+inline RealSource real_source(const Options& options, int sampled = 3, int sampled_length = 512) {
+  RealSource source;
+  const std::string capture = options.get("capture");
+  if (!capture.empty()) {
+    source.label = std::filesystem::path(capture).filename().string();
+    source.description = "capture file `" + source.label + "` (given with --capture)";
+    source.sequences.push_back(read_capture(capture));
+    return source;
+  }
+  const model::LlamaModel llama = model::LlamaModel::load((options.data_dir / "stories260K.bin").string());
+  if (options.quick) sampled_length = std::min(sampled_length, 128);
+  source.label = "stories260K";
+  source.description = "stories260K (5 layers × 8 heads = 40 heads, head_dim 8): its greedy 256-token sequence from "
+                       "BOS and " + std::to_string(sampled) + " sequences of " + std::to_string(sampled_length) +
+                       " tokens sampled from BOS at temperature 1 (seeds 1.." + std::to_string(sampled) +
+                       "); GPT-2 captures can be passed with --capture FILE.npz";
+  source.sequences.push_back(capture_stories(llama, llama.generate_greedy({1}, options.quick ? 127 : 255), "greedy"));
+  for (int seed = 1; seed <= sampled; ++seed)
+    source.sequences.push_back(capture_stories(
+        llama, llama.generate_sampled({1}, sampled_length - 1, 1.0, static_cast<std::uint64_t>(seed)),
+        "sampled seed " + std::to_string(seed)));
+  return source;
+}
+
+/// Logarithmically spaced values from 10^low to 10^high.
+inline std::vector<double> logspace(double low, double high, int count) {
+  std::vector<double> out;
+  for (int i = 0; i < count; ++i) out.push_back(std::pow(10.0, low + (high - low) * i / (count - 1)));
+  return out;
+}
+
+/// Median, min, max and quartiles of a sample.
+struct Spread {
+  double median = 0, minimum = 0, maximum = 0, lower_quartile = 0, upper_quartile = 0;
+};
+
+inline Spread spread_of(std::vector<double> values) {
+  Spread s;
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  const auto at = [&](double fraction) {
+    const double position = fraction * static_cast<double>(values.size() - 1);
+    const auto low = static_cast<std::size_t>(std::floor(position));
+    const auto high = static_cast<std::size_t>(std::ceil(position));
+    return values[low] + (values[high] - values[low]) * (position - static_cast<double>(low));
+  };
+  s.median = at(0.5);
+  s.minimum = values.front();
+  s.maximum = values.back();
+  s.lower_quartile = at(0.25);
+  s.upper_quartile = at(0.75);
+  return s;
+}
+
+}  // namespace attnscope::examples
