@@ -2,6 +2,7 @@
 # Builds the libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined) in build-fuzz and runs each parser's
 # fuzzer for a bounded time: FUZZ_SECONDS per fuzzer (default 60). Fails if any fuzzer reports a crash, a sanitizer
 # error, a leak, an out-of-memory or a timeout; prints the number of executions of each.
+# Usage: scripts/fuzz.sh [PARSER...]   (PARSER: npy, safetensors, llama2c; default all three)
 # Environment: FUZZ_SECONDS (60), FUZZ_BUILD_DIR (<repo>/build-fuzz), FUZZ_JOBS (build jobs, 2), CXX_FUZZ (clang++).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,10 @@ rm -rf "$seeds"
 "$build/fuzz/fuzz_seed_corpus" "$seeds"
 status=0
 summary=""
-for parser in npy safetensors llama2c; do
+parsers=("$@")
+[ ${#parsers[@]} -gt 0 ] || parsers=(npy safetensors llama2c)
+for parser in "${parsers[@]}"; do
+  [ -x "$build/fuzz/fuzz_$parser" ] || { echo "fuzz.sh: unknown parser '$parser' (npy, safetensors, llama2c)" >&2; exit 2; }
   work=$build/fuzz-work/$parser
   mkdir -p "$work/corpus" "$work/artifacts"
   echo "== fuzz_$parser for ${seconds}s" >&2
