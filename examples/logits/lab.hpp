@@ -38,6 +38,10 @@ struct FitSummary {
   double max_logit_at_step = 0;    // at `fixed_step` (or the last step)
   double kl_at_step = 0;
   double mass_at_step = 0;
+  double final_max_logit = 0;      // at the last step of the budget
+  double final_mass = 0;
+  /// Max logit at the accuracy, or — not reached — the last one (a lower bound on what the accuracy needs).
+  double required_max_logit() const { return step_reached >= 0 ? max_logit_at_accuracy : final_max_logit; }
 };
 
 inline FitSummary summarise(const std::vector<FitStep>& log, double accuracy, std::size_t fixed_step) {
@@ -49,6 +53,8 @@ inline FitSummary summarise(const std::vector<FitStep>& log, double accuracy, st
   summary.max_logit_at_step = at.max_visible_logit;
   summary.kl_at_step = at.kl;
   summary.mass_at_step = at.in_band_mass;
+  summary.final_max_logit = log.back().max_visible_logit;
+  summary.final_mass = log.back().in_band_mass;
   return summary;
 }
 
@@ -104,18 +110,24 @@ std::vector<Result> run_jobs(std::size_t count, Job job) {
   return results;
 }
 
-/// One fit of the dense causal band (w = 4) in the reference setting.
+/// One fit of the causal band (w = 4) in the reference setting; keep < 1: the column-sparse band under the
+/// column-drop mask with sparsity 1 − keep (columns drawn with the same seed as the initialisation).
 struct BandFitJob {
   Index n = 0, d = 0, steps = 0;
   std::uint64_t seed = 0;
+  double keep = 1.0;
 };
 
 /// Runs the band fits (in parallel) and summarises each at `accuracy` and at `fixed_step`.
 inline std::vector<FitSummary> band_fits(const std::vector<BandFitJob>& jobs, double accuracy, std::size_t fixed_step) {
   return run_jobs<FitSummary>(jobs.size(), [&](std::size_t k) {
     const BandFitJob& job = jobs[k];
-    const RowMatrix<double> target = causal_band_target(job.n, 4);
-    return summarise(fit_qk(target, causal, reference_options(job.d, job.steps, job.seed)).log, accuracy, fixed_step);
+    const FitOptions options = reference_options(job.d, job.steps, job.seed);
+    if (job.keep < 1.0)
+      return summarise(fit_qk(column_sparse_target(job.n, 4, job.keep, job.seed),
+                              column_drop_mask(job.n, 1.0 - job.keep, job.seed), options).log,
+                       accuracy, fixed_step);
+    return summarise(fit_qk(causal_band_target(job.n, 4), causal, options).log, accuracy, fixed_step);
   });
 }
 
@@ -127,12 +139,19 @@ double mean_of(const std::vector<FitSummary>& summaries, Field field) {
   return mean(values);
 }
 
+/// True when every fit reached the accuracy.
+inline bool all_reached(const std::vector<FitSummary>& summaries) {
+  for (const auto& s : summaries)
+    if (s.step_reached < 0) return false;
+  return true;
+}
+
 /// The summaries of the jobs with the given n and d (in job order).
 inline std::vector<FitSummary> select(const std::vector<BandFitJob>& jobs, const std::vector<FitSummary>& summaries,
-                                      Index n, Index d) {
+                                      Index n, Index d, double keep = 1.0) {
   std::vector<FitSummary> chosen;
   for (std::size_t k = 0; k < jobs.size(); ++k)
-    if (jobs[k].n == n && jobs[k].d == d) chosen.push_back(summaries[k]);
+    if (jobs[k].n == n && jobs[k].d == d && jobs[k].keep == keep) chosen.push_back(summaries[k]);
   return chosen;
 }
 
