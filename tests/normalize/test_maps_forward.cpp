@@ -3,6 +3,8 @@
 // exact vs bisection entmax, SSMax = softmax with T = 1/(s log n), SSMax Fig. 1, visibility.
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "attnscope/normalize.hpp"
@@ -307,4 +309,32 @@ TEMPLATE_TEST_CASE("masked keys get exactly 0 and do not count", "[normalize][vi
       }
     }
   }
+}
+
+TEST_CASE("parse_normalization_map and to_string round-trip; apply_map runs the named function", "[normalize][maps]") {
+  const std::vector<std::string> texts = {"softmax",   "temperature:0.25", "ssmax:0.43",  "sparsemax",
+                                          "entmax15",  "entmax:1.75",      "sa_softmax", "sa_softmax_normalized",
+                                          "sink:-1.5", "sink:0",           "temperature:1e-3"};
+  Random random(11);
+  const RowMatrix<double> z = random_logits<double>(random, 3, 7, 1.3);
+  for (const std::string& text : texts) {
+    const attnscope::NormalizationMap map = attnscope::parse_normalization_map(text);
+    INFO(text);
+    CHECK(attnscope::to_string(attnscope::parse_normalization_map(attnscope::to_string(map))) ==
+          attnscope::to_string(map));
+    CHECK(attnscope::apply_map(map, z).allFinite());
+  }
+  CHECK(attnscope::to_string(attnscope::parse_normalization_map("temperature:0.25")) == "temperature:0.25");
+  CHECK(attnscope::to_string(attnscope::parse_normalization_map("temperature:1")) == "softmax");
+  CHECK(attnscope::to_string(attnscope::parse_normalization_map("sink")) == "sink:0");
+  CHECK(attnscope::to_string(attnscope::SoftmaxMap{0.1}) == "temperature:0.1");
+  CHECK(std::get<attnscope::EntmaxBisectMap>(attnscope::parse_normalization_map("entmax:1.75")).alpha == 1.75);
+  CHECK(attnscope::apply_map(attnscope::parse_normalization_map("temperature:0.25"), z) == attnscope::softmax(z, 0.25));
+  CHECK(attnscope::apply_map(attnscope::parse_normalization_map("ssmax:0.43"), z) == attnscope::ssmax(z, 0.43));
+  CHECK(attnscope::apply_map(attnscope::parse_normalization_map("sparsemax"), z) == attnscope::sparsemax(z));
+  CHECK(attnscope::apply_map(attnscope::parse_normalization_map("entmax15"), z) == attnscope::entmax15(z));
+  CHECK(attnscope::apply_map(attnscope::parse_normalization_map("entmax:1.75"), z) == attnscope::entmax_bisect(z, 1.75));
+  CHECK(attnscope::apply_map(attnscope::parse_normalization_map("sa_softmax_normalized"), z) ==
+        attnscope::sa_softmax(z, SelfAdjustVariant::normalized));
+  CHECK(attnscope::apply_map(attnscope::parse_normalization_map("sink:-1.5"), z) == attnscope::softmax_with_sink(z, -1.5));
 }

@@ -19,10 +19,15 @@
 
 namespace attnscope::detail {
 
-/// p = softmax(scale · z) for one contiguous row of n > 0 finite logits (the softmax row kernel of softmax.hpp).
+/// p = softmax(scale · z) for one contiguous row of n > 0 finite (already validated) logits, scale ≥ 0: the fast
+/// vectorized row kernel of softmax.hpp; a single key, or scale 0 (SSMax with n = 1), gives the uniform row.
 template <class Scalar>
 void scaled_softmax_row(const Scalar* logits, Index n, Scalar scale, Scalar* out) {
-  softmax_row_reference(logits, n, scale, out);
+  if (n == 1 || scale == 0) {
+    for (Index j = 0; j < n; ++j) out[j] = Scalar(1) / Scalar(n);
+    return;
+  }
+  softmax_row(logits, n, scale, out);
 }
 
 /// Column indices of the keys of `row` that are visible.

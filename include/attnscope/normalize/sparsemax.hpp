@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include <Eigen/Core>
@@ -86,21 +87,51 @@ Scalar sparsemax_threshold_pivot(Scalar* values, Scalar* scratch, Index count) {
   return (support_sum - 1) / Scalar(support_count);
 }
 
-/// Sparsemax of one row, expected O(n): row max, then only keys with z > max − 1 can be in the support
-/// (τ ≥ z_max − 1 because p_max ≤ 1) [derived], then the randomized pivot threshold on those candidates.
+/// Sparsemax of one row, expected O(n) [derived combination of two published methods]:
+/// 1. shift by the row max (x = z − max ≤ 0, as deep-spin does);
+/// 2. Condat's one-pass candidate filter (Math. Program. 158:575-585, 2016, steps 1-3 of his algorithm): a running
+///    ρ = (Σ_v x − 1)/|v| over a kept set v is always a lower bound of τ, so keys with x ≤ ρ are dropped on the fly;
+///    when a new key alone gives a larger bound the kept set is deferred and re-checked once at the end. O(n).
+///    The comparison keeps a margin of a few ulps so rounding in ρ can never drop a support key;
+/// 3. the randomized pivot threshold (Duchi et al. 2008) on the surviving candidates: expected O(m), m ≤ n, instead of
+///    Condat's possibly quadratic cleanup loop. The deferred buffer is reused as the pivot's scratch.
 template <class Scalar>
 void sparsemax_row(const Scalar* logits, Index n, Scalar* out) {
   Scalar max_value = logits[0];
   for (Index j = 1; j < n; ++j) max_value = logits[j] > max_value ? logits[j] : max_value;
   std::vector<Scalar> buffer(static_cast<std::size_t>(2 * n));
-  Scalar* candidates = buffer.data();
-  Index candidate_count = 0;
-  for (Index j = 0; j < n; ++j) {
-    const Scalar shifted = logits[j] - max_value;
-    candidates[candidate_count] = shifted;
-    candidate_count += shifted > Scalar(-1);
+  Scalar* kept = buffer.data();
+  Scalar* deferred = kept + n;
+  Index kept_count = 1, deferred_count = 0;
+  kept[0] = logits[0] - max_value;
+  Scalar kept_sum = kept[0];  // ρ = (kept_sum − 1)/kept_count, compared without division
+  const Scalar ulp_margin = 4 * std::numeric_limits<Scalar>::epsilon();
+  // x > ρ − margin(count), written as x·count > Σ − 1 − margin·count.
+  auto may_be_in_support = [&](Scalar value) {
+    const Scalar count = Scalar(kept_count);
+    return value * count > kept_sum - 1 - ulp_margin * (count + 1) * count;
+  };
+  for (Index j = 1; j < n; ++j) {
+    const Scalar value = logits[j] - max_value;
+    if (!may_be_in_support(value)) continue;
+    if (kept_sum + value - 1 > Scalar(kept_count + 1) * (value - 1)) {  // ρ(v ∪ {x}) > x − 1: keep x
+      kept[kept_count++] = value;
+      kept_sum += value;
+    } else {  // x alone bounds τ better: defer the kept set, restart from {x}
+      std::copy(kept, kept + kept_count, deferred + deferred_count);
+      deferred_count += kept_count;
+      kept[0] = value;
+      kept_count = 1;
+      kept_sum = value;
+    }
   }
-  const Scalar threshold = sparsemax_threshold_pivot(candidates, buffer.data() + n, candidate_count);
+  for (Index k = 0; k < deferred_count; ++k) {
+    const Scalar value = deferred[k];
+    if (!may_be_in_support(value)) continue;
+    kept[kept_count++] = value;
+    kept_sum += value;
+  }
+  const Scalar threshold = sparsemax_threshold_pivot(kept, deferred, kept_count);
   for (Index j = 0; j < n; ++j) out[j] = std::max(logits[j] - max_value - threshold, Scalar(0));
 }
 
