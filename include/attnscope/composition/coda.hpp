@@ -5,6 +5,7 @@
 // §9, §13). Each row's parts are its visible keys; masked keys are excluded (not parts), and outputs hold 0 there.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -34,15 +35,49 @@ void require_floating(const char*) {
   static_assert(std::is_floating_point<Scalar>::value, "attnscope composition: matrices must be float or double");
 }
 
-/// Row kernel: ilr coordinates from n log-parts (or logits) in O(n): y_j = sign·√(i/(i+1))·(mean(l_0..l_{i−1}) − l_i).
+/// Coefficients of the Helmert / Gram–Schmidt balances, j = 0..parts−2, i = j + 1 (skbio _gram_schmidt_basis row j):
+/// on_prefix[j] = sign·√(i/(i+1))/i multiplies Σ_{k<i} l_k and on_next[j] = sign·√(i/(i+1)) multiplies l_i.
 template <class Scalar>
-void ilr_row_from_logs(const Scalar* logs, Index n, Scalar sign, Scalar* out) {
-  Scalar prefix = 0;
-  for (Index j = 0; j + 1 < n; ++j) {
-    prefix += logs[j];
-    const Scalar i = static_cast<Scalar>(j + 1);
-    out[j] = sign * std::sqrt(i / (i + 1)) * (prefix / i - logs[j + 1]);  // skbio _gram_schmidt_basis row j
+struct IlrCoefficients {
+  Eigen::Array<Scalar, Eigen::Dynamic, 1> on_prefix, on_next;
+  IlrCoefficients(Index parts, Scalar sign) : on_prefix(parts > 1 ? parts - 1 : 0), on_next(parts > 1 ? parts - 1 : 0) {
+    for (Index j = 0; j + 1 < parts; ++j) {
+      const Scalar i = static_cast<Scalar>(j + 1);
+      on_next(j) = sign * std::sqrt(i / (i + 1));
+      on_prefix(j) = on_next(j) / i;
+    }
   }
+};
+
+/// Row kernel: ilr coordinates from n log-parts (or logits) in O(n):
+/// y_j = sign·√(i/(i+1))·(mean(l_0..l_{i−1}) − l_i): one prefix-sum pass, then one vectorised multiply-add pass.
+template <class Scalar>
+void ilr_row_from_logs(const Scalar* logs, Index n, const IlrCoefficients<Scalar>& coefficients, Scalar* out) {
+  if (n < 2) return;
+  // Prefix sums out[j] = l_0 + … + l_j (j < n − 1) as four independent running sums over four equal chunks
+  // (instruction-level parallelism instead of one serial chain), then each chunk shifted by the totals before it;
+  // the last m mod 4 sums continue serially.
+  const Index m = n - 1, chunk = m / 4;
+  Scalar r0 = 0, r1 = 0, r2 = 0, r3 = 0;
+  Scalar *o0 = out, *o1 = out + chunk, *o2 = out + 2 * chunk, *o3 = out + 3 * chunk;
+  const Scalar *l0 = logs, *l1 = logs + chunk, *l2 = logs + 2 * chunk, *l3 = logs + 3 * chunk;
+  for (Index t = 0; t < chunk; ++t) {
+    o0[t] = (r0 += l0[t]);
+    o1[t] = (r1 += l1[t]);
+    o2[t] = (r2 += l2[t]);
+    o3[t] = (r3 += l3[t]);
+  }
+  using Array = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
+  if (chunk > 0) {
+    Eigen::Map<Array>(o1, chunk) += r0;
+    Eigen::Map<Array>(o2, chunk) += r0 + r1;
+    Eigen::Map<Array>(o3, chunk) += r0 + r1 + r2;
+  }
+  Scalar prefix = r0 + r1 + r2 + r3;
+  for (Index j = 4 * chunk; j < m; ++j) out[j] = (prefix += logs[j]);
+  Eigen::Map<Array> result(out, n - 1);
+  result = coefficients.on_prefix.head(n - 1) * result -
+           coefficients.on_next.head(n - 1) * Eigen::Map<const Array>(logs + 1, n - 1);
 }
 
 /// Row kernel: clr values of n parts from n−1 ilr coordinates in O(n) (clr = y·V, suffix sums over the basis rows).
@@ -184,21 +219,22 @@ RowMatrix<detail::ScalarOf<Derived>> clr_inv(const Eigen::MatrixBase<Derived>& z
 
 namespace detail {
 
-/// ilr of log-parts (or logits) row-wise: rows × (cols − 1); a row with n visible parts fills its first n − 1 entries.
+/// ilr of log-parts (or logits) row-wise into `out` (rows × (cols − 1), resized if needed); a row with n visible
+/// parts fills its first n − 1 entries and zeroes the rest.
 template <class Scalar>
-RowMatrix<Scalar> ilr_of_logs(const RowMatrixView<Scalar>& x, const Visibility& visibility, IlrSign sign,
-                              bool take_log) {
-  RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(x.rows(), x.cols() - 1);
-  const Scalar sign_value = sign == IlrSign::scikit_bio ? Scalar(1) : Scalar(-1);
+void ilr_of_logs(const RowMatrixView<Scalar>& x, const Visibility& visibility, IlrSign sign, bool take_log,
+                 RowMatrix<Scalar>& out) {
+  out.resize(x.rows(), x.cols() - 1);
+  const IlrCoefficients<Scalar> coefficients(x.cols(), sign == IlrSign::scikit_bio ? Scalar(1) : Scalar(-1));
   for_each_visible_row<Scalar>(x, visibility, [&](Index i, const Scalar* values, Index n, const Index*) {
     Scalar* out_row = out.data() + i * out.cols();
-    if (!take_log) return ilr_row_from_logs(values, n, sign_value, out_row);
+    std::fill(out_row + std::max<Index>(n - 1, 0), out_row + out.cols(), Scalar(0));  // unused coordinates
+    if (!take_log) return ilr_row_from_logs(values, n, coefficients, out_row);
     std::vector<Scalar> logs(static_cast<std::size_t>(n));
     Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>(logs.data(), n) =
         Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>(values, n).log();  // vectorised logs
-    ilr_row_from_logs(logs.data(), n, sign_value, out_row);
+    ilr_row_from_logs(logs.data(), n, coefficients, out_row);
   });
-  return out;
 }
 
 }  // namespace detail
@@ -213,7 +249,20 @@ RowMatrix<detail::ScalarOf<Derived>> ilr(const Eigen::MatrixBase<Derived>& x, co
   detail::require_floating<Scalar>("ilr");
   const RowMatrixView<Scalar> view(x.derived());
   detail::validate_parts<Scalar>("ilr", view, visibility, detail::PartRule::positive);
-  return detail::ilr_of_logs<Scalar>(view, visibility, sign, true);
+  RowMatrix<Scalar> out;
+  detail::ilr_of_logs<Scalar>(view, visibility, sign, true, out);
+  return out;
+}
+
+/// ilr() into a caller-owned matrix (resized to rows × (cols − 1) if needed; no allocation when it already fits).
+template <class Derived>
+void ilr_into(const Eigen::MatrixBase<Derived>& x, RowMatrix<detail::ScalarOf<Derived>>& out,
+              const Visibility& visibility = {}, IlrSign sign = IlrSign::scikit_bio) {
+  using Scalar = detail::ScalarOf<Derived>;
+  detail::require_floating<Scalar>("ilr_into");
+  const RowMatrixView<Scalar> view(x.derived());
+  detail::validate_parts<Scalar>("ilr_into", view, visibility, detail::PartRule::positive);
+  detail::ilr_of_logs<Scalar>(view, visibility, sign, true, out);
 }
 
 /// ilr(softmax(z)) computed from logits in O(D) per row (the log-normaliser cancels in every balance; §3).
@@ -225,7 +274,20 @@ RowMatrix<detail::ScalarOf<Derived>> ilr_from_logits(const Eigen::MatrixBase<Der
   detail::require_floating<Scalar>("ilr_from_logits");
   const RowMatrixView<Scalar> view(logits.derived());
   detail::validate_parts<Scalar>("ilr_from_logits", view, visibility, detail::PartRule::finite);
-  return detail::ilr_of_logs<Scalar>(view, visibility, sign, false);
+  RowMatrix<Scalar> out;
+  detail::ilr_of_logs<Scalar>(view, visibility, sign, false, out);
+  return out;
+}
+
+/// ilr_from_logits() into a caller-owned matrix (resized to rows × (cols − 1) if needed).
+template <class Derived>
+void ilr_from_logits_into(const Eigen::MatrixBase<Derived>& logits, RowMatrix<detail::ScalarOf<Derived>>& out,
+                          const Visibility& visibility = {}, IlrSign sign = IlrSign::scikit_bio) {
+  using Scalar = detail::ScalarOf<Derived>;
+  detail::require_floating<Scalar>("ilr_from_logits_into");
+  const RowMatrixView<Scalar> view(logits.derived());
+  detail::validate_parts<Scalar>("ilr_from_logits_into", view, visibility, detail::PartRule::finite);
+  detail::ilr_of_logs<Scalar>(view, visibility, sign, false, out);
 }
 
 /// Inverse ilr in O(D) per row: C(exp(y·V)) (skbio `ilr_inv`). `coordinates` is rows × (D − 1); the result is

@@ -100,6 +100,13 @@ void validate_parts(const char* function, const RowMatrixView<Scalar>& x, const 
   const Index cols = x.cols();
   for (Index i = 0; i < x.rows(); ++i) {
     const Index n = visibility.is_prefix() ? visibility.prefix_length(i, cols) : cols;
+    if (visibility.is_prefix()) {  // fast vectorised pass; the element loop below only runs to name a bad value
+      const auto visible = x.row(i).head(n).array();
+      const bool fine = rule == PartRule::finite        ? visible.allFinite()
+                        : rule == PartRule::non_negative ? visible.allFinite() && (visible >= 0).all()
+                                                         : visible.allFinite() && (visible > 0).all();
+      if (fine) continue;
+    }
     for (Index j = 0; j < n; ++j) {
       if (!visibility.is_prefix() && !visibility.visible(i, j, cols)) continue;
       const Scalar value = x(i, j);
