@@ -36,13 +36,14 @@ struct DistanceOptions {
   MainSum main_sum = MainSum::a;
   ShortRows short_rows = ShortRows::skip;
   bool with_bound = true;  // compute Theorem 1's d_max (O((n−N)·N) per row with a precomputed distance table)
+  bool with_other_reading = true;  // also compute d~ in the other reading (one more O(n d) pass per row)
 };
 
 /// Per-row Eq. 7 distance, Eq. 10 main sum and Eq. 9 bound of one head, with their means over the rows used.
 struct DistanceRows {
   std::vector<Index> rows;                  // query rows used
   std::vector<double> true_distance;        // d~ for I_N = top-N of the row, in options.reading
-  std::vector<double> other_reading;        // d~ in the other reading of Eq. 7
+  std::vector<double> other_reading;        // d~ in the other reading of Eq. 7 (empty unless with_other_reading)
   std::vector<double> expectation;          // main sum (Eq. 10 candidate)
   std::vector<double> bound;                // d_max (empty when with_bound is false)
   double mean_true = std::numeric_limits<double>::quiet_NaN();
@@ -102,13 +103,13 @@ struct RowInstance {
   std::vector<Index> keys;            // original key indices
   Vector<double> weights;             // α over the visible keys
   RowMatrix<double> embeddings;       // x_i of the visible keys
-  std::vector<Index> order;           // local indices by descending weight, ties to the lower index
+  std::vector<Index> order;           // the top-K local indices by descending weight, ties to the lower index
   std::vector<Index> selected, rest;  // local indices of I_N and of the other keys
 };
 
-/// Gathers row `row` (visible keys, weights, embeddings) and ranks its keys.
+/// Gathers row `row` (visible keys, weights, embeddings) and ranks its `ranked` heaviest keys.
 inline void gather_row(const HeadData& data, const RowMatrix<double>& embeddings, const Visibility& visibility,
-                       Index row, RowInstance& instance) {
+                       Index row, Index ranked, RowInstance& instance) {
   const Index cols = data.attention.cols();
   instance.keys.clear();
   if (visibility.is_prefix()) {
@@ -125,7 +126,7 @@ inline void gather_row(const HeadData& data, const RowMatrix<double>& embeddings
     instance.weights(k) = data.attention(row, instance.keys[static_cast<std::size_t>(k)]);
     instance.embeddings.row(k) = embeddings.row(instance.keys[static_cast<std::size_t>(k)]);
   }
-  instance.order = top_n_unchecked(instance.weights.data(), n, n);
+  instance.order = top_n_unchecked(instance.weights.data(), n, std::min(n, ranked));
 }
 
 /// Splits a gathered row into the top-N and the rest (N_eff = n − 1 under clamp_n); false when the row is skipped.
@@ -135,8 +136,10 @@ inline bool select_top(RowInstance& instance, Index count, ShortRows short_rows)
     if (short_rows == ShortRows::skip || n < 2) return false;
     count = n - 1;
   }
-  instance.selected.assign(instance.order.begin(), instance.order.begin() + count);
-  instance.rest.assign(instance.order.begin() + count, instance.order.end());
+  instance.selected.assign(instance.order.begin(), instance.order.begin() + count);  // count <= ranked keys
+  std::vector<char> flags(static_cast<std::size_t>(n), 0);
+  for (const Index i : instance.selected) flags[static_cast<std::size_t>(i)] = 1;
+  instance.rest = complement(flags);
   return true;
 }
 
@@ -194,6 +197,7 @@ std::vector<DistanceRows> distance_rows_for_counts(const Eigen::MatrixBase<Deriv
   const char* function = "distance_rows";
   if (counts.empty()) detail::throw_invalid_argument(function, "no N given");
   const Index smallest = *std::min_element(counts.begin(), counts.end());
+  const Index largest = *std::max_element(counts.begin(), counts.end());
   const detail::HeadData data = detail::head_data(function, attention, values, visibility, smallest);
   RowMatrix<double> squared_distances;
   if (options.with_bound) {  // ‖x_i − x_j‖² = ‖x_i‖² + ‖x_j‖² − 2<x_i, x_j>, clamped at 0
@@ -211,15 +215,16 @@ std::vector<DistanceRows> distance_rows_for_counts(const Eigen::MatrixBase<Deriv
   std::vector<double> true_distance(slots), other(slots), expectation(slots), bound(slots);
   detail::for_each_row(rows, data.attention.cols() * data.values.cols() * static_cast<Index>(grid), [&](Index row) {
     detail::RowInstance instance;
-    detail::gather_row(data, data.values, visibility, row, instance);
+    detail::gather_row(data, data.values, visibility, row, largest, instance);
     for (std::size_t c = 0; c < grid; ++c) {
       if (!detail::select_top(instance, counts[c], options.short_rows)) continue;
       const std::size_t slot = c * static_cast<std::size_t>(rows) + static_cast<std::size_t>(row);
       used[slot] = 1;
       true_distance[slot] = detail::representation_distance_unchecked(
           instance.weights, instance.embeddings, instance.selected, instance.rest, options.reading);
-      other[slot] = detail::representation_distance_unchecked(instance.weights, instance.embeddings, instance.selected,
-                                                              instance.rest, other_reading);
+      if (options.with_other_reading)
+        other[slot] = detail::representation_distance_unchecked(instance.weights, instance.embeddings,
+                                                                instance.selected, instance.rest, other_reading);
       expectation[slot] = detail::expected_distance_main_sum_unchecked(
           instance.weights, instance.embeddings, static_cast<Index>(instance.selected.size()), options.main_sum);
       if (options.with_bound)
@@ -238,7 +243,7 @@ std::vector<DistanceRows> distance_rows_for_counts(const Eigen::MatrixBase<Deriv
     DistanceRows& result = results[c];
     result.rows = detail::used_rows(used_here);
     result.true_distance = part(true_distance);
-    result.other_reading = part(other);
+    if (options.with_other_reading) result.other_reading = part(other);
     result.expectation = part(expectation);
     if (options.with_bound) result.bound = part(bound);
     result.mean_true = detail::mean_of(result.true_distance);
@@ -270,6 +275,7 @@ std::vector<SeparabilityRows> separability_rows_for_counts(const Eigen::MatrixBa
   const char* function = "separability_rows";
   if (counts.empty()) detail::throw_invalid_argument(function, "no N given");
   const Index smallest = *std::min_element(counts.begin(), counts.end());
+  const Index largest = *std::max_element(counts.begin(), counts.end());
   const detail::HeadData data = detail::head_data(function, attention, values, visibility, smallest);
   detail::require_positive(function, "sphere radius M", options.sphere_radius);
   const RowMatrix<double> sphere = project_to_sphere(data.values, options.sphere_radius);
@@ -281,7 +287,7 @@ std::vector<SeparabilityRows> separability_rows_for_counts(const Eigen::MatrixBa
   std::vector<double> fraction(slots), lower(slots), upper(slots);
   detail::for_each_row(rows, data.attention.cols() * data.values.cols() * static_cast<Index>(grid), [&](Index row) {
     detail::RowInstance instance;
-    detail::gather_row(data, sphere, visibility, row, instance);
+    detail::gather_row(data, sphere, visibility, row, largest, instance);
     for (std::size_t c = 0; c < grid; ++c) {
       if (!detail::select_top(instance, counts[c], options.short_rows)) continue;
       const std::size_t slot = c * static_cast<std::size_t>(rows) + static_cast<std::size_t>(row);
@@ -333,6 +339,7 @@ CriticalTopN critical_top_n_for_head(const Eigen::MatrixBase<DerivedAttention>& 
                                      const std::vector<Index>& n_grid, double level,
                                      const Visibility& visibility = {}, DistanceOptions options = {}) {
   options.with_bound = false;
+  options.with_other_reading = false;
   options.short_rows = ShortRows::skip;
   for (const Index count : n_grid)
     if (count < 1) detail::throw_invalid_argument("critical_top_n_for_head", "N grid entry ", count, " < 1");
