@@ -172,16 +172,22 @@ struct ProbabilitySummaryAccumulator {
         small_sum(sum),
         small_max_variance(sum) {}
   void add(const P& value) {
-    using Eigen::internal::pand;
-    using Eigen::internal::pcmp_le;
     min = pmin(min, value);
     second = pmax(second, pmin(max, value));  // per-lane top two, ties kept
     max = pmax(max, value);
     sum = padd(sum, value);
     poison = non_finite_poison(poison, value);
-    const P small = pcmp_le(value, pset1<P>(ScalarOf<P>(0.5)));  // all-ones mask where p ≤ 1/2
-    small_sum = padd(small_sum, pand(small, value));
-    small_max_variance = pmax(small_max_variance, pand(small, pmul(value, psub(pset1<P>(ScalarOf<P>(1)), value))));
+    const P variance = pmul(value, psub(pset1<P>(ScalarOf<P>(1)), value));  // p(1 − p)
+    if constexpr (std::is_arithmetic<P>::value) {
+      if (value <= P(0.5)) {
+        small_sum += value;
+        small_max_variance = std::max(small_max_variance, variance);
+      }
+    } else {
+      const P small = Eigen::internal::pcmp_le(value, pset1<P>(ScalarOf<P>(0.5)));  // all-ones where p ≤ 1/2
+      small_sum = padd(small_sum, Eigen::internal::pand(small, value));
+      small_max_variance = pmax(small_max_variance, Eigen::internal::pand(small, variance));
+    }
   }
   void merge(const ProbabilitySummaryAccumulator& other) {
     min = pmin(min, other.min);
@@ -214,32 +220,6 @@ struct ProbabilitySummaryAccumulator {
     return result;
   }
 };
-
-/// Scalar version of ProbabilitySummaryAccumulator::add (masks are bools, not bit patterns).
-template <>
-inline void ProbabilitySummaryAccumulator<float>::add(const float& value) {
-  min = std::min(min, value);
-  second = std::max(second, std::min(max, value));
-  max = std::max(max, value);
-  sum += value;
-  poison += value - value;
-  if (value <= 0.5f) {
-    small_sum += value;
-    small_max_variance = std::max(small_max_variance, value * (1 - value));
-  }
-}
-template <>
-inline void ProbabilitySummaryAccumulator<double>::add(const double& value) {
-  min = std::min(min, value);
-  second = std::max(second, std::min(max, value));
-  max = std::max(max, value);
-  sum += value;
-  poison += value - value;
-  if (value <= 0.5) {
-    small_sum += value;
-    small_max_variance = std::max(small_max_variance, value * (1 - value));
-  }
-}
 
 }  // namespace detail
 
