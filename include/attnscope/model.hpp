@@ -2,5 +2,6 @@
 #pragma once
 
 #include "attnscope/model/layers.hpp"
+#include "attnscope/model/head_report.hpp"
 #include "attnscope/model/llama.hpp"
 #include "attnscope/model/reference.hpp"

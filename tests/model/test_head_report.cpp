@@ -1,0 +1,114 @@
+// The per-head report: column functions against hand-computed values and a dense eigensolver, the column
+// registry's checks, and the text/CSV/JSON/Markdown outputs.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <Eigen/Eigenvalues>
+
+#include "attnscope/core/random.hpp"
+#include "attnscope/model/head_report.hpp"
+#include "attnscope/normalize/softmax.hpp"
+#include "support/catch.hpp"
+
+namespace {
+
+using attnscope::RowMatrix;
+using namespace attnscope::model;
+
+// Causal softmax attention of random scores (seeded), with the scores' future entries set to −inf.
+HeadInput random_head(int layer, int head, long length, std::uint64_t seed) {
+  attnscope::Random random(seed);
+  HeadInput input;
+  input.layer = layer;
+  input.head = head;
+  input.scores.resize(length, length);
+  for (long i = 0; i < input.scores.size(); ++i) input.scores.data()[i] = 2 * random.normal();
+  for (long i = 0; i < length; ++i)
+    for (long j = i + 1; j < length; ++j) input.scores(i, j) = -std::numeric_limits<double>::infinity();
+  input.attention = attnscope::softmax(input.scores, 1.0, attnscope::causal);
+  return input;
+}
+
+}  // namespace
+
+TEST_CASE("column functions match their definitions") {
+  RowMatrix<double> attention(3, 3);
+  attention << 1, 0, 0, 0.5, 0.5, 0, 0.2, 0.3, 0.5;
+  CHECK(attention_sink_mass(attention) == Approx((1 + 0.5 + 0.2) / 3).epsilon(1e-15));
+  const double row_entropy = -(0.2 * std::log(0.2) + 0.3 * std::log(0.3) + 0.5 * std::log(0.5));
+  CHECK(mean_attention_entropy(attention) == Approx((0 + std::log(2.0) + row_entropy) / 3).epsilon(1e-14));
+  RowMatrix<double> scores(2, 2);
+  scores << 1.5, -std::numeric_limits<double>::infinity(), -3, 2.5;
+  CHECK(max_finite_entry(scores) == 2.5);
+  CHECK(std::isnan(max_finite_entry(RowMatrix<double>())));
+  CHECK(std::isnan(attention_sink_mass(RowMatrix<double>())));
+
+  // ‖diag p − ppᵀ‖₂ against Eigen's dense symmetric eigensolver on 30 random causal heads.
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    const HeadInput head = random_head(0, 0, 24, seed);
+    const attnscope::Vector<double> norms = attention_jacobian_norms(head.attention);
+    REQUIRE(norms.size() == 24);
+    for (long i = 0; i < 24; ++i) {
+      const Eigen::VectorXd p = head.attention.row(i).transpose();
+      const Eigen::MatrixXd jacobian = Eigen::MatrixXd(p.asDiagonal()) - p * p.transpose();
+      const double dense = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(jacobian).eigenvalues().cwiseAbs().maxCoeff();
+      CHECK(norms(i) == Approx(dense).margin(1e-13));
+    }
+  }
+  // Rows that are not distributions (a sink took 10% of the mass) give no Jacobian norm.
+  attention.row(2) *= 0.9;
+  CHECK(attention_jacobian_norms(attention).size() == 0);
+}
+
+TEST_CASE("compute_head_report evaluates every column for every head and validates its input") {
+  std::vector<HeadInput> heads{random_head(0, 0, 10, 1), random_head(0, 1, 10, 2), random_head(1, 0, 10, 3)};
+  heads[2].scores.resize(0, 0);  // no scores for this head
+  auto columns = default_report_columns();
+  columns.push_back({"rows", "number of query rows", [](const HeadInput& h) { return double(h.attention.rows()); }});
+  int calls = 0;
+  const HeadReport report = compute_head_report(heads, columns, [&](int done, int total) {
+    ++calls;
+    CHECK(total == 3);
+    CHECK(done == calls);
+  });
+  CHECK(calls == 3);
+  REQUIRE(report.columns.size() == 7);
+  REQUIRE(report.rows.size() == 3);
+  CHECK(report.rows[2].layer == 1);
+  CHECK(report.rows[1].head == 1);
+  CHECK(report.rows[0].values[0] == Approx(attention_sink_mass(heads[0].attention)));
+  CHECK(report.rows[0].values[3] == Approx(max_finite_entry(heads[0].scores)));
+  CHECK(std::isnan(report.rows[2].values[3]));
+  CHECK(report.rows[0].values[6] == 10.0);
+  CHECK(report.rows[0].values[5] <= 0.5 + 1e-12);  // ‖J‖₂ ≤ 1/2 for softmax
+  CHECK(report.rows[0].values[4] <= report.rows[0].values[5]);
+
+  const std::string table = head_report_table(report);
+  CHECK(table.find("max_scaled_logit") != std::string::npos);
+  CHECK(std::count(table.begin(), table.end(), '\n') == 4);
+  const std::string csv = head_report_csv(report);
+  CHECK(csv.rfind("layer,head,sink_mass,entropy,max_attention,max_scaled_logit,mean_jacobian_norm,"
+                  "max_jacobian_norm,rows\n", 0) == 0);
+  CHECK(csv.find(",nan,") != std::string::npos);
+  const nlohmann::json json = head_report_json(report);
+  CHECK(json["heads"][2]["max_scaled_logit"].is_null());
+  CHECK(json["heads"][0]["rows"] == 10.0);
+  CHECK(head_report_markdown(report).find("| 1 | 0 |") != std::string::npos);
+
+  auto duplicate = columns;
+  duplicate.push_back(columns[0]);
+  CHECK_THROWS_AS(compute_head_report(heads, duplicate), attnscope::invalid_argument);
+  auto unnamed = columns;
+  unnamed.push_back({"", "", columns[0].compute});
+  CHECK_THROWS_AS(compute_head_report(heads, unnamed), attnscope::invalid_argument);
+  auto bad = heads;
+  bad[1].attention = RowMatrix<double>::Constant(3, 4, 0.25);
+  CHECK_THROWS_AS(compute_head_report(bad, columns), attnscope::invalid_argument);
+  bad = heads;
+  bad[0].scores = RowMatrix<double>::Zero(9, 9);
+  CHECK_THROWS_AS(compute_head_report(bad, columns), attnscope::invalid_argument);
+  CHECK_THROWS_AS(head_inputs(ForwardResult{}), attnscope::invalid_argument);
+}
