@@ -114,10 +114,11 @@ inline RealSource real_source(const Options& options, int sampled = 3, int sampl
   const model::LlamaModel llama = model::LlamaModel::load((options.data_dir / "stories260K.bin").string());
   if (options.quick) sampled_length = std::min(sampled_length, 128);
   source.label = "stories260K";
-  source.description = "stories260K (5 layers × 8 heads = 40 heads, head_dim 8): its greedy 256-token sequence from "
-                       "BOS and " + std::to_string(sampled) + " sequences of " + std::to_string(sampled_length) +
-                       " tokens sampled from BOS at temperature 1 (seeds 1.." + std::to_string(sampled) +
-                       "); GPT-2 captures can be passed with --capture FILE.npz";
+  source.description = "stories260K (5 layers × 8 heads = 40 heads, head_dim 8): its greedy 256-token sequence from BOS";
+  if (sampled > 0)
+    source.description += " and " + std::to_string(sampled) + " sequences of " + std::to_string(sampled_length) +
+                          " tokens sampled from BOS at temperature 1 (seeds 1.." + std::to_string(sampled) + ")";
+  source.description += "; GPT-2 captures can be passed with --capture FILE.npz";
   source.sequences.push_back(capture_stories(llama, llama.generate_greedy({1}, options.quick ? 127 : 255), "greedy"));
   for (int seed = 1; seed <= sampled; ++seed)
     source.sequences.push_back(capture_stories(
