@@ -171,3 +171,14 @@ TEST_CASE("rank tools reject bad input", "[logits][rank][errors]") {
   CHECK_THROWS_AS(attnscope::band_eckart_young_lower_bound(10, 2, -1), invalid_argument);
   CHECK_THROWS_AS(attnscope::logit_gap_rows(Eigen::MatrixXd::Ones(3, 3), Eigen::MatrixXd::Ones(3, 2)), invalid_argument);
 }
+
+TEST_CASE("stable and effective rank from a given spectrum", "[logits][rank]") {
+  attnscope::Vector<double> sigma(3);
+  sigma << 3, 2, 1;
+  CHECK(attnscope::stable_rank_from_singular_values(sigma) == Approx(14.0 / 9.0));
+  attnscope::Vector<double> flat = attnscope::Vector<double>::Constant(5, 2.0);
+  CHECK(attnscope::entropy_effective_rank_from_singular_values(flat) == Approx(5.0));
+  CHECK_THROWS_AS(attnscope::stable_rank_from_singular_values(attnscope::Vector<double>()), attnscope::invalid_argument);
+  CHECK_THROWS_AS(attnscope::entropy_effective_rank_from_singular_values(attnscope::Vector<double>::Zero(3)),
+                  attnscope::invalid_argument);
+}

@@ -52,19 +52,17 @@ inline void require_nonzero_spectrum(const char* function, const Vector<double>&
 
 }  // namespace detail
 
-/// Stable rank srank(M) = ‖M‖_F² / ‖M‖₂² ∈ [1, rank M] (logit-explosion.md §4.3 F4). Throws for M = 0.
-template <class Derived>
-double stable_rank(const Eigen::MatrixBase<Derived>& matrix) {
-  const Vector<double> sigma = singular_values(matrix);
+/// Stable rank from singular values: Σσ_k² / σ_1² (σ sorted descending). Throws if σ is empty or σ_1 = 0.
+inline double stable_rank_from_singular_values(const Vector<double>& sigma) {
+  if (sigma.size() == 0) detail::throw_invalid_argument("stable_rank_from_singular_values", "no singular values");
   detail::require_nonzero_spectrum("stable_rank", sigma);
   return sigma.squaredNorm() / (sigma(0) * sigma(0));
 }
 
-/// Entropy effective rank exp(H(p)), p_k = σ_k / Σσ, H = −Σ p_k log p_k with 0·log 0 = 0 (Roy & Vetterli 2007).
-/// Throws for M = 0.
-template <class Derived>
-double entropy_effective_rank(const Eigen::MatrixBase<Derived>& matrix) {
-  const Vector<double> sigma = singular_values(matrix);
+/// Entropy effective rank from singular values: exp(H(p)), p_k = σ_k/Σσ, 0·log 0 = 0 (Roy & Vetterli 2007).
+inline double entropy_effective_rank_from_singular_values(const Vector<double>& sigma) {
+  if (sigma.size() == 0)
+    detail::throw_invalid_argument("entropy_effective_rank_from_singular_values", "no singular values");
   detail::require_nonzero_spectrum("entropy_effective_rank", sigma);
   const double total = sigma.sum();
   double entropy = 0;
@@ -73,6 +71,18 @@ double entropy_effective_rank(const Eigen::MatrixBase<Derived>& matrix) {
     if (p > 0) entropy -= p * std::log(p);
   }
   return std::exp(entropy);
+}
+
+/// Stable rank srank(M) = ‖M‖_F² / ‖M‖₂² ∈ [1, rank M] (logit-explosion.md §4.3 F4). Throws for M = 0.
+template <class Derived>
+double stable_rank(const Eigen::MatrixBase<Derived>& matrix) {
+  return stable_rank_from_singular_values(singular_values(matrix));
+}
+
+/// Entropy effective rank exp(H(p)), p_k = σ_k / Σσ (Roy & Vetterli 2007). Throws for M = 0.
+template <class Derived>
+double entropy_effective_rank(const Eigen::MatrixBase<Derived>& matrix) {
+  return entropy_effective_rank_from_singular_values(singular_values(matrix));
 }
 
 /// Eckart–Young residual min_{rank X ≤ r} ‖M − X‖_F² = Σ_{k > r} σ_k² (logit-explosion.md §4.3 F4). r ≥ 0.
@@ -108,10 +118,9 @@ RowMatrix<double> causal_part(const Eigen::MatrixBase<Derived>& scores) {
 /// entries j > i are treated as 0 (they are not part of the attention pattern). Throws if the causal part is 0.
 template <class Derived>
 double causal_stable_rank(const Eigen::MatrixBase<Derived>& scores) {
-  const RowMatrix<double> lower = causal_part(scores);
-  const Vector<double> sigma = singular_values(lower);
+  const Vector<double> sigma = singular_values(causal_part(scores));
   detail::require_nonzero_spectrum("causal_stable_rank", sigma);
-  return sigma.squaredNorm() / (sigma(0) * sigma(0));
+  return stable_rank_from_singular_values(sigma);
 }
 
 }  // namespace attnscope
