@@ -4,11 +4,11 @@
 //
 // For J = scale·(diag p − ppᵀ) with Σp = 1 the nonzero eigenvalues solve g(λ) = Σ p_i/(p_i − λ) = 0 (§5.1) and ‖J‖₂/scale
 // is the unique root in (p_(2), p_(1)). With sink mass r₀ = 1 − Σp > 0 they solve g(λ) = r₀/λ (§5.4). The root is found
-// by a safeguarded fixed-weight iteration [derived]: the terms of the argmax are kept exact, the others are modelled
-// by a + b/(p_(2) − λ) matched in value and slope, the resulting quadratic is solved without cancellation, and every
+// by a safeguarded fixed-weight iteration [derived]: the argmax term is kept exact, the others are modelled by
+// a + b/(p_(2) − λ) matched in value and slope, the resulting quadratic is solved without cancellation, and every
 // step is kept inside a shrinking bracket that starts at [max(p_(2), max d), min(p_(1), 2 max d)] (§5.2, d_i = p_i(1 − p_i),
-// d_argmax = p_(1)·(r₀ + Σ_{i≠argmax} p_i), never p_(1)(1 − p_(1))); steps that leave the bracket are bisections.
-// Ties p_(1) = p_(2) are deflated: λ = p_(1) exactly.
+// d_argmax = p_(1)·(r₀ + Σ_{i≠argmax} p_i), never p_(1)(1 − p_(1))); steps that leave the bracket go to its end or bisect.
+// Ties p_(1) = p_(2) are deflated: λ = p_(1) exactly. Each iteration is one vectorized pass (kernels::secular_sums).
 #pragma once
 
 #include <algorithm>
