@@ -272,3 +272,19 @@ TEST_CASE("restarted Lanczos equals a dense SVD on random diagonal-plus-low-rank
     CHECK(attnscope::detail::nonsymmetric_spectral_norm(jacobian) == Approx(expected).epsilon(1e-11));
   }
 }
+
+TEST_CASE("near-one-hot rows: exact ‖J‖₂ from the closed form, where 1 − p_max rounds away", "[normalize][spectral]") {
+  // z = (c, 0, …, 0) with k zeros, T = 1: p_1 = 1/(1 + k e^{−c}), ε = e^{−c}/(1 + k e^{−c}); the secular equation
+  // p_1/(p_1 − λ) + kε/(ε − λ) = 0 gives λ = (k + 1) p_1 ε/(p_1 + kε) [derived]. At c = 30, 1 − p_1 ≈ 1e-13.
+  for (double c : {20.0, 30.0, 36.0}) {
+    for (Index k : {1, 4, 50}) {
+      RowMatrix<double> z = RowMatrix<double>::Zero(1, k + 1);
+      z(0, 0) = c;
+      const double tail = std::exp(-c), p1 = 1 / (1 + double(k) * tail), epsilon = tail / (1 + double(k) * tail);
+      const double expected = double(k + 1) * p1 * epsilon / (p1 + double(k) * epsilon);
+      INFO("c = " << c << ", k = " << k);
+      CHECK(attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{})(0) == Approx(expected).epsilon(1e-13));
+      CHECK(attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{0.5})(0) > 0);
+    }
+  }
+}
