@@ -239,3 +239,65 @@ TEST_CASE("channel scores and the channel summary", "[composition][scores]") {
   CHECK(sink3.columns() == std::vector<Index>{3});
   CHECK((attnscope::entropy_split(moved, {}, sink3).sink_mass - heads[1].bottomRows(37).col(0)).cwiseAbs().maxCoeff() < 1e-15);
 }
+
+TEST_CASE("pair_metric_matrices equals row-by-row pair_metric averages under both conventions", "[composition][flips]") {
+  Random random(26);
+  const Index rows = 30, cols = 12;
+  attnscope::Mask mask(rows, cols);
+  for (Index i = 0; i < rows; ++i)
+    for (Index j = 0; j < cols; ++j) mask(i, j) = j < 2 || j == 2 + i % (cols - 2) || random.uniform() < 0.5;
+  for (const attnscope::Visibility& visibility :
+       {attnscope::Visibility{attnscope::Causal{2}}, attnscope::Visibility{mask}}) {
+    for (const attnscope::SinkSet& sinks : {attnscope::SinkSet{}, attnscope::SinkSet({0, 1})}) {
+      std::vector<RowMatrix<double>> heads;
+      for (int h = 0; h < 4; ++h) heads.push_back(attnscope::testing::random_attention(random, rows, cols, visibility));
+      for (Metric metric : {Metric::cosine, Metric::jensen_shannon, Metric::aitchison}) {
+        const auto both = attnscope::pair_metric_matrices(heads, metric, visibility, sinks);
+        for (int h = 0; h < 4; ++h)
+          for (int g = 0; g < 4; ++g)
+            for (Convention convention : {Convention::keep, Convention::drop}) {
+              const double expected = attnscope::pair_metric(metric, heads[static_cast<std::size_t>(h)],
+                                                             heads[static_cast<std::size_t>(g)], convention, visibility, sinks)
+                                          .mean();
+              const double actual = convention == Convention::keep ? both.keep(h, g) : both.drop(h, g);
+              REQUIRE(actual == Approx(expected).margin(1e-13));
+            }
+      }
+    }
+  }
+}
+
+TEST_CASE("head distance matrices equal their definitions computed row by row", "[composition][clustering]") {
+  Random random(27);
+  const Index rows = 25, cols = 16;
+  const attnscope::Visibility causal{attnscope::Causal{2}};
+  std::vector<RowMatrix<double>> heads;
+  for (int h = 0; h < 3; ++h) heads.push_back(attnscope::testing::random_attention(random, rows, cols, causal));
+  const auto keep = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::clark_js, Convention::keep, causal);
+  const auto drop = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::clark_js, Convention::drop, causal);
+  const auto content = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::aitchison_content, Convention::keep, causal);
+  const auto sink = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::sink_term, Convention::keep, causal);
+  const auto cosine = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::cosine, Convention::keep, causal);
+  for (int h = 0; h < 3; ++h)
+    for (int g = 0; g < 3; ++g) {
+      const auto& a = heads[static_cast<std::size_t>(h)];
+      const auto& b = heads[static_cast<std::size_t>(g)];
+      // Clark smoothing 0.999·p + 0.001/T on the visible keys (keep) or on the content keys (drop)
+      RowMatrix<double> sa = a, sb = b, ca = attnscope::split_sink(a, causal).content, cb = attnscope::split_sink(b, causal).content;
+      for (Index i = 0; i < rows; ++i) {
+        const Index n = causal.visible_count(i, cols);
+        sa.row(i).head(n) = 0.999 * a.row(i).head(n).array() + 0.001 / static_cast<double>(n);
+        sb.row(i).head(n) = 0.999 * b.row(i).head(n).array() + 0.001 / static_cast<double>(n);
+        ca.row(i).segment(1, n - 1) = 0.999 * ca.row(i).segment(1, n - 1).array() + 0.001 / static_cast<double>(n - 1);
+        cb.row(i).segment(1, n - 1) = 0.999 * cb.row(i).segment(1, n - 1).array() + 0.001 / static_cast<double>(n - 1);
+      }
+      attnscope::Mask content_mask = causal.to_mask(rows, cols);
+      content_mask.col(0).setConstant(false);
+      CHECK(keep(h, g) == Approx(attnscope::jensen_shannon(sa, sb, causal).mean()).margin(1e-14));
+      CHECK(drop(h, g) == Approx(attnscope::jensen_shannon(ca, cb, attnscope::Visibility{content_mask}).mean()).margin(1e-14));
+      const auto split = attnscope::aitchison_split(a, b, causal);
+      CHECK(content(h, g) == Approx(split.content_term.cwiseSqrt().mean()).margin(1e-12));
+      CHECK(sink(h, g) == Approx(split.sink_term.cwiseSqrt().mean()).margin(1e-12));
+      CHECK(cosine(h, g) == Approx(1 - attnscope::cosine(a, b, causal).mean()).margin(1e-14));
+    }
+}

@@ -32,72 +32,81 @@ enum class HeadDistance {
 
 namespace detail {
 
-/// Clark et al.'s smoothing of a closed row of T parts: 0.999·p + 0.001/T (T = parts in the row).
-template <class Scalar>
-void clark_smooth(std::vector<Scalar>& parts) {
-  const Scalar total = sum_of(parts), uniform = Scalar(0.001) / static_cast<Scalar>(parts.size());
-  for (Scalar& v : parts) v = Scalar(0.999) * v / total + uniform;
+/// Clark et al.'s smoothed JS of one matched row pair, keep (full rows) and drop (content): each distribution of T
+/// parts is smoothed as 0.999·p + 0.001/T before the JS.
+inline std::pair<double, double> clark_js_row(const double* a, const double* b, Index sink_parts, Index content_parts,
+                                              double s_a, double s_b) {
+  auto js_term = [](double x, double y) {
+    const double m = 0.5 * (x + y);
+    return 0.5 * x * std::log(x / m) + 0.5 * y * std::log(y / m);  // x, y > 0 after smoothing
+  };
+  const Index n = sink_parts + content_parts;
+  const double full_uniform = 0.001 / static_cast<double>(n), content_uniform = 0.001 / static_cast<double>(content_parts);
+  double keep = 0, drop = 0;
+  for (Index k = 0; k < n; ++k)
+    keep += js_term(0.999 * full_part(a, k, sink_parts, s_a) + full_uniform,
+                    0.999 * full_part(b, k, sink_parts, s_b) + full_uniform);
+  for (Index k = sink_parts; k < n; ++k) drop += js_term(0.999 * a[k] + content_uniform, 0.999 * b[k] + content_uniform);
+  return {keep, drop};
 }
 
-/// Mean over matched rows of the Clark-smoothed JS of two heads, on full rows (keep) or content parts (drop).
-template <class Scalar>
-double mean_clark_js(const RowMatrix<Scalar>& a, const RowMatrix<Scalar>& b, Convention convention,
-                     const Visibility& visibility, const SinkSet& sinks) {
-  std::vector<double> per_row(static_cast<std::size_t>(a.rows()));
-  for_each_split_row_pair<Scalar>("head_distance_matrix", a, b, visibility, sinks,
-                                  [&](Index i, const SplitRow<Scalar>& row_a, const SplitRow<Scalar>& row_b) {
-                                    std::vector<Scalar> p = row_a.content, q = row_b.content;
-                                    if (convention == Convention::keep) {
-                                      p.insert(p.begin(), row_a.sink.begin(), row_a.sink.end());
-                                      q.insert(q.begin(), row_b.sink.begin(), row_b.sink.end());
-                                    }
-                                    clark_smooth(p);
-                                    clark_smooth(q);
-                                    per_row[static_cast<std::size_t>(i)] =
-                                        static_cast<double>(weighted_jensen_shannon(p, q, Scalar(0.5)));
-                                  });
-  double total = 0;  // summed in row order: identical for any thread count
-  for (double v : per_row) total += v;
-  return total / static_cast<double>(a.rows());
+/// |b_S(a) − b_S(a′)| (sink term, §4) and d_A(c, c′) (content term) of one matched row pair from log-parts.
+inline std::pair<double, double> aitchison_terms_row(const double* log_a, const double* log_b, Index sink_parts,
+                                                     Index content_parts, double s_a, double s_b) {
+  const double k = static_cast<double>(sink_parts), m = static_cast<double>(content_parts);
+  double sink_a = 0, sink_b = 0, content_a = 0, content_b = 0;
+  for (Index j = 0; j < sink_parts; ++j) sink_a += log_a[j], sink_b += log_b[j];
+  for (Index j = sink_parts; j < sink_parts + content_parts; ++j) content_a += log_a[j], content_b += log_b[j];
+  sink_a /= k, sink_b /= k, content_a /= m, content_b /= m;
+  const double scale = std::sqrt(k * m / (k + m));
+  // b_S = scale·(mean ln a_S − mean ln a_C) with ln a_S = ln s + ln(a_S/s) and ln a_C = ln(1 − s) + ln c
+  const double balance_a = scale * (std::log(s_a) + sink_a - std::log1p(-s_a) - content_a);
+  const double balance_b = scale * (std::log(s_b) + sink_b - std::log1p(-s_b) - content_b);
+  double content = 0;
+  for (Index j = sink_parts; j < sink_parts + content_parts; ++j) {
+    const double d = (log_a[j] - content_a) - (log_b[j] - content_b);
+    content += d * d;
+  }
+  return {std::abs(balance_a - balance_b), std::sqrt(content)};
 }
 
 }  // namespace detail
 
 /// Symmetric head-by-head distance matrix, each entry the mean over matched rows (Clark et al. sum over documents
 /// and queries: the same up to a constant factor). Every head has the same shape and visibility; rows need a content
-/// key (s < 1) so both conventions see the same rows. aitchison_content and sink_term need parts > 0.
+/// key (s < 1) so both conventions see the same rows. aitchison_content and sink_term need parts > 0 and ignore the
+/// convention. Rows are validated and split once per head (see pair_metric_matrices). O(H²·rows·cols).
 template <class Scalar>
 RowMatrix<double> head_distance_matrix(const std::vector<RowMatrix<Scalar>>& heads, HeadDistance distance,
                                        Convention convention = Convention::keep, const Visibility& visibility = {},
                                        const SinkSet& sinks = {},
                                        double tolerance = detail::default_row_sum_tolerance) {
-  if (heads.size() < 2) detail::throw_invalid_argument("head_distance_matrix", "need at least 2 heads, got ", heads.size());
-  for (const auto& head : heads) {
-    detail::require_same_shape("head_distance_matrix", "heads", head, heads.front());
-    detail::validate_channels<Scalar>("head_distance_matrix", head, visibility, sinks, tolerance);
-  }
-  const Index count = static_cast<Index>(heads.size());
-  RowMatrix<double> out = RowMatrix<double>::Zero(count, count);
-  for (Index h = 0; h < count; ++h)
-    for (Index g = h + 1; g < count; ++g) {
-      const auto& a = heads[static_cast<std::size_t>(h)];
-      const auto& b = heads[static_cast<std::size_t>(g)];
-      double value = 0;
-      switch (distance) {
-        case HeadDistance::clark_js: value = detail::mean_clark_js(a, b, convention, visibility, sinks); break;
-        case HeadDistance::cosine:
-          value = 1.0 - static_cast<double>(pair_metric(Metric::cosine, a, b, convention, visibility, sinks, tolerance).mean());
-          break;
-        case HeadDistance::aitchison_content:
-          value = static_cast<double>(aitchison_split(a, b, visibility, sinks).content_term.cwiseSqrt().mean());
-          break;
-        case HeadDistance::sink_term:
-          value = static_cast<double>(aitchison_split(a, b, visibility, sinks).sink_term.cwiseSqrt().mean());
-          break;
-      }
-      out(h, g) = out(g, h) = value;
+  const char* function = "head_distance_matrix";
+  const bool keep = convention == Convention::keep;
+  switch (distance) {
+    case HeadDistance::clark_js: {
+      const auto both = detail::pair_matrices_by(
+          function, heads, visibility, sinks, tolerance, false,
+          [](const double* a, const double* b, const double*, const double*, Index sink_parts, Index content_parts,
+             double s_a, double s_b) { return detail::clark_js_row(a, b, sink_parts, content_parts, s_a, s_b); });
+      return keep ? both.keep : both.drop;
     }
-  return out;
+    case HeadDistance::cosine: {
+      const auto both = pair_metric_matrices(heads, Metric::cosine, visibility, sinks, tolerance);
+      return ((keep ? both.keep : both.drop).array() * -1.0 + 1.0).matrix();
+    }
+    case HeadDistance::aitchison_content:
+    case HeadDistance::sink_term: {
+      const auto both = detail::pair_matrices_by(
+          function, heads, visibility, sinks, tolerance, true,
+          [](const double*, const double*, const double* log_a, const double* log_b, Index sink_parts,
+             Index content_parts, double s_a, double s_b) {
+            return detail::aitchison_terms_row(log_a, log_b, sink_parts, content_parts, s_a, s_b);
+          });
+      return distance == HeadDistance::sink_term ? both.keep : both.drop;
+    }
+  }
+  detail::throw_invalid_argument(function, "unknown distance");
 }
 
 /// Classical (Torgerson) multidimensional scaling of a distance matrix.

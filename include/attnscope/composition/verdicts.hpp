@@ -12,6 +12,7 @@
 #include "attnscope/composition/channels.hpp"
 #include "attnscope/composition/rows.hpp"
 #include "attnscope/core/error.hpp"
+#include "attnscope/core/parallel.hpp"
 #include "attnscope/core/random.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
@@ -229,25 +230,193 @@ FlipResult entropy_flip_rate(const Eigen::MatrixBase<DerivedKeep>& keep_means,
   return result;
 }
 
-/// Head-by-head matrix of a two-row metric averaged over matched rows, M(h, h′) = mean_i metric(a_{h,i}, a_{h′,i})
-/// under a convention (diagonal: the metric of a row with itself). Every head has the same shape and visibility.
+/// Head-by-head mean metric matrices under both conventions.
+struct ConventionMatrices {
+  RowMatrix<double> keep, drop;
+};
+
+namespace detail {
+
+/// One head's rows in split form: per row the sink mass s and the closed sink parts a_S/s followed by the closed
+/// content parts c (offsets shared by every head with the same visibility and sink set); optionally their logs.
+struct HeadChannels {
+  std::vector<double> sink_mass, values, logs;
+};
+
+/// Row layout shared by matched heads: offset of each row's values and its number of content parts.
+struct ChannelLayout {
+  Index sink_parts = 0;
+  std::vector<Index> offset, content_parts;
+};
+
+inline ChannelLayout channel_layout(Index rows, Index cols, const Visibility& visibility, const SinkSet& sinks) {
+  ChannelLayout layout;
+  layout.sink_parts = sinks.size();
+  Index next = 0;
+  for (Index i = 0; i < rows; ++i) {
+    const Index n = visibility.visible_count(i, cols);
+    layout.offset.push_back(next);
+    layout.content_parts.push_back(n - sinks.size());
+    next += n;
+  }
+  layout.offset.push_back(next);
+  return layout;
+}
+
+template <class Scalar>
+HeadChannels head_channels(const RowMatrix<Scalar>& head, const ChannelLayout& layout, const Visibility& visibility,
+                           const SinkSet& sinks, bool with_logs) {
+  HeadChannels out;
+  out.sink_mass.resize(static_cast<std::size_t>(head.rows()));
+  out.values.resize(static_cast<std::size_t>(layout.offset.back()));
+  for_each_split_row<Scalar>("pair_metric_matrices", head, visibility, sinks, [&](Index i, const SplitRow<Scalar>& parts) {
+    const auto closed = close_channels(parts);
+    out.sink_mass[static_cast<std::size_t>(i)] = static_cast<double>(closed.sink_mass);
+    double* target = out.values.data() + layout.offset[static_cast<std::size_t>(i)];
+    for (Scalar v : closed.sink) *target++ = static_cast<double>(v);
+    for (Scalar v : closed.content) *target++ = static_cast<double>(v);
+  });
+  if (with_logs) {
+    out.logs.resize(out.values.size());
+    for (std::size_t k = 0; k < out.values.size(); ++k) out.logs[k] = std::log(out.values[k]);
+  }
+  return out;
+}
+
+/// Full-row part k of a split row: s·(a_S/s)_k for sink parts, (1 − s)·c_k for content parts.
+inline double full_part(const double* values, Index k, Index sink_parts, double s) {
+  return k < sink_parts ? s * values[k] : (1 - s) * values[k];
+}
+
+/// Keep and drop values of a metric for one matched row of two heads (parts from HeadChannels).
+inline std::pair<double, double> row_pair_metric(Metric metric, const double* a, const double* b, const double* log_a,
+                                                 const double* log_b, Index sink_parts, Index content_parts, double s_a,
+                                                 double s_b) {
+  const Index n = sink_parts + content_parts;
+  const double* content_a = a + sink_parts;
+  const double* content_b = b + sink_parts;
+  switch (metric) {
+    case Metric::cosine: {
+      double dot = 0, norm_a = 0, norm_b = 0, content_dot = 0, content_a2 = 0, content_b2 = 0;
+      for (Index k = 0; k < n; ++k) {
+        const double x = full_part(a, k, sink_parts, s_a), y = full_part(b, k, sink_parts, s_b);
+        dot += x * y, norm_a += x * x, norm_b += y * y;
+      }
+      for (Index k = 0; k < content_parts; ++k)
+        content_dot += content_a[k] * content_b[k], content_a2 += content_a[k] * content_a[k],
+            content_b2 += content_b[k] * content_b[k];
+      return {dot / std::sqrt(norm_a * norm_b), content_dot / std::sqrt(content_a2 * content_b2)};
+    }
+    case Metric::jensen_shannon: {
+      auto js_term = [](double x, double y) {  // ½x ln(2x/(x+y)) + ½y ln(2y/(x+y)), 0 ln 0 = 0
+        const double m = 0.5 * (x + y);
+        return (x > 0 ? 0.5 * x * std::log(x / m) : 0.0) + (y > 0 ? 0.5 * y * std::log(y / m) : 0.0);
+      };
+      double keep = 0, drop = 0;
+      for (Index k = 0; k < n; ++k) keep += js_term(full_part(a, k, sink_parts, s_a), full_part(b, k, sink_parts, s_b));
+      for (Index k = 0; k < content_parts; ++k) drop += js_term(content_a[k], content_b[k]);
+      return {keep, drop};
+    }
+    case Metric::aitchison: {
+      // keep: logs of the full row are ln s + ln(a_S/s) for sink parts, ln(1−s) + ln c for content parts
+      auto full_log = [sink_parts](const double* logs, Index k, double s) {
+        return k < sink_parts ? std::log(s) + logs[k] : std::log1p(-s) + logs[k];
+      };
+      double mean_a = 0, mean_b = 0, content_mean_a = 0, content_mean_b = 0;
+      for (Index k = 0; k < n; ++k) mean_a += full_log(log_a, k, s_a), mean_b += full_log(log_b, k, s_b);
+      for (Index k = 0; k < content_parts; ++k) content_mean_a += log_a[sink_parts + k], content_mean_b += log_b[sink_parts + k];
+      mean_a /= static_cast<double>(n), mean_b /= static_cast<double>(n);
+      content_mean_a /= static_cast<double>(content_parts), content_mean_b /= static_cast<double>(content_parts);
+      double keep = 0, drop = 0;
+      for (Index k = 0; k < n; ++k) {
+        const double d = (full_log(log_a, k, s_a) - mean_a) - (full_log(log_b, k, s_b) - mean_b);
+        keep += d * d;
+      }
+      for (Index k = 0; k < content_parts; ++k) {
+        const double d = (log_a[sink_parts + k] - content_mean_a) - (log_b[sink_parts + k] - content_mean_b);
+        drop += d * d;
+      }
+      return {std::sqrt(keep), std::sqrt(drop)};
+    }
+    case Metric::entropy: break;
+  }
+  return {0.0, 0.0};
+}
+
+}  // namespace detail
+
+namespace detail {
+
+/// Validates matched heads once, splits their rows once, then fills symmetric keep/drop matrices with the row
+/// average of row_kernel(a, b, log_a, log_b, sink_parts, content_parts, s_a, s_b) → {keep, drop} for every head pair
+/// (diagonal included). Pairs run in parallel; each pair sums its rows in order (identical for any thread count).
+template <class Scalar, class RowKernel>
+ConventionMatrices pair_matrices_by(const char* function, const std::vector<RowMatrix<Scalar>>& heads,
+                                    const Visibility& visibility, const SinkSet& sinks, double tolerance,
+                                    bool with_logs, RowKernel&& row_kernel) {
+  if (heads.size() < 2) throw_invalid_argument(function, "need at least 2 heads, got ", heads.size());
+  for (const auto& head : heads) {
+    require_same_shape(function, "heads", head, heads.front());
+    validate_channels<Scalar>(function, head, visibility, sinks, tolerance);
+    if (with_logs) validate_parts<Scalar>(function, head, visibility, PartRule::positive);
+  }
+  const Index count = static_cast<Index>(heads.size()), rows = heads.front().rows();
+  const ChannelLayout layout = channel_layout(rows, heads.front().cols(), visibility, sinks);
+  std::vector<HeadChannels> channels;
+  for (const auto& head : heads) channels.push_back(head_channels(head, layout, visibility, sinks, with_logs));
+  ConventionMatrices out{RowMatrix<double>(count, count), RowMatrix<double>(count, count)};
+  std::vector<std::pair<Index, Index>> pairs;
+  for (Index h = 0; h < count; ++h)
+    for (Index g = h; g < count; ++g) pairs.emplace_back(h, g);
+  for_each_row(static_cast<Index>(pairs.size()), rows * heads.front().cols(), [&](Index p) {
+    const auto [h, g] = pairs[static_cast<std::size_t>(p)];
+    const auto& a = channels[static_cast<std::size_t>(h)];
+    const auto& b = channels[static_cast<std::size_t>(g)];
+    double keep = 0, drop = 0;
+    for (Index i = 0; i < rows; ++i) {
+      const std::size_t offset = static_cast<std::size_t>(layout.offset[static_cast<std::size_t>(i)]);
+      const auto value = row_kernel(a.values.data() + offset, b.values.data() + offset,
+                                    with_logs ? a.logs.data() + offset : nullptr,
+                                    with_logs ? b.logs.data() + offset : nullptr, layout.sink_parts,
+                                    layout.content_parts[static_cast<std::size_t>(i)],
+                                    a.sink_mass[static_cast<std::size_t>(i)], b.sink_mass[static_cast<std::size_t>(i)]);
+      keep += value.first, drop += value.second;
+    }
+    out.keep(h, g) = out.keep(g, h) = keep / static_cast<double>(rows);
+    out.drop(h, g) = out.drop(g, h) = drop / static_cast<double>(rows);
+  });
+  return out;
+}
+
+}  // namespace detail
+
+/// Head-by-head matrices of a two-row metric averaged over matched rows under both conventions,
+/// M(h, h′) = mean_i metric(a_{h,i}, a_{h′,i}) on full rows (keep) and on content compositions (drop); the diagonal
+/// is the metric of a row with itself. Every head has the same shape, visibility and sink set; rows are validated and
+/// split once per head, then each pair costs one pass over the rows. Aitchison needs parts > 0. O(H²·rows·cols).
+template <class Scalar>
+ConventionMatrices pair_metric_matrices(const std::vector<RowMatrix<Scalar>>& heads, Metric metric,
+                                        const Visibility& visibility = {}, const SinkSet& sinks = {},
+                                        double tolerance = detail::default_row_sum_tolerance) {
+  if (metric == Metric::entropy)
+    detail::throw_invalid_argument("pair_metric_matrices", "metric entropy is a single-row metric; use row_metric");
+  return detail::pair_matrices_by("pair_metric_matrices", heads, visibility, sinks, tolerance,
+                                  metric == Metric::aitchison,
+                                  [metric](const double* a, const double* b, const double* log_a, const double* log_b,
+                                           Index sink_parts, Index content_parts, double s_a, double s_b) {
+                                    return detail::row_pair_metric(metric, a, b, log_a, log_b, sink_parts,
+                                                                   content_parts, s_a, s_b);
+                                  });
+}
+
+/// One convention of pair_metric_matrices.
 template <class Scalar>
 RowMatrix<double> mean_pair_metric_matrix(const std::vector<RowMatrix<Scalar>>& heads, Metric metric,
                                           Convention convention, const Visibility& visibility = {},
                                           const SinkSet& sinks = {},
                                           double tolerance = detail::default_row_sum_tolerance) {
-  if (heads.size() < 2)
-    detail::throw_invalid_argument("mean_pair_metric_matrix", "need at least 2 heads, got ", heads.size());
-  const Index count = static_cast<Index>(heads.size());
-  RowMatrix<double> out(count, count);
-  for (Index h = 0; h < count; ++h)
-    for (Index g = h; g < count; ++g) {
-      const auto& a = heads[static_cast<std::size_t>(h)];
-      const auto& b = heads[static_cast<std::size_t>(g)];
-      out(h, g) = out(g, h) =
-          static_cast<double>(pair_metric(metric, a, b, convention, visibility, sinks, tolerance).mean());
-    }
-  return out;
+  auto both = pair_metric_matrices(heads, metric, visibility, sinks, tolerance);
+  return convention == Convention::keep ? both.keep : both.drop;
 }
 
 /// Keep-vs-drop flip rate over a set of heads (§7 [derived]): cosine / JS / Aitchison via mean metric matrices and
@@ -267,9 +436,8 @@ FlipResult flip_rate(const std::vector<RowMatrix<Scalar>>& heads, Metric metric,
     }
     return entropy_flip_rate(keep, drop, options.tie_tolerance);
   }
-  return flip_rate_from_matrices(mean_pair_metric_matrix(heads, metric, Convention::keep, visibility, sinks, tolerance),
-                                 mean_pair_metric_matrix(heads, metric, Convention::drop, visibility, sinks, tolerance),
-                                 options);
+  const auto both = pair_metric_matrices(heads, metric, visibility, sinks, tolerance);
+  return flip_rate_from_matrices(both.keep, both.drop, options);
 }
 
 }  // namespace attnscope
