@@ -11,7 +11,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DATTNSCOPE_BUILD_BENCHMARKS=O
       -DATTNSCOPE_BUILD_EXAMPLES=OFF -DATTNSCOPE_BUILD_TOOLS=OFF
 targets=()
 for source in bench/*.cpp; do
-  targets+=("bench_$(basename "$source" .cpp)")
+  targets+=("$(basename "$source" .cpp)")
 done
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 mkdir -p "$build/results"

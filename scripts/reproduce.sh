@@ -39,7 +39,14 @@ end=$(date +%s)
     if [ -d "$out/$m" ] && ls "$out/$m"/*.md >/dev/null 2>&1; then
       echo "## ${titles[$i]}"
       echo
-      for f in "$out/$m"/*.md; do cat "$f"; echo; done
+      # Fragments in the order of examples/<module>/order.txt (one program name per line), then the rest by name.
+      order=()
+      [ -f "examples/$m/order.txt" ] && mapfile -t order < "examples/$m/order.txt"
+      for f in "${order[@]/#/$out/$m/}"; do [ -f "$f.md" ] && { cat "$f.md"; echo; }; done
+      for f in "$out/$m"/*.md; do
+        name=$(basename "$f" .md)
+        printf '%s\n' "${order[@]}" | grep -qx "$name" || { cat "$f"; echo; }
+      done
     fi
   done
 } > "$out/REPORT.md"
