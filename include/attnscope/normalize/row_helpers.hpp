@@ -140,15 +140,20 @@ RowLinearization<Scalar> linearize_scaled_softmax(const Scalar* logits, Index n,
 }
 
 /// Applies a row kernel `kernel(const Scalar* z, Index n, Scalar* out)` over visible keys, after validating the
-/// logits; the common body of every forward map (masked entries exactly 0).
+/// logits; the common body of every forward map (masked entries exactly 0). Row-major input is read in place
+/// (no copy); other expressions are evaluated once.
 template <class Derived, class RowKernel>
 RowMatrix<typename Derived::Scalar> map_rows(const char* function, const Eigen::MatrixBase<Derived>& logits,
                                              const Visibility& visibility, RowKernel&& kernel) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope: logits must be float or double");
-  const RowMatrix<Scalar> z = logits;
-  validate_logits(function, z, visibility);
-  return apply_rowwise(z, visibility, kernel);
+  const RowMatrixView<Scalar> z(logits);
+  validate_logit_rows(function, z.data(), z.rows(), z.cols(), z.outerStride(), visibility);
+  RowMatrix<Scalar> out;
+  apply_rowwise_indexed(
+      z.data(), z.rows(), z.cols(), z.outerStride(), visibility,
+      [&kernel](Index, const Scalar* row, Index n, Scalar* result) { kernel(row, n, result); }, out);
+  return out;
 }
 
 }  // namespace attnscope::detail
