@@ -89,6 +89,11 @@ TEST_CASE("channel functions reject non-distributions, sink mass 1, bad sink set
   expect_invalid("SinkSet", "empty", [] { SinkSet(std::vector<Index>{}); });
   expect_invalid("SinkSet", "duplicate sink column 2", [] { SinkSet({2, 2}); });
   expect_invalid("SinkSet", "negative sink column -1", [] { SinkSet({-1}); });
+  expect_invalid("argmax_mass_sink", "no column is visible in every row", [] {
+    attnscope::Mask disjoint(2, 2);
+    disjoint << true, false, false, true;
+    attnscope::argmax_mass_sink(RowMatrix<double>::Identity(2, 2), Visibility{disjoint});
+  });
   expect_invalid("entropy", "tolerance", [] { attnscope::entropy(row({.5, .5}), {}, -1.0); });
   expect_invalid("entropy_attribution", "matched rows", [] {
     attnscope::entropy_attribution(row({.5, .5}), {}, RowMatrix<double>::Constant(2, 2, .5), {});

@@ -237,6 +237,11 @@ TEST_CASE("channel scores and the channel summary", "[composition][scores]") {
   CHECK(attnscope::argmax_mass_sink(heads[1], causal).columns() == std::vector<Index>{0});
   const auto sink3 = attnscope::argmax_mass_sink(moved);
   CHECK(sink3.columns() == std::vector<Index>{3});
+  // only columns visible in every row qualify: under causal visibility that is column 0 (offset 1: columns 0, 1)
+  RowMatrix<double> late_sink = heads[1];
+  late_sink.col(0).swap(late_sink.col(5));  // column 5 gets the large mass but is masked in early rows
+  late_sink = attnscope::closure(late_sink, causal);
+  CHECK(attnscope::argmax_mass_sink(late_sink, causal).columns().front() < 2);
   CHECK((attnscope::entropy_split(moved, {}, sink3).sink_mass - heads[1].bottomRows(37).col(0)).cwiseAbs().maxCoeff() < 1e-15);
 }
 

@@ -218,22 +218,27 @@ Vector<Scalar> sink_balance_impl(const char* function, const RowMatrixView<Scala
 
 }  // namespace detail
 
-/// The column with the largest total attention mass over the rows (the "argmax-mass column" sink choice), as a
-/// SinkSet; ties go to the smallest column. Use the same SinkSet for every head being compared.
+/// The column with the largest total attention mass over the rows (the "argmax-mass column" sink choice), among the
+/// columns visible in every row (a sink must be a part of every row), as a SinkSet; ties go to the smallest column.
+/// Use the same SinkSet for every head being compared. Throws when no column is visible in every row.
 template <class Derived>
 SinkSet argmax_mass_sink(const Eigen::MatrixBase<Derived>& attention, const Visibility& visibility = {},
                          double tolerance = detail::default_row_sum_tolerance) {
   using Scalar = detail::ScalarOf<Derived>;
   const RowMatrixView<Scalar> view(attention.derived());
   detail::validate_distributions<Scalar>("argmax_mass_sink", view, visibility, tolerance);
-  Index best = 0;
+  Index best = -1;
   double best_mass = -1;
   for (Index j = 0; j < view.cols(); ++j) {
     double mass = 0;
-    for (Index i = 0; i < view.rows(); ++i)
-      if (visibility.visible(i, j, view.cols())) mass += static_cast<double>(view(i, j));
-    if (mass > best_mass) best_mass = mass, best = j;
+    bool everywhere = true;
+    for (Index i = 0; i < view.rows() && everywhere; ++i) {
+      everywhere = visibility.visible(i, j, view.cols());
+      if (everywhere) mass += static_cast<double>(view(i, j));
+    }
+    if (everywhere && mass > best_mass) best_mass = mass, best = j;
   }
+  if (best < 0) detail::throw_invalid_argument("argmax_mass_sink", "no column is visible in every row");
   return SinkSet({best});
 }
 
