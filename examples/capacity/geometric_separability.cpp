@@ -17,6 +17,7 @@ using namespace attnscope::examples;
 
 int main(int argc, char** argv) try {
   const Options options = parse_options(argc, argv);
+  configure_threads(options);
   Report report(options, "capacity", "geometric_separability", "Geometric separability N_s/N (Fig. 3, Theorem 2)");
   const std::vector<Index> n_grid{1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 100};
   Csv csv(report.path("geometric_separability.csv"),

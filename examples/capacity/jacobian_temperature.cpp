@@ -84,6 +84,7 @@ std::size_t index_of(const Curves& curves, double temperature) {
 
 int main(int argc, char** argv) try {
   const Options options = parse_options(argc, argv);
+  configure_threads(options);
   Report report(options, "capacity", "jacobian_temperature", "Gradient sensitivity against temperature (Fig. 4, Alg. 5)");
   const std::vector<double> temperatures = logspace(-3, 1, options.quick ? 9 : 25);
   Csv csv(report.path("jacobian_temperature.csv"),

@@ -105,6 +105,7 @@ nlohmann::json series(Index fixed, const char* fixed_name, const std::vector<dou
 
 int main(int argc, char** argv) try {
   const Options options = parse_options(argc, argv);
+  configure_threads(options);
   Report report(options, "capacity", "representation_distance",
                 "Representation distance vs L and N (Fig. 2a/b, Theorem 1, Cor. 2)");
   const RealSource source = real_source(options);

@@ -17,6 +17,7 @@ using namespace attnscope::examples;
 
 int main(int argc, char** argv) try {
   const Options options = parse_options(argc, argv);
+  configure_threads(options);
   Report report(options, "capacity", "vanishing_attention", "Vanishing attention: weights of order 1/L (Lemma 1, Cor. 1)");
   const Index dim = 64, queries = options.quick ? 8 : 32;
   const double query_norm = 16, temperature = std::sqrt(double(dim)), ssmax_s = 0.43;
