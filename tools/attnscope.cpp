@@ -19,6 +19,7 @@
 
 #include "attnscope/io.hpp"
 #include "attnscope/model.hpp"
+#include "attnscope/model/report_columns.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "cli_arguments.hpp"
 #include "cli_progress.hpp"
@@ -66,7 +67,7 @@ Options:
   --help              this text
 )";
 
-constexpr const char* report_usage = R"(usage: attnscope report INPUT [--csv FILE] [--json FILE]
+constexpr const char* report_usage = R"(usage: attnscope report INPUT [--csv FILE] [--json FILE] [--basic]
                         [--tokens LIST | --tokens-file FILE] [--generate N] [--map NAME]
 
 INPUT is one of
@@ -78,11 +79,14 @@ INPUT is one of
     --generate and --map as for capture).
 Prints one line per layer and head: sink_mass (mean weight on key 0), entropy (mean row entropy, nats),
 max_attention, max_scaled_logit (needs scores), mean_jacobian_norm and max_jacobian_norm (exact ||diag p - pp^T||_2
-over rows; "-" when rows are not distributions).
+over rows; "-" when rows are not distributions), then the analysis modules' columns: content_entropy and
+sink_entropy_share (sink = key 0), causal_stable_rank (needs scores), separability_at_critical_n and
+gradient_sensitivity = g(T=1, eps=1e-3) (need scores and values). "-" = not available.
 
 Options:
   --csv FILE    also write the table as CSV
   --json FILE   also write the table as JSON
+  --basic       only the six standard columns (skips the slower analysis columns)
   --threads N   OpenMP threads (default 1; 0 = OpenMP default)
   --help        this text
 )";
@@ -320,7 +324,7 @@ std::vector<model::HeadInput> heads_from_arrays(const std::map<std::string, io::
 
 int command_report(int argc, char** argv) {
   Arguments arguments;
-  arguments.value_option("csv").value_option("json");
+  arguments.value_option("csv").value_option("json").flag("basic");
   add_model_options(arguments);
   if (parse_subcommand(arguments, argc, argv, report_usage)) return 0;
   if (arguments.positional().size() != 1) throw usage_error("expected exactly one INPUT");
@@ -343,7 +347,8 @@ int command_report(int argc, char** argv) {
   model::HeadReport report;
   {
     attnscope::cli::ProgressBar bar("report");
-    report = model::compute_head_report(heads, model::default_report_columns(), bar.callback());
+    report = model::compute_head_report(
+        heads, arguments.has("basic") ? model::default_report_columns() : model::all_report_columns(), bar.callback());
   }
   const Index length = heads.front().attention.rows();
   std::cout << "# " << input << ": " << heads.size() << " heads, L = " << length << " (report "

@@ -10,6 +10,7 @@
 
 #include "attnscope/core/random.hpp"
 #include "attnscope/model/head_report.hpp"
+#include "attnscope/model/report_columns.hpp"
 #include "attnscope/normalize/softmax.hpp"
 #include "support/catch.hpp"
 
@@ -111,4 +112,34 @@ TEST_CASE("compute_head_report evaluates every column for every head and validat
   bad[0].scores = RowMatrix<double>::Zero(9, 9);
   CHECK_THROWS_AS(compute_head_report(bad, columns), attnscope::invalid_argument);
   CHECK_THROWS_AS(head_inputs(ForwardResult{}), attnscope::invalid_argument);
+}
+
+TEST_CASE("analysis columns: composition, logits and capacity functions on a causal head") {
+  const auto columns = all_report_columns();
+  REQUIRE(columns.size() == 11);
+  HeadInput head = random_head(0, 0, 32, 5);
+  attnscope::Random random(6);
+  head.values.resize(32, 8);
+  for (long i = 0; i < head.values.size(); ++i) head.values.data()[i] = random.normal();
+  const HeadReport report = compute_head_report({head}, columns);
+  const auto value = [&](const std::string& name) {
+    return report.rows[0].values[std::size_t(std::find(report.columns.begin(), report.columns.end(), name) -
+                                             report.columns.begin())];
+  };
+  CHECK(value("causal_stable_rank") == Approx(attnscope::causal_stable_rank(head.scores)).epsilon(1e-12));
+  const auto split = attnscope::entropy_split(RowMatrix<double>(head.attention.bottomRows(31)), attnscope::Causal{1});
+  CHECK(value("content_entropy") == Approx(split.content_entropy.mean()).epsilon(1e-12));
+  CHECK(value("sink_entropy_share") == Approx(split.sink_term().sum() / split.entropy.sum()).epsilon(1e-12));
+  CHECK(value("sink_entropy_share") > 0);
+  CHECK(value("sink_entropy_share") < 1);
+  const auto capacity = attnscope::head_capacity(head.attention, head.scores, head.values, attnscope::causal);
+  CHECK(value("gradient_sensitivity") == Approx(capacity.gradient_sensitivity).epsilon(1e-12));
+  CHECK(value("gradient_sensitivity") > 0);
+  // Without scores and values the logits and capacity columns are not available.
+  head.scores.resize(0, 0);
+  head.values.resize(0, 0);
+  const HeadReport partial = compute_head_report({head}, columns);
+  CHECK(std::isnan(partial.rows[0].values[8]));
+  CHECK(std::isnan(partial.rows[0].values[10]));
+  CHECK(std::isfinite(partial.rows[0].values[6]));
 }

@@ -162,7 +162,7 @@ TEST_CASE("capture → report round trip: the table equals the library's head re
   REQUIRE(attnscope_command("capture --checkpoint " + checkpoint() + " --generate 40 --out " + npz).exit_code == 0);
   REQUIRE(attnscope_command("capture --checkpoint " + checkpoint() + " --generate 40 --out " + safetensors).exit_code == 0);
   const std::string csv = path_in_work_dir("round.csv"), json = path_in_work_dir("round.json");
-  const Run report = attnscope_command("report " + npz + " --csv " + csv + " --json " + json);
+  const Run report = attnscope_command("report " + npz + " --basic --csv " + csv + " --json " + json);
   REQUIRE(report.exit_code == 0);
   CHECK(contains(report.out, "40 heads, L = 41"));
   CHECK(contains(report.out, "sink_mass"));
@@ -183,12 +183,19 @@ TEST_CASE("capture → report round trip: the table equals the library's head re
   CHECK(slurp(csv) == attnscope::model::head_report_csv(expected));
 
   const std::string csv2 = path_in_work_dir("round2.csv");
-  REQUIRE(attnscope_command("report " + safetensors + " --csv " + csv2).exit_code == 0);
+  REQUIRE(attnscope_command("report " + safetensors + " --basic --csv " + csv2).exit_code == 0);
   CHECK(slurp(csv2) == slurp(csv));
   // A checkpoint INPUT captures first: the same tokens give the same table.
   const std::string csv3 = path_in_work_dir("round3.csv");
-  REQUIRE(attnscope_command("report " + checkpoint() + " --generate 40 --csv " + csv3).exit_code == 0);
+  REQUIRE(attnscope_command("report " + checkpoint() + " --basic --generate 40 --csv " + csv3).exit_code == 0);
   CHECK(slurp(csv3) == slurp(csv));
+  // Without --basic the analysis modules' columns follow the six standard ones.
+  const std::string json4 = path_in_work_dir("round4.json");
+  REQUIRE(attnscope_command("report " + npz + " --json " + json4).exit_code == 0);
+  const auto full = nlohmann::json::parse(slurp(json4));
+  CHECK(full["columns"].size() == 11);
+  CHECK(full["columns"][8] == "causal_stable_rank");
+  CHECK(full["heads"][5]["entropy"] == written["heads"][5]["entropy"]);
 }
 
 TEST_CASE("report reads attention arrays of shape [heads, L, L] and [layers, heads, L, L] from NPY") {

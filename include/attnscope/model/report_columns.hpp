@@ -1,0 +1,129 @@
+// attnscope/model/report_columns.hpp — report columns contributed by the analysis modules: content entropy and the
+// sink share of entropy (composition), the causal stable rank of the logit matrix (logits), N_s/N at the critical N
+// and g(T = 1, ε = 1e−3) (capacity). `attnscope report` uses all_report_columns().
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnscope/capacity.hpp"
+#include "attnscope/composition.hpp"
+#include "attnscope/core/error.hpp"
+#include "attnscope/core/types.hpp"
+#include "attnscope/core/visibility.hpp"
+#include "attnscope/logits.hpp"
+#include "attnscope/model/head_report.hpp"
+
+namespace attnscope::model {
+namespace detail {
+
+inline bool is_lower_triangular(const RowMatrix<double>& matrix) {
+  for (Index i = 0; i < matrix.rows(); ++i)
+    for (Index j = i + 1; j < matrix.cols(); ++j)
+      if (matrix(i, j) != 0) return false;
+  return true;
+}
+
+/// Mean content entropy and Σ sink term / Σ entropy over the query rows that have content keys (rows 1..L−1 of
+/// causal attention, every row otherwise), sink = key 0 (compositional-attention.md §1-§5, entropy_split).
+struct EntropyChannels {
+  double content_entropy = std::numeric_limits<double>::quiet_NaN();
+  double sink_share = std::numeric_limits<double>::quiet_NaN();
+};
+
+inline EntropyChannels entropy_channels(const RowMatrix<double>& attention) {
+  EntropyChannels result;
+  const bool causal = is_lower_triangular(attention);
+  if (attention.rows() < (causal ? 2 : 1) || attention.cols() < 2) return result;
+  const RowMatrix<double> rows = causal ? RowMatrix<double>(attention.bottomRows(attention.rows() - 1)) : attention;
+  const Visibility visibility = causal ? Visibility(Causal{1}) : Visibility();
+  try {
+    const auto split = entropy_split(rows, visibility);
+    result.content_entropy = split.content_entropy.mean();
+    const double total = split.entropy.sum();
+    result.sink_share = total > 0 ? split.sink_term().sum() / total : std::numeric_limits<double>::quiet_NaN();
+  } catch (const attnscope::invalid_argument&) {  // a row with all mass on the sink, or not a distribution
+  }
+  return result;
+}
+
+/// head_capacity() of one head, computed once for the two capacity columns: the last head's matrices are kept and
+/// compared by value, so a stale result is never returned.
+class CapacityCache {
+ public:
+  const HeadCapacity* get(const HeadInput& head) {
+    if (head.scores.size() == 0 || head.values.size() == 0) return nullptr;
+    if (!(have_ && same(attention_, head.attention) && same(scores_, head.scores) && same(values_, head.values))) {
+      attention_ = head.attention;
+      scores_ = head.scores;
+      values_ = head.values;
+      have_ = true;
+      valid_ = false;
+      try {
+        value_ = head_capacity(head.attention, head.scores, head.values, causal);
+        valid_ = true;
+      } catch (const attnscope::invalid_argument&) {
+      }
+    }
+    return valid_ ? &value_ : nullptr;
+  }
+
+ private:
+  static bool same(const RowMatrix<double>& a, const RowMatrix<double>& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() && a == b;
+  }
+  RowMatrix<double> attention_, scores_, values_;
+  bool have_ = false, valid_ = false;
+  HeadCapacity value_;
+};
+
+}  // namespace detail
+
+/// Columns of the analysis modules (NaN when the inputs are missing or do not qualify):
+/// - `content_entropy`: mean H(c) of the content composition (sink = key 0), rows with content keys;
+/// - `sink_entropy_share`: Σ_i (H_b(s_i) + s_i·H_within) / Σ_i H(a_i), the sink channel's share of the entropy;
+/// - `causal_stable_rank`: ‖S‖_F²/‖S‖₂² of the causal part of the scaled scores (needs scores; logits module);
+/// - `separability_at_critical_n`: mean N_s/N at the head's critical top-N (needs scores and values; capacity);
+/// - `gradient_sensitivity`: g(T = 1, ε = 1e−3), mean finite-difference ‖Δ softmax‖/ε (needs scores and values).
+/// The capacity columns assume causal attention. Cost per head: O(L²) + one SVD of L × L + O(|grid|·L²·d).
+inline std::vector<ReportColumn> analysis_report_columns() {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto capacity = std::make_shared<detail::CapacityCache>();
+  return {
+      {"content_entropy", "mean entropy of the content composition (sink = key 0), nats",
+       [](const HeadInput& h) { return detail::entropy_channels(h.attention).content_entropy; }},
+      {"sink_entropy_share", "share of the attention entropy carried by the sink channel",
+       [](const HeadInput& h) { return detail::entropy_channels(h.attention).sink_share; }},
+      {"causal_stable_rank", "stable rank of the causal scaled-score matrix (needs scores)",
+       [nan](const HeadInput& h) {
+         if (h.scores.size() == 0) return nan;
+         try {
+           return causal_stable_rank(h.scores);
+         } catch (const attnscope::invalid_argument&) {
+           return nan;
+         }
+       }},
+      {"separability_at_critical_n", "mean N_s/N at the critical top-N (needs scores and values)",
+       [capacity, nan](const HeadInput& h) {
+         const HeadCapacity* c = capacity->get(h);
+         return c ? c->separability_at_critical : nan;
+       }},
+      {"gradient_sensitivity", "g(T=1, eps=1e-3): mean finite-difference softmax sensitivity (needs scores, values)",
+       [capacity, nan](const HeadInput& h) {
+         const HeadCapacity* c = capacity->get(h);
+         return c ? c->gradient_sensitivity : nan;
+       }},
+  };
+}
+
+/// default_report_columns() followed by analysis_report_columns().
+inline std::vector<ReportColumn> all_report_columns() {
+  std::vector<ReportColumn> columns = default_report_columns();
+  for (auto& column : analysis_report_columns()) columns.push_back(std::move(column));
+  return columns;
+}
+
+}  // namespace attnscope::model
