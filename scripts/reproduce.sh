@@ -3,6 +3,8 @@
 # render the figures with gnuplot and assemble results/REPORT.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Idle OpenMP threads sleep instead of spinning (row loops are short; spinning starves the other core).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ./scripts/install-deps.sh
 root=$(pwd)
 build=${ATTNSCOPE_BUILD_DIR:-build}

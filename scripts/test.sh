@@ -2,6 +2,8 @@
 # Configure, build and run the whole attnscope test suite with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Idle OpenMP threads sleep instead of spinning (row loops are short; spinning starves the other core).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ./scripts/install-deps.sh
 build=${ATTNSCOPE_BUILD_DIR:-build}
 jobs=${ATTNSCOPE_JOBS:-$(nproc)}
