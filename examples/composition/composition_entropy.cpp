@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
                 "set datafile separator ','\nset style data histograms\nset style histogram rowstacked\n"
                 "set style fill solid 0.8 border -1\nset boxwidth 0.8\nset ylabel 'mean entropy (nats)'\n"
                 "set xtics rotate by 90 font ',7'\nset key top left\n"
-                "plot 'entropy_heads.csv' using 5:xtic(1) title 'sink channel H_b(s)', '' using 6 title 'content (1-s)H(c)'",
+                "plot 'entropy_heads.csv' skip 1 using 5:xtic(1) title 'sink channel H_b(s)', '' skip 1 using 6 title 'content (1-s)H(c)'",
                 "Mean attention entropy per stories260K head split exactly into the sink channel and the content channel.");
   report.text("Attribution: midpoint (Shapley) split per matched row, then averaged over rows, heads (40) and "
               "sequences (greedy + 3 sampled); `mean_then_split` applies the split to row-averaged s and H(c) per "
