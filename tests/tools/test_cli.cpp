@@ -31,13 +31,19 @@ struct Run {
   std::string out, err;
 };
 
+// A scratch folder per test process, removed when the process exits.
+struct ScratchDirectory {
+  fs::path path = fs::temp_directory_path() / ("attnscope_cli_test_" + std::to_string(getpid()));
+  ScratchDirectory() { fs::create_directories(path); }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
 const fs::path& work_dir() {
-  static const fs::path dir = [] {
-    const fs::path path = fs::temp_directory_path() / ("attnscope_cli_test_" + std::to_string(getpid()));
-    fs::create_directories(path);
-    return path;
-  }();
-  return dir;
+  static const ScratchDirectory dir;
+  return dir.path;
 }
 
 std::string slurp(const fs::path& path) {
