@@ -308,7 +308,7 @@ TEST_CASE("sample_token follows softmax(logits / T): Kolmogorov-Smirnov on real 
   // cumulative over token ids; 1.95/√N is the 0.1% critical value (conservative for a discrete distribution).
   // Draws at T = 1 must be rejected against T = 2 (the test has power).
   const int draws = 4000;
-  const auto story_logits = reference_model().forward(story()).logits.cast<double>();
+  const Eigen::MatrixXd story_logits = reference_model().forward(story()).logits.cast<double>();
   std::vector<std::pair<double, long>> entropies;
   for (long p = 0; p < story_logits.rows(); ++p) {
     const Eigen::ArrayXd w = (story_logits.row(p).array() - story_logits.row(p).maxCoeff()).exp().transpose();
