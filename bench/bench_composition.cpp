@@ -52,7 +52,7 @@ const RowMatrix<double>& other_probabilities() {
   return p;
 }
 const RowMatrix<double>& basis() {
-  static const RowMatrix<double> v = attnscope::ilr_basis(kCols);
+  static const RowMatrix<double> v = attnscope::composition::ilr_basis(kCols);
   return v;
 }
 
@@ -74,28 +74,28 @@ void BM_copy_baseline(benchmark::State& state) {
 void BM_clr(benchmark::State& state) {
   single_thread();
   const auto& p = probabilities();
-  for (auto _ : state) benchmark::DoNotOptimize(attnscope::clr(p).data());
+  for (auto _ : state) benchmark::DoNotOptimize(attnscope::composition::clr(p).data());
   set_rows(state);
 }
 
 void BM_clr_from_logits(benchmark::State& state) {
   single_thread();
   const auto& z = logits();
-  for (auto _ : state) benchmark::DoNotOptimize(attnscope::clr_from_logits(z).data());
+  for (auto _ : state) benchmark::DoNotOptimize(attnscope::composition::clr_from_logits(z).data());
   set_rows(state);
 }
 
 void BM_ilr(benchmark::State& state) {
   single_thread();
   const auto& p = probabilities();
-  for (auto _ : state) benchmark::DoNotOptimize(attnscope::ilr(p).data());
+  for (auto _ : state) benchmark::DoNotOptimize(attnscope::composition::ilr(p).data());
   set_rows(state);
 }
 
 void BM_ilr_from_logits(benchmark::State& state) {
   single_thread();
   const auto& z = logits();
-  for (auto _ : state) benchmark::DoNotOptimize(attnscope::ilr_from_logits(z).data());
+  for (auto _ : state) benchmark::DoNotOptimize(attnscope::composition::ilr_from_logits(z).data());
   set_rows(state);
 }
 
@@ -104,7 +104,7 @@ void BM_ilr_into(benchmark::State& state) {
   const auto& p = probabilities();
   RowMatrix<double> out(kRows, kCols - 1);
   for (auto _ : state) {
-    attnscope::ilr_into(p, out);
+    attnscope::composition::ilr_into(p, out);
     benchmark::DoNotOptimize(out.data());
   }
   set_rows(state);
@@ -115,7 +115,7 @@ void BM_ilr_from_logits_into(benchmark::State& state) {
   const auto& z = logits();
   RowMatrix<double> out(kRows, kCols - 1);
   for (auto _ : state) {
-    attnscope::ilr_from_logits_into(z, out);
+    attnscope::composition::ilr_from_logits_into(z, out);
     benchmark::DoNotOptimize(out.data());
   }
   set_rows(state);
@@ -125,13 +125,13 @@ void BM_ilr_basis_gemm(benchmark::State& state) {
   single_thread();
   const auto& p = probabilities();
   const auto& v = basis();
-  for (auto _ : state) benchmark::DoNotOptimize(attnscope::ilr_by_basis(p, v).data());
+  for (auto _ : state) benchmark::DoNotOptimize(attnscope::composition::ilr_by_basis(p, v).data());
   set_rows(state);
 }
 
 void BM_ilr_basis_gemm_from_clr(benchmark::State& state) {
   single_thread();
-  const RowMatrix<double> centred = attnscope::clr_from_logits(logits());
+  const RowMatrix<double> centred = attnscope::composition::clr_from_logits(logits());
   const auto& v = basis();
   RowMatrix<double> out(kRows, kCols - 1);
   for (auto _ : state) {
@@ -147,7 +147,7 @@ void BM_ilr_basis_per_row(benchmark::State& state) {
   const auto& v = basis();
   RowMatrix<double> out(kRows, kCols - 1);
   for (auto _ : state) {
-    const RowMatrix<double> centred = attnscope::clr(p);
+    const RowMatrix<double> centred = attnscope::composition::clr(p);
     for (Index i = 0; i < kRows; ++i) out.row(i).noalias() = (v * centred.row(i).transpose()).transpose();
     benchmark::DoNotOptimize(out.data());
   }
@@ -157,7 +157,7 @@ void BM_ilr_basis_per_row(benchmark::State& state) {
 void BM_entropy_split(benchmark::State& state) {
   single_thread();
   const auto& p = probabilities();
-  for (auto _ : state) benchmark::DoNotOptimize(attnscope::entropy_split(p).content_term.data());
+  for (auto _ : state) benchmark::DoNotOptimize(attnscope::composition::entropy_split(p).content_term.data());
   set_rows(state);
 }
 
@@ -165,7 +165,7 @@ void BM_aitchison_split(benchmark::State& state) {
   single_thread();
   const auto& p = probabilities();
   const auto& q = other_probabilities();
-  for (auto _ : state) benchmark::DoNotOptimize(attnscope::aitchison_split(p, q).content_term.data());
+  for (auto _ : state) benchmark::DoNotOptimize(attnscope::composition::aitchison_split(p, q).content_term.data());
   set_rows(state);
 }
 
@@ -173,7 +173,7 @@ void BM_js_split(benchmark::State& state) {
   single_thread();
   const auto& p = probabilities();
   const auto& q = other_probabilities();
-  for (auto _ : state) benchmark::DoNotOptimize(attnscope::js_split(p, q).content_term.data());
+  for (auto _ : state) benchmark::DoNotOptimize(attnscope::composition::js_split(p, q).content_term.data());
   set_rows(state);
 }
 

@@ -15,12 +15,12 @@ using attnscope::RowMatrix;
 template <class Scalar>
 void BM_fit_qk(benchmark::State& state) {
   const Index n = state.range(0), d = state.range(1), steps = state.range(2);
-  const RowMatrix<Scalar> target = attnscope::causal_band_target(n, 4).cast<Scalar>();
-  attnscope::FitOptions options;
+  const RowMatrix<Scalar> target = attnscope::logits::causal_band_target(n, 4).cast<Scalar>();
+  attnscope::logits::FitOptions options;
   options.head_dim = d;
   options.steps = steps;
   for (auto _ : state) {
-    auto fit = attnscope::fit_qk(target, attnscope::causal, options);
+    auto fit = attnscope::logits::fit_qk(target, attnscope::causal, options);
     benchmark::DoNotOptimize(fit.log.back().loss);
   }
   state.counters["steps_per_s"] = benchmark::Counter(static_cast<double>(steps + 1) * state.iterations(),

@@ -7,6 +7,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "attnscope/analysis.hpp"
 #include "attnscope/model.hpp"
 
 namespace {
@@ -52,9 +53,9 @@ void BM_forward_full_capture(benchmark::State& state) {
 void BM_head_report(benchmark::State& state) {
   attnscope::model::ForwardOptions options;
   options.capture = attnscope::model::CaptureOptions::attention_only();
-  const auto heads = attnscope::model::head_inputs(stories260k().forward(story(256), options));
-  const auto columns = attnscope::model::default_report_columns();
-  for (auto _ : state) benchmark::DoNotOptimize(attnscope::model::compute_head_report(heads, columns));
+  const auto heads = attnscope::analysis::head_inputs(stories260k().forward(story(256), options));
+  const auto columns = attnscope::analysis::default_report_columns();
+  for (auto _ : state) benchmark::DoNotOptimize(attnscope::analysis::compute_head_report(heads, columns));
 }
 
 }  // namespace

@@ -19,7 +19,7 @@
 
 #include "attnscope/io.hpp"
 #include "attnscope/model.hpp"
-#include "attnscope/model/report_columns.hpp"
+#include "attnscope/analysis.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "cli_arguments.hpp"
 #include "cli_progress.hpp"
@@ -32,6 +32,7 @@ using attnscope::cli::Arguments;
 using attnscope::cli::usage_error;
 namespace io = attnscope::io;
 namespace model = attnscope::model;
+namespace analysis = attnscope::analysis;
 
 constexpr const char* general_usage = R"(usage: attnscope <command> [options]
 
@@ -264,8 +265,8 @@ std::map<std::string, io::Array> read_arrays(const std::string& path) {
 }
 
 // Head inputs from named arrays: a capture (layer{i}.attention ...) or a single attention array.
-std::vector<model::HeadInput> heads_from_arrays(const std::map<std::string, io::Array>& arrays, const std::string& path) {
-  std::vector<model::HeadInput> heads;
+std::vector<analysis::HeadInput> heads_from_arrays(const std::map<std::string, io::Array>& arrays, const std::string& path) {
+  std::vector<analysis::HeadInput> heads;
   auto require_rank3 = [&](const std::string& name, const io::Array& array) {
     if (array.rank() != 3)
       attnscope::detail::throw_io_error("report", path, name, " has shape ", io::detail::shape_string(array.shape()),
@@ -279,7 +280,7 @@ std::vector<model::HeadInput> heads_from_arrays(const std::map<std::string, io::
       const auto scores = arrays.find(prefix + "scores");
       const auto values = arrays.find(prefix + "v");
       for (std::int64_t h = 0; h < attention.shape()[0]; ++h) {
-        model::HeadInput head;
+        analysis::HeadInput head;
         head.layer = l;
         head.head = static_cast<int>(h);
         head.attention = attention.slice_matrix<double>({h});
@@ -310,7 +311,7 @@ std::vector<model::HeadInput> heads_from_arrays(const std::map<std::string, io::
   const std::int64_t heads_per_layer = attention->rank() >= 3 ? shape[attention->rank() - 3] : 1;
   for (std::int64_t l = 0; l < layers; ++l)
     for (std::int64_t h = 0; h < heads_per_layer; ++h) {
-      model::HeadInput head;
+      analysis::HeadInput head;
       head.layer = static_cast<int>(l);
       head.head = static_cast<int>(h);
       std::vector<std::int64_t> prefix;
@@ -334,28 +335,28 @@ int command_report(int argc, char** argv) {
                      arguments.has("map")))
     throw usage_error("--tokens, --tokens-file, --generate and --map apply to a checkpoint INPUT only");
 
-  std::vector<model::HeadInput> heads;
+  std::vector<analysis::HeadInput> heads;
   if (array_file) {
     heads = heads_from_arrays(read_arrays(input), input);
   } else {
     model::CaptureOptions capture;
     capture.scores = capture.attention = capture.v = true;
     const CaptureRun run = run_capture(model_request(arguments, input, 255), capture);
-    heads = model::head_inputs(run.result);
+    heads = analysis::head_inputs(run.result);
   }
   const auto start = std::chrono::steady_clock::now();
-  model::HeadReport report;
+  analysis::HeadReport report;
   {
     attnscope::cli::ProgressBar bar("report");
-    report = model::compute_head_report(
-        heads, arguments.has("basic") ? model::default_report_columns() : model::all_report_columns(), bar.callback());
+    report = analysis::compute_head_report(
+        heads, arguments.has("basic") ? analysis::default_report_columns() : analysis::all_report_columns(), bar.callback());
   }
   const Index length = heads.front().attention.rows();
   std::cout << "# " << input << ": " << heads.size() << " heads, L = " << length << " (report "
             << milliseconds_since(start) << " ms)\n"
-            << model::head_report_table(report);
-  if (arguments.has("csv")) io::write_file(arguments.get("csv"), model::head_report_csv(report));
-  if (arguments.has("json")) io::write_file(arguments.get("json"), model::head_report_json(report).dump(2) + "\n");
+            << analysis::head_report_table(report);
+  if (arguments.has("csv")) io::write_file(arguments.get("csv"), analysis::head_report_csv(report));
+  if (arguments.has("json")) io::write_file(arguments.get("json"), analysis::head_report_json(report).dump(2) + "\n");
   return 0;
 }
 

@@ -19,7 +19,7 @@ namespace {
 /// Per-head mean true and expected distances (averaged over the full-length sequences) for each N of `counts`.
 void head_means(const RealSource& source, Index longest, Index length, const std::vector<Index>& counts,
                 std::vector<std::vector<double>>& true_means, std::vector<std::vector<double>>& expected_means) {
-  DistanceOptions options;
+  capacity::DistanceOptions options;
   options.with_bound = false;
   options.with_other_reading = false;
   true_means.assign(counts.size(), {});
@@ -30,7 +30,7 @@ void head_means(const RealSource& source, Index longest, Index length, const std
     if (sequence.length() < longest) continue;
     sequences += 1;
     for (std::size_t h = 0; h < sequence.attention.size(); ++h) {
-      const auto rows = distance_rows_for_counts(sequence.attention[h].topLeftCorner(length, length),
+      const auto rows = capacity::distance_rows_for_counts(sequence.attention[h].topLeftCorner(length, length),
                                                  sequence.values[h].topRows(length), counts, causal, options);
       for (std::size_t c = 0; c < counts.size(); ++c) {
         true_sum[c].resize(sequence.attention.size(), 0.0);
@@ -64,7 +64,7 @@ int main(int argc, char** argv) try {
   std::vector<std::vector<double>> critical(levels.size()), extended(levels.size());
   Index heads = 0;
   for (Index length = 128; length <= longest; length *= 2) {
-    const std::vector<Index> grid = default_critical_n_grid(length);
+    const std::vector<Index> grid = capacity::default_critical_n_grid(length);
     std::vector<Index> found(levels.size(), -1);
     // Grid in chunks of 8 N values; stop once both levels have their critical N (Alg. 3 returns the first N).
     for (std::size_t start = 0; start < grid.size() && (found[0] < 0 || found[1] < 0); start += 8) {
@@ -74,7 +74,7 @@ int main(int argc, char** argv) try {
       head_means(source, longest, length, chunk, true_means, expected_means);
       heads = Index(true_means.front().size());
       for (std::size_t c = 0; c < chunk.size(); ++c) {
-        const KsResult test = ks_2samp(true_means[c], expected_means[c]);
+        const capacity::KsResult test = capacity::ks_2samp(true_means[c], expected_means[c]);
         for (std::size_t level = 0; level < levels.size(); ++level)
           if (found[level] < 0 && test.p_value > levels[level]) found[level] = chunk[c];
         csv.row(length, chunk[c], spread_of(true_means[c]).median, spread_of(expected_means[c]).median,
@@ -94,7 +94,7 @@ int main(int argc, char** argv) try {
       head_means(source, longest, length, chunk, true_means, expected_means);
       for (std::size_t c = 0; c < chunk.size(); ++c) {
         if (true_means[c].empty()) continue;
-        const KsResult test = ks_2samp(true_means[c], expected_means[c]);
+        const capacity::KsResult test = capacity::ks_2samp(true_means[c], expected_means[c]);
         for (std::size_t level = 0; level < levels.size(); ++level)
           if (found_wide[level] < 0 && test.p_value > levels[level]) found_wide[level] = chunk[c];
         csv.row(length, chunk[c], spread_of(true_means[c]).median, spread_of(expected_means[c]).median,
@@ -116,7 +116,7 @@ int main(int argc, char** argv) try {
   for (std::size_t level = 0; level < levels.size(); ++level) {
     bool any = false;
     for (const double n : critical[level]) any |= n >= 0;
-    slopes.push_back(any ? critical_n_slope(lengths, critical[level]) : std::nan(""));
+    slopes.push_back(any ? capacity::critical_n_slope(lengths, critical[level]) : std::nan(""));
   }
   out["slope"] = std::isnan(slopes[0]) ? nlohmann::json(nullptr) : nlohmann::json(slopes[0]);
   out["alpha_0.05"] = {{"alpha", levels[1]},
@@ -126,7 +126,7 @@ int main(int argc, char** argv) try {
   for (const auto& values : extended) {
     bool any = false;
     for (const double n : values) any |= n >= 0;
-    extended_slopes.push_back(any ? critical_n_slope(lengths, values) : std::nan(""));
+    extended_slopes.push_back(any ? capacity::critical_n_slope(lengths, values) : std::nan(""));
   }
   out["extended_grid"] = {{"n_grid", "the paper's grid continued up to L - 1 in steps of L/32 (beyond the paper)"},
                           {"slope_0.01", std::isnan(extended_slopes[0]) ? nlohmann::json(nullptr) : nlohmann::json(extended_slopes[0])},
@@ -149,7 +149,7 @@ int main(int argc, char** argv) try {
     for (const double n : extended[level]) any_extended |= n >= 0;
     const std::string extended_slope =
         any_extended ? "; continued to N < L the samples meet at ≈ " +
-                           format(critical_n_slope(lengths, extended[level]), 3) + "·L"
+                           format(capacity::critical_n_slope(lengths, extended[level]), 3) + "·L"
                      : "; they do not meet before N = L";
     if (std::isnan(slope)) verdict = "disagrees: no N up to L/4 passes; true distances (dominated by the heavy, "
                                      "sink-like tokens of trained heads) stay far above the expected ones" +

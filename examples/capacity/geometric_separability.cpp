@@ -38,9 +38,9 @@ int main(int argc, char** argv) try {
       for (Index j = 0; j < dim; ++j) q(i, j) = random.normal();
       q.row(i) *= 16 / q.row(i).norm();
     }
-    const RowMatrix<double> sphere = project_to_sphere(x, 1.0);
+    const RowMatrix<double> sphere = capacity::project_to_sphere(x, 1.0);
     const RowMatrix<double> attention = softmax(RowMatrix<double>(q * sphere.transpose()), std::sqrt(double(dim)));
-    const auto rows = separability_rows_for_counts(attention, sphere, n_grid);
+    const auto rows = capacity::separability_rows_for_counts(attention, sphere, n_grid);
     std::vector<double> ns, fraction, lower, upper;
     for (std::size_t c = 0; c < n_grid.size(); ++c) {
       ns.push_back(double(n_grid[c]));
@@ -75,7 +75,7 @@ int main(int argc, char** argv) try {
       std::vector<Index> counts;
       for (const Index n : n_grid)
         if (n < sequence.length()) counts.push_back(n);
-      const auto rows = separability_rows_for_counts(sequence.attention[h], sequence.values[h], counts, causal);
+      const auto rows = capacity::separability_rows_for_counts(sequence.attention[h], sequence.values[h], counts, causal);
       for (std::size_t c = 0; c < counts.size(); ++c) {
         if (rows[c].rows.empty()) continue;
         head_sum[c][h] += rows[c].mean_fraction;
@@ -167,10 +167,10 @@ int main(int argc, char** argv) try {
   const double p = median[at16];
   const double heads_for_99 = std::ceil(std::log(0.01) / std::log(1 - p));
   report.claim({"Multi-head coverage 1 − (1 − p)^H", "p = 0.8 needs H ≈ 3 for 99% (1 − 0.2³ = 0.992)",
-                "p = " + format(p, 3) + " (median at N = 16): H = 3 covers " + format(multihead_coverage(p, 3), 4) +
-                    ", 8 heads of a layer " + format(multihead_coverage(p, 8), 4) + "; 99% needs H = " +
+                "p = " + format(p, 3) + " (median at N = 16): H = 3 covers " + format(capacity::multihead_coverage(p, 3), 4) +
+                    ", 8 heads of a layer " + format(capacity::multihead_coverage(p, 8), 4) + "; 99% needs H = " +
                     format(heads_for_99),
-                "arithmetic agrees (multihead_coverage(0.8, 3) = " + format(multihead_coverage(0.8, 3), 4) +
+                "arithmetic agrees (multihead_coverage(0.8, 3) = " + format(capacity::multihead_coverage(0.8, 3), 4) +
                     "); independence of heads is an assumption"});
   report.text("Real model: " + source.description + ". Value vectors are projected to the unit sphere (M = 1) per "
               "head; δ is the head's minimum pairwise distance. Heads whose layer-0 values repeat for repeated "

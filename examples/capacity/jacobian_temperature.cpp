@@ -36,8 +36,8 @@ Curves measure(const std::vector<Matrix>& heads, const std::vector<double>& temp
   curves.finite_difference.assign(steps.size(), {});
   for (const double temperature : temperatures) {
     for (std::size_t s = 0; s < steps.size(); ++s)
-      curves.finite_difference[s].push_back(gradient_sensitivity(heads, temperature, steps[s], 2508, causal).value);
-    const ExactJacobianNorm exact = exact_jacobian_norm(heads, temperature, causal);
+      curves.finite_difference[s].push_back(capacity::gradient_sensitivity(heads, temperature, steps[s], 2508, causal).value);
+    const capacity::ExactJacobianNorm exact = capacity::exact_jacobian_norm(heads, temperature, causal);
     curves.exact_max.push_back(exact.max_of_head_means);
     curves.exact_max_over_rows.push_back(exact.max_over_rows);
     curves.quarter.push_back(corollary3_bound(temperature));
@@ -174,13 +174,13 @@ int main(int argc, char** argv) try {
   Eigen::VectorXd tied(5), direction(5);
   tied << 1, 1, 0, 0, 0;
   direction << 1, -1, 0, 0, 0;
-  const double along = finite_difference_jacobian_norm(tied, direction, 0.01, 1e-4);
+  const double along = capacity::finite_difference_jacobian_norm(tied, direction, 0.01, 1e-4);
   double random_largest = 0;
   Random directions(7);
   for (int trial = 0; trial < 1000; ++trial) {
     Eigen::VectorXd v(5);
     for (Index i = 0; i < 5; ++i) v(i) = directions.normal();
-    random_largest = std::max(random_largest, finite_difference_jacobian_norm(tied, v, 0.01, 1e-4));
+    random_largest = std::max(random_largest, capacity::finite_difference_jacobian_norm(tied, v, 0.01, 1e-4));
   }
   report.claim({"Spec target: logits (1,1,0,0,0), T = 0.01, ε = 1e−4", "ratio up to 1/(2T) = 50, above 1/(4T) = 25 for some v",
                 "v = (e1 − e2)/√2: " + format(along, 6) + "; max over 1000 random unit v: " + format(random_largest, 4),

@@ -30,14 +30,14 @@ std::vector<Point> real_points(const RealSource& source, Index longest, Index le
   for (const auto& sequence : source.sequences) {
     if (sequence.length() < longest) continue;
     for (std::size_t h = 0; h < sequence.attention.size(); ++h) {
-      const auto per_count = distance_rows_for_counts(sequence.attention[h].topLeftCorner(length, length),
+      const auto per_count = capacity::distance_rows_for_counts(sequence.attention[h].topLeftCorner(length, length),
                                                       sequence.values[h].topRows(length), counts, causal);
       const RowMatrix<double> last_weights = sequence.attention[h].row(length - 1).head(length).cast<double>();
       const RowMatrix<double> last_values = sequence.values[h].topRows(length).cast<double>();
       for (std::size_t c = 0; c < counts.size(); ++c) {
-        points[c].last_row_true += top_n_distance(last_weights, last_values, counts[c]);
-        points[c].last_row_main_sum += expected_distance_main_sum(last_weights, last_values, counts[c]);
-        points[c].monte_carlo += expected_distance_monte_carlo(last_weights, last_values, counts[c], 64, 2508 + h);
+        points[c].last_row_true += capacity::top_n_distance(last_weights, last_values, counts[c]);
+        points[c].last_row_main_sum += capacity::expected_distance_main_sum(last_weights, last_values, counts[c]);
+        points[c].monte_carlo += capacity::expected_distance_monte_carlo(last_weights, last_values, counts[c], 64, 2508 + h);
         points[c].true_distance += per_count[c].mean_true;
         points[c].expectation += per_count[c].mean_expectation;
         points[c].bound += per_count[c].mean_bound;
@@ -67,12 +67,12 @@ Point synthetic_point(Random& random, Index length, Index count, Index queries, 
     for (Index j = 0; j < dim; ++j) q(j) = random.normal();
     q *= 16 / q.norm();
     const RowMatrix<double> weights = softmax(RowMatrix<double>((x * q).transpose()), std::sqrt(double(dim)));
-    const auto selected = top_n(weights, count);
-    point.true_distance += representation_distance(weights, x, selected);
-    point.norm_of_sum += representation_distance(weights, x, selected, DistanceReading::norm_of_sum);
-    point.expectation += expected_distance_main_sum(weights, x, count, MainSum::a);
-    point.bound += distance_upper_bound(weights, x, selected);
-    if (monte_carlo) point.monte_carlo += expected_distance_monte_carlo(weights, x, count, 64, random.bits());
+    const auto selected = capacity::top_n(weights, count);
+    point.true_distance += capacity::representation_distance(weights, x, selected);
+    point.norm_of_sum += capacity::representation_distance(weights, x, selected, capacity::DistanceReading::norm_of_sum);
+    point.expectation += capacity::expected_distance_main_sum(weights, x, count, capacity::MainSum::a);
+    point.bound += capacity::distance_upper_bound(weights, x, selected);
+    if (monte_carlo) point.monte_carlo += capacity::expected_distance_monte_carlo(weights, x, count, 64, random.bits());
   }
   for (double* value : {&point.true_distance, &point.expectation, &point.bound, &point.norm_of_sum, &point.monte_carlo})
     *value /= double(queries);

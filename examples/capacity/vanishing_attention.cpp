@@ -45,10 +45,10 @@ int main(int argc, char** argv) try {
     const RowMatrix<double> logits = q * x.transpose();  // |qᵀx| <= ‖q‖‖x‖ = 16 = Δ
     const RowMatrix<double> soft = softmax(logits, temperature);
     const RowMatrix<double> scaled = logits / temperature;
-    const WeightSummary soft_summary = weight_summary(soft);
-    const WeightSummary ss_summary = weight_summary(ssmax(scaled, ssmax_s));
-    const WeightSummary sparse_summary = weight_summary(sparsemax(scaled));
-    const WeightBounds bounds = softmax_weight_bounds(query_norm, 1.0, temperature, length);  // Cor. 1
+    const capacity::WeightSummary soft_summary = capacity::weight_summary(soft);
+    const capacity::WeightSummary ss_summary = capacity::weight_summary(ssmax(scaled, ssmax_s));
+    const capacity::WeightSummary sparse_summary = capacity::weight_summary(sparsemax(scaled));
+    const capacity::WeightBounds bounds = capacity::softmax_weight_bounds(query_norm, 1.0, temperature, length);  // Cor. 1
     violations += (soft.array() < bounds.lower * (1 - 1e-12)).count() + (soft.array() > bounds.upper * (1 + 1e-12)).count();
     softmax_max.push_back(soft_summary.mean_row_max);
     ssmax_max.push_back(ss_summary.mean_row_max);

@@ -10,7 +10,7 @@
 
 using namespace attnscope;
 using namespace attnscope::examples;
-using namespace attnscope::examples::composition;
+using namespace attnscope::examples::composition_data;
 
 namespace {
 
@@ -23,9 +23,9 @@ struct Embedding {
 Embedding embed(const RowMatrix<double>& distances, const Vector<double>& sink_mass, int clusters) {
   Embedding out;
   out.distances = distances;
-  out.coordinates = classical_mds(distances, 2).coordinates;
-  out.labels = cut_dendrogram(average_linkage(distances), clusters);
-  out.correlation_with_sink = pearson_correlation(out.coordinates.col(0), sink_mass);
+  out.coordinates = composition::classical_mds(distances, 2).coordinates;
+  out.labels = composition::cut_dendrogram(composition::average_linkage(distances), clusters);
+  out.correlation_with_sink = composition::pearson_correlation(out.coordinates.col(0), sink_mass);
   return out;
 }
 
@@ -53,10 +53,10 @@ int main(int argc, char** argv) {
   std::vector<Vector<double>> sink_parts;
   for (const auto& sequence : model_sequences(llama, options.quick)) {
     const auto heads = head_attention(llama, sequence.tokens);
-    keep_parts.push_back(head_distance_matrix(heads, HeadDistance::clark_js, Convention::keep, rows));
-    drop_parts.push_back(head_distance_matrix(heads, HeadDistance::clark_js, Convention::drop, rows));
+    keep_parts.push_back(composition::head_distance_matrix(heads, composition::HeadDistance::clark_js, composition::Convention::keep, rows));
+    drop_parts.push_back(composition::head_distance_matrix(heads, composition::HeadDistance::clark_js, composition::Convention::drop, rows));
     Vector<double> sink(static_cast<Index>(heads.size()));
-    for (std::size_t h = 0; h < heads.size(); ++h) sink(static_cast<Index>(h)) = split_sink(heads[h], rows).sink_mass.mean();
+    for (std::size_t h = 0; h < heads.size(); ++h) sink(static_cast<Index>(h)) = composition::split_sink(heads[h], rows).sink_mass.mean();
     sink_parts.push_back(sink);
   }
   Vector<double> sink_mass = Vector<double>::Zero(sink_parts.front().size());
@@ -79,9 +79,9 @@ int main(int argc, char** argv) {
   std::vector<int> pattern(40);
   for (int h = 0; h < 40; ++h) pattern[static_cast<std::size_t>(h)] = h % 4;
   const Embedding synthetic_keep =
-      embed(head_distance_matrix(synthetic, HeadDistance::clark_js, Convention::keep, rows), true_sink, 4);
+      embed(composition::head_distance_matrix(synthetic, composition::HeadDistance::clark_js, composition::Convention::keep, rows), true_sink, 4);
   const Embedding synthetic_drop =
-      embed(head_distance_matrix(synthetic, HeadDistance::clark_js, Convention::drop, rows), true_sink, 4);
+      embed(composition::head_distance_matrix(synthetic, composition::HeadDistance::clark_js, composition::Convention::drop, rows), true_sink, 4);
   const double keep_recovery = rand_index(synthetic_keep.labels, pattern);
   const double drop_recovery = rand_index(synthetic_drop.labels, pattern);
 

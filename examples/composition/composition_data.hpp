@@ -15,7 +15,7 @@
 #include "attnscope/core/random.hpp"
 #include "attnscope/model/llama.hpp"
 
-namespace attnscope::examples::composition {
+namespace attnscope::examples::composition_data {
 
 constexpr int kBos = 1;
 constexpr int kSequenceLength = 256;                       // BOS + 255 generated tokens
@@ -117,13 +117,13 @@ inline HeadMetrics convention_matrices(const std::vector<RowMatrix<double>>& hea
   out.entropy_drop.resize(count);
   out.sink_mass.resize(count);
   for (Index h = 0; h < count; ++h) {
-    const auto split = entropy_split(heads[static_cast<std::size_t>(h)], visibility);
+    const auto split = composition::entropy_split(heads[static_cast<std::size_t>(h)], visibility);
     out.entropy_keep(h) = split.entropy.mean();
     out.entropy_drop(h) = split.content_entropy.mean();
     out.sink_mass(h) = split.sink_mass.mean();
   }
-  const auto cosine = pair_metric_matrices(heads, Metric::cosine, visibility);
-  const auto js = pair_metric_matrices(heads, Metric::jensen_shannon, visibility);
+  const auto cosine = composition::pair_metric_matrices(heads, composition::Metric::cosine, visibility);
+  const auto js = composition::pair_metric_matrices(heads, composition::Metric::jensen_shannon, visibility);
   out.cosine_keep = cosine.keep, out.cosine_drop = cosine.drop, out.js_keep = js.keep, out.js_drop = js.drop;
   return out;
 }
@@ -135,4 +135,4 @@ inline RowMatrix<double> mean_of(const std::vector<RowMatrix<double>>& matrices)
   return total / static_cast<double>(matrices.size());
 }
 
-}  // namespace attnscope::examples::composition
+}  // namespace attnscope::examples::composition_data

@@ -11,27 +11,27 @@
 
 using namespace attnscope;
 using namespace attnscope::examples;
-using namespace attnscope::examples::composition;
+using namespace attnscope::examples::composition_data;
 
 namespace {
 
 struct Pooled {
-  EntropyAttribution exact, averaged;  // per_row_then_mean, mean_then_split (pooled over heads and sequences)
+  composition::EntropyAttribution exact, averaged;  // per_row_then_mean, mean_then_split (pooled over heads and sequences)
   Index rows = 0;
 };
 
 /// Attribution pooled over matched (head, sequence) blocks with equal row counts: the mean of the blocks' parts.
 struct Pool {
-  std::vector<EntropyAttribution> exact, averaged;
+  std::vector<composition::EntropyAttribution> exact, averaged;
   Index rows = 0;
   template <class A, class B>
   void add(const A& before, const Visibility& vb, const B& after, const Visibility& va) {
-    exact.push_back(entropy_attribution(before, vb, after, va, AttributionOrder::per_row_then_mean));
-    averaged.push_back(entropy_attribution(before, vb, after, va, AttributionOrder::mean_then_split));
+    exact.push_back(composition::entropy_attribution(before, vb, after, va, composition::AttributionOrder::per_row_then_mean));
+    averaged.push_back(composition::entropy_attribution(before, vb, after, va, composition::AttributionOrder::mean_then_split));
     rows += before.rows();
   }
-  static EntropyAttribution mean(const std::vector<EntropyAttribution>& parts) {
-    EntropyAttribution out;
+  static composition::EntropyAttribution mean(const std::vector<composition::EntropyAttribution>& parts) {
+    composition::EntropyAttribution out;
     for (const auto& p : parts) {
       out.delta_entropy += p.delta_entropy / static_cast<double>(parts.size());
       out.sink_part += p.sink_part / static_cast<double>(parts.size());
@@ -46,7 +46,7 @@ struct Pool {
 };
 
 nlohmann::json entry(const std::string& a, const std::string& b, const Pooled& pooled) {
-  auto fields = [](const EntropyAttribution& r) {
+  auto fields = [](const composition::EntropyAttribution& r) {
     return nlohmann::json{{"delta_entropy", r.delta_entropy}, {"sink_part", r.sink_part},
                           {"content_part", r.content_part}, {"sink_share", r.sink_share}, {"residual", r.residual}};
   };
@@ -98,16 +98,16 @@ int main(int argc, char** argv) {
     const auto heads_short = head_attention(llama, suffix);
     for (Index h = 0; h < head_count; ++h) {
       const auto& a = heads[static_cast<std::size_t>(h)];
-      const auto split = entropy_split(a, rows);
+      const auto split = composition::entropy_split(a, rows);
       worst_identity = std::max(worst_identity, (split.entropy - split.binary - split.content_term).cwiseAbs().maxCoeff());
       sink(h) += split.sink_mass.mean() / sequences_count;
       entropy_mean(h) += split.entropy.mean() / sequences_count;
       binary(h) += split.binary.mean() / sequences_count;
       content_term(h) += split.content_term.mean() / sequences_count;
       content_entropy(h) += split.content_entropy.mean() / sequences_count;
-      const SinkSet top = argmax_mass_sink(a, rows);
+      const composition::SinkSet top = composition::argmax_mass_sink(a, rows);
       argmax_column[static_cast<std::size_t>(h)] = top.columns().front();
-      argmax_mass(h) += entropy_split(a, rows, top).sink_mass.mean() / sequences_count;
+      argmax_mass(h) += composition::entropy_split(a, rows, top).sink_mass.mean() / sequences_count;
       temperature_sharp.add(a, rows, heads_sharp[static_cast<std::size_t>(h)], rows);
       temperature_flat.add(a, rows, heads_flat[static_cast<std::size_t>(h)], rows);
       // matched queries: the last `queries` positions, with the full context vs only the last `window` tokens
@@ -140,13 +140,13 @@ int main(int argc, char** argv) {
   grown(0, 0) = 0.92;  // the sink grows from 0.60 to 0.92; the content keeps its composition
   grown.rightCols(4) = a_prime.rightCols(4) * (0.08 / 0.40);
   recontent << 0.60, 0.25, 0.05, 0.05, 0.05;
-  const auto spec_example = entropy_attribution(a_prime, {}, a, {});
-  const auto sink_only = entropy_attribution(a_prime, {}, grown, {});
-  const auto content_only = entropy_attribution(a_prime, {}, recontent, {});
+  const auto spec_example = composition::entropy_attribution(a_prime, {}, a, {});
+  const auto sink_only = composition::entropy_attribution(a_prime, {}, grown, {});
+  const auto content_only = composition::entropy_attribution(a_prime, {}, recontent, {});
 
   const auto sharp_result = temperature_sharp.result(), flat_result = temperature_flat.result();
   const auto short_result = short_context.result(), late_result = late_positions.result();
-  auto single = [](const EntropyAttribution& r) { return Pooled{r, r, 1}; };
+  auto single = [](const composition::EntropyAttribution& r) { return Pooled{r, r, 1}; };
   nlohmann::json list = nlohmann::json::array();
   list.push_back(entry("stories260K softmax (T=1)", "stories260K temperature:0.5", sharp_result));
   list.push_back(entry("stories260K softmax (T=1)", "stories260K temperature:2", flat_result));

@@ -9,12 +9,12 @@
 
 using namespace attnscope;
 using namespace attnscope::examples;
-using namespace attnscope::examples::composition;
+using namespace attnscope::examples::composition_data;
 
 namespace {
 
 struct Rates {
-  FlipResult cosine, js, entropy;
+  composition::FlipResult cosine, js, entropy;
 };
 
 Rates flip_rates(const std::vector<HeadMetrics>& per_sequence) {
@@ -27,10 +27,10 @@ Rates flip_rates(const std::vector<HeadMetrics>& per_sequence) {
   // matched rows pooled over sequences: every sequence has the same number of rows, so the mean of the per-sequence
   // means is the mean over all rows
   Rates rates;
-  rates.cosine = flip_rate_from_matrices(mean_of(cosine_keep), mean_of(cosine_drop));
-  rates.js = flip_rate_from_matrices(mean_of(js_keep), mean_of(js_drop));
+  rates.cosine = composition::flip_rate_from_matrices(mean_of(cosine_keep), mean_of(cosine_drop));
+  rates.js = composition::flip_rate_from_matrices(mean_of(js_keep), mean_of(js_drop));
   const RowMatrix<double> keep = mean_of(entropy_keep), drop = mean_of(entropy_drop);
-  rates.entropy = entropy_flip_rate(keep.col(0), drop.col(0));
+  rates.entropy = composition::entropy_flip_rate(keep.col(0), drop.col(0));
   return rates;
 }
 
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
       head.row(i).tail(head.cols() - 1) *= 0.2 / head.row(i).tail(head.cols() - 1).sum();
       head(i, 0) = 0.8;
     }
-  const FlipResult equal_sink_entropy = flip_rate(equal_sink, Metric::entropy, rows);
+  const composition::FlipResult equal_sink_entropy = composition::flip_rate(equal_sink, composition::Metric::entropy, rows);
 
   Csv csv(report.path("flips.csv"), {"data", "metric", "rate", "units", "ties"});
   for (const auto& [name, rates] : {std::pair<std::string, Rates>{"stories260K", real}, {"synthetic", synthetic_rates}}) {

@@ -11,7 +11,7 @@
 
 using namespace attnscope;
 using namespace attnscope::examples;
-using namespace attnscope::examples::composition;
+using namespace attnscope::examples::composition_data;
 
 namespace {
 
@@ -21,14 +21,14 @@ struct Residuals {
   /// Aitchison split from logits when given (real attention has float-underflowed zeros: §9 option (a)).
   void add(const RowMatrix<double>& a, const RowMatrix<double>& b, const Visibility& visibility,
            const RowMatrix<double>* logits_a = nullptr, const RowMatrix<double>* logits_b = nullptr) {
-    const auto h = entropy_split(a, visibility);
+    const auto h = composition::entropy_split(a, visibility);
     entropy = std::max(entropy, (h.entropy - h.sink_term() - h.content_term).cwiseAbs().maxCoeff());
-    const auto d = logits_a ? aitchison_split_from_logits(*logits_a, *logits_b, visibility) : aitchison_split(a, b, visibility);
+    const auto d = logits_a ? composition::aitchison_split_from_logits(*logits_a, *logits_b, visibility) : composition::aitchison_split(a, b, visibility);
     const Vector<double> residual = (d.distance_squared - d.sink_term - d.within_sink_term - d.content_term).cwiseAbs();
     aitchison = std::max(aitchison, residual.maxCoeff());
     aitchison_relative = std::max(
         aitchison_relative, (residual.array() / d.distance_squared.array().max(1.0)).maxCoeff());  // relative to max(1, d²)
-    const auto j = js_split(a, b, visibility);
+    const auto j = composition::js_split(a, b, visibility);
     js = std::max(js, (j.divergence - j.sink_term - j.within_sink_term - j.content_term).cwiseAbs().maxCoeff());
     rows += a.rows();
   }
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < block; ++r) za.row(r) = synthetic_logits(random, n), zb.row(r) = synthetic_logits(random, n);
     const auto a = softmax(za), b = softmax(zb);
     synthetic.add(a, b, {});
-    synthetic.clr = std::max(synthetic.clr, (clr(a) - clr_from_logits(za)).cwiseAbs().maxCoeff());
+    synthetic.clr = std::max(synthetic.clr, (composition::clr(a) - composition::clr_from_logits(za)).cwiseAbs().maxCoeff());
     done += block;
   }
   // every analysed stories260K row (greedy + 3 sampled sequences, 40 heads), paired with the next head's row
@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
       // the captured scores as logits: double softmax reproduces the float attention, and its clr is the centred logits
       const RowMatrix<double> probabilities = softmax(logits[h], 1.0, rows);
       capture_gap = std::max(capture_gap, (probabilities - heads[h]).cwiseAbs().maxCoeff());
-      real.clr = std::max(real.clr, (clr(probabilities, rows) - clr_from_logits(logits[h], rows)).cwiseAbs().maxCoeff());
-      const auto s = split_sink(heads[h], rows).sink_mass;
+      real.clr = std::max(real.clr, (composition::clr(probabilities, rows) - composition::clr_from_logits(logits[h], rows)).cwiseAbs().maxCoeff());
+      const auto s = composition::split_sink(heads[h], rows).sink_mass;
       sink_min = std::min(sink_min, s.minCoeff()), sink_max = std::max(sink_max, s.maxCoeff());
     }
   }
@@ -123,11 +123,11 @@ int main(int argc, char** argv) {
   const double s_reference = 0.5;
   for (double s : {0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95, 0.99}) {
     const auto a = with_sink(s_reference, c), b = with_sink(s, c);
-    const double js = jensen_shannon(a, b)(0), d = aitchison_distance(a, b)(0);
-    const double cos_keep = cosine(a, b)(0);
+    const double js = composition::jensen_shannon(a, b)(0), d = composition::aitchison_distance(a, b)(0);
+    const double cos_keep = composition::cosine(a, b)(0);
     const double hb = [](double x) { return -x * std::log(x) - (1 - x) * std::log1p(-x); }(s_reference);
     const double hb_s = -s * std::log(s) - (1 - s) * std::log1p(-s);
-    const double h_c = entropy(c)(0);
+    const double h_c = composition::entropy(c)(0);
     // predictions from the identities: identical content ⇒ JS = JS_b(s, s′); d_A = |b_S − b′_S| with
     // b_S = √(n−1)/n·(logit s − ln g(c)) ⇒ |Δb_S| = √((n−1)/n)·|Δ logit s|; ΔH = ΔH_b(s) + Δ(1−s)·H(c)
     const double m = 0.5 * (s_reference + s);
@@ -135,10 +135,10 @@ int main(int argc, char** argv) {
                                        s * std::log(s / m) + (1 - s) * std::log((1 - s) / (1 - m)));
     const double n = 32;
     const double d_predicted = std::sqrt((n - 1) / n) * std::abs(std::log(s / (1 - s)) - std::log(s_reference / (1 - s_reference)));
-    const double dh = entropy(b)(0) - entropy(a)(0), dh_predicted = (hb_s - hb) + ((1 - s) - (1 - s_reference)) * h_c;
-    const auto drop_js = js_split(a, b).content_divergence(0);
-    const auto drop_d = aitchison_split(a, b).content_term(0);
-    const auto drop_cos = cosine_conventions(a, b).drop(0);
+    const double dh = composition::entropy(b)(0) - composition::entropy(a)(0), dh_predicted = (hb_s - hb) + ((1 - s) - (1 - s_reference)) * h_c;
+    const auto drop_js = composition::js_split(a, b).content_divergence(0);
+    const auto drop_d = composition::aitchison_split(a, b).content_term(0);
+    const auto drop_cos = composition::cosine_conventions(a, b).drop(0);
     worst_demo = std::max({worst_demo, std::abs(js - js_predicted), std::abs(d - d_predicted), std::abs(dh - dh_predicted),
                            std::abs(drop_js), std::abs(drop_d), std::abs(drop_cos - 1)});
     largest_keep_js = std::max(largest_keep_js, js);
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   Csv equal(report.path("equal_sink_demo.csv"), {"s", "js_keep", "js_content", "ratio"});
   for (double s : {0.0, 0.5, 0.9, 0.99}) {
     const auto a = with_sink(s, c), b = with_sink(s, c2);
-    const double keep = jensen_shannon(a, b)(0), content = jensen_shannon(c, c2)(0);
+    const double keep = composition::jensen_shannon(a, b)(0), content = composition::jensen_shannon(c, c2)(0);
     worst_equal_sink = std::max(worst_equal_sink, std::abs(keep - (1 - s) * content));
     equal.row(s, keep, content, keep / content);
   }

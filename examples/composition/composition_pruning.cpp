@@ -14,7 +14,7 @@
 
 using namespace attnscope;
 using namespace attnscope::examples;
-using namespace attnscope::examples::composition;
+using namespace attnscope::examples::composition_data;
 
 int main(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   Vector<double> sink = Vector<double>::Zero(head_count), content_entropy = sink, raw_entropy = sink, redundancy = sink;
   const auto analysis = model_sequences(llama, options.quick);
   for (const auto& sequence : analysis) {
-    const HeadScores scores = head_scores(head_attention(llama, sequence.tokens), rows);
+    const composition::HeadScores scores = composition::head_scores(head_attention(llama, sequence.tokens), rows);
     const double w = 1.0 / static_cast<double>(analysis.size());
     sink += w * scores.sink_mass, content_entropy += w * scores.content_entropy;
     raw_entropy += w * scores.raw_entropy, redundancy += w * scores.content_redundancy;

@@ -25,7 +25,7 @@ inline void write_result_json(const Options& options, const std::string& file, c
 }
 
 /// Index into the log of the first step whose in-band mass reaches `accuracy`, or −1.
-inline long first_step_reaching(const std::vector<FitStep>& log, double accuracy) {
+inline long first_step_reaching(const std::vector<logits::FitStep>& log, double accuracy) {
   for (std::size_t t = 0; t < log.size(); ++t)
     if (log[t].in_band_mass >= accuracy) return static_cast<long>(t);
   return -1;
@@ -44,12 +44,12 @@ struct FitSummary {
   double required_max_logit() const { return step_reached >= 0 ? max_logit_at_accuracy : final_max_logit; }
 };
 
-inline FitSummary summarise(const std::vector<FitStep>& log, double accuracy, std::size_t fixed_step) {
+inline FitSummary summarise(const std::vector<logits::FitStep>& log, double accuracy, std::size_t fixed_step) {
   FitSummary summary;
   summary.step_reached = first_step_reaching(log, accuracy);
   if (summary.step_reached >= 0)
     summary.max_logit_at_accuracy = log[static_cast<std::size_t>(summary.step_reached)].max_visible_logit;
-  const FitStep& at = log[std::min(fixed_step, log.size() - 1)];
+  const logits::FitStep& at = log[std::min(fixed_step, log.size() - 1)];
   summary.max_logit_at_step = at.max_visible_logit;
   summary.kl_at_step = at.kl;
   summary.mass_at_step = at.in_band_mass;
@@ -59,7 +59,7 @@ inline FitSummary summarise(const std::vector<FitStep>& log, double accuracy, st
 }
 
 /// Writes a per-step log (step, loss, kl, in-band mass, top-band accuracy, max visible/masked logit, norm bound).
-inline void write_log_csv(const std::filesystem::path& file, const std::vector<FitStep>& log) {
+inline void write_log_csv(const std::filesystem::path& file, const std::vector<logits::FitStep>& log) {
   Csv csv(file, {"step", "loss", "kl", "in_band_mass", "top_band_accuracy", "max_visible_logit", "max_masked_logit",
                  "logit_norm_bound", "gradient_norm", "logit_rounding_error"});
   for (const auto& s : log)
@@ -78,8 +78,8 @@ inline double mean(const std::vector<double>& values) {
 namespace attnscope::examples::lab {
 
 /// The §5.3 reference setting: causal band target (w = 4), free Q, K, CE, Adam lr 0.05, N(0, 1) init, full batch.
-inline FitOptions reference_options(Index d, Index steps, std::uint64_t seed) {
-  FitOptions options;
+inline logits::FitOptions reference_options(Index d, Index steps, std::uint64_t seed) {
+  logits::FitOptions options;
   options.head_dim = d;
   options.steps = steps;
   options.seed = seed;
@@ -122,12 +122,12 @@ struct BandFitJob {
 inline std::vector<FitSummary> band_fits(const std::vector<BandFitJob>& jobs, double accuracy, std::size_t fixed_step) {
   return run_jobs<FitSummary>(jobs.size(), [&](std::size_t k) {
     const BandFitJob& job = jobs[k];
-    const FitOptions options = reference_options(job.d, job.steps, job.seed);
+    const logits::FitOptions options = reference_options(job.d, job.steps, job.seed);
     if (job.keep < 1.0)
-      return summarise(fit_qk(column_sparse_target(job.n, 4, job.keep, job.seed),
-                              column_drop_mask(job.n, 1.0 - job.keep, job.seed), options).log,
+      return summarise(logits::fit_qk(logits::column_sparse_target(job.n, 4, job.keep, job.seed),
+                              logits::column_drop_mask(job.n, 1.0 - job.keep, job.seed), options).log,
                        accuracy, fixed_step);
-    return summarise(fit_qk(causal_band_target(job.n, 4), causal, options).log, accuracy, fixed_step);
+    return summarise(logits::fit_qk(logits::causal_band_target(job.n, 4), causal, options).log, accuracy, fixed_step);
   });
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 std::vector<Visibility> layout(Index heads, Index full_heads, Index n, Index span) {
   std::vector<Visibility> visibilities;
-  for (const Mask& mask : head_layout(heads, full_heads, n, span)) visibilities.emplace_back(mask);
+  for (const Mask& mask : logits::head_layout(heads, full_heads, n, span)) visibilities.emplace_back(mask);
   return visibilities;
 }
 
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   const double global_share = 0.2;  // [derived] P = 0.8·band + 0.2·uniform over the causal prefix
   const std::vector<Index> lengths = options.quick ? std::vector<Index>{64} : std::vector<Index>{64, 128, 256};
   const Index main_n = options.quick ? 64 : 128;
-  FitOptions fit_options;
+  logits::FitOptions fit_options;
   fit_options.head_dim = d;
   fit_options.steps = steps;
 
@@ -37,19 +37,19 @@ int main(int argc, char** argv) {
   std::vector<Job> jobs{{main_n, 0}};
   for (const Index n : lengths)
     for (int kind = 1; kind <= 4; ++kind) jobs.push_back({n, kind});
-  const auto fits = lab::run_jobs<FitResult<double>>(jobs.size(), [&](std::size_t k) {
+  const auto fits = lab::run_jobs<logits::FitResult<double>>(jobs.size(), [&](std::size_t k) {
     const Job& job = jobs[k];
-    const RowMatrix<double> band = causal_band_target(job.n, w);
-    const RowMatrix<double> mixed = causal_band_target(job.n, w, global_share);
+    const RowMatrix<double> band = logits::causal_band_target(job.n, w);
+    const RowMatrix<double> mixed = logits::causal_band_target(job.n, w, global_share);
     switch (job.kind) {
-      case 0: return fit_qk(band, sliding_window_mask(job.n, w - 1), fit_options);
-      case 1: return fit_qk(mixed, causal, fit_options);
-      case 2: return fit_heads(mixed, layout(4, 1, job.n, w - 1), fit_options);
-      case 3: return fit_qk(band, causal, fit_options);
-      default: return fit_heads(band, layout(4, 1, job.n, w - 1), fit_options);
+      case 0: return logits::fit_qk(band, logits::sliding_window_mask(job.n, w - 1), fit_options);
+      case 1: return logits::fit_qk(mixed, causal, fit_options);
+      case 2: return logits::fit_heads(mixed, layout(4, 1, job.n, w - 1), fit_options);
+      case 3: return logits::fit_qk(band, causal, fit_options);
+      default: return logits::fit_heads(band, layout(4, 1, job.n, w - 1), fit_options);
     }
   });
-  auto find = [&](Index n, int kind) -> const FitResult<double>& {
+  auto find = [&](Index n, int kind) -> const logits::FitResult<double>& {
     for (std::size_t k = 0; k < jobs.size(); ++k)
       if (jobs[k].n == n && jobs[k].kind == kind) return fits[k];
     throw std::runtime_error("missing job");

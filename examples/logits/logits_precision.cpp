@@ -12,11 +12,11 @@ namespace {
 struct Run {
   std::string name;
   Index d;
-  RoundingFormat format;
+  logits::RoundingFormat format;
 };
 
 struct RunSummary {
-  FitResult<float> fit;
+  logits::FitResult<float> fit;
   double min_loss = 0, min_kl = 0;
   Index median_spikes = 0, ema_spikes = 0;
   bool diverged = false;  // non-finite loss, or the final KL above 1.5 × the run's minimum KL
@@ -28,17 +28,17 @@ int main(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
   Report report(options, "logits", "logits_precision", "FP32 against emulated BF16 / FP16 during the fit");
   const Index n = options.quick ? 64 : 256, steps = options.quick ? 300 : 2000;
-  const std::vector<Run> runs = {{"fp32", 4, RoundingFormat::none},   {"bf16", 4, RoundingFormat::bfloat16},
-                                 {"fp16", 4, RoundingFormat::float16}, {"fp32", 8, RoundingFormat::none},
-                                 {"bf16", 8, RoundingFormat::bfloat16}, {"fp16", 8, RoundingFormat::float16}};
-  const RowMatrix<float> target = causal_band_target(n, 4).cast<float>();
+  const std::vector<Run> runs = {{"fp32", 4, logits::RoundingFormat::none},   {"bf16", 4, logits::RoundingFormat::bfloat16},
+                                 {"fp16", 4, logits::RoundingFormat::float16}, {"fp32", 8, logits::RoundingFormat::none},
+                                 {"bf16", 8, logits::RoundingFormat::bfloat16}, {"fp16", 8, logits::RoundingFormat::float16}};
+  const RowMatrix<float> target = logits::causal_band_target(n, 4).cast<float>();
   const auto results = lab::run_jobs<RunSummary>(runs.size(), [&](std::size_t k) {
-    FitOptions fit_options = lab::reference_options(runs[k].d, steps, 0);
+    logits::FitOptions fit_options = lab::reference_options(runs[k].d, steps, 0);
     fit_options.precision.format = runs[k].format;
-    fit_options.precision.applies_to = RoundingTarget::both;
-    RunSummary summary{fit_qk(target, causal, fit_options)};
-    RollingMedianSpikeDetector median;
-    EmaSpikeDetector ema;
+    fit_options.precision.applies_to = logits::RoundingTarget::both;
+    RunSummary summary{logits::fit_qk(target, causal, fit_options)};
+    logits::RollingMedianSpikeDetector median;
+    logits::EmaSpikeDetector ema;
     summary.min_loss = summary.min_kl = HUGE_VAL;
     for (const auto& step : summary.fit.log) {
       summary.min_loss = std::min(summary.min_loss, step.loss);
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
                                                   "bf16_d8_kl", "fp16_d8_kl", "fp32_d4_max_logit", "bf16_d4_max_logit",
                                                   "bf16_d4_rounding_error", "bf16_d8_max_logit", "bf16_d8_rounding_error"});
   for (std::size_t t = 0; t < results[0].fit.log.size(); ++t) {
-    auto at = [&](std::size_t r) -> const FitStep& { return results[r].fit.log[std::min(t, results[r].fit.log.size() - 1)]; };
+    auto at = [&](std::size_t r) -> const logits::FitStep& { return results[r].fit.log[std::min(t, results[r].fit.log.size() - 1)]; };
     trace.row(t, at(0).kl, at(1).kl, at(2).kl, at(3).kl, at(4).kl, at(5).kl, at(0).max_visible_logit,
               at(1).max_visible_logit, at(1).logit_rounding_error, at(4).max_visible_logit, at(4).logit_rounding_error);
   }

@@ -56,13 +56,13 @@ int main(int argc, char** argv) {
     HeadResult result;
     for (const Index length : lengths) {
       const RowMatrix<float> block = capture.scores[h].topLeftCorner(length, length);
-      const LogitExtremes extremes = visible_logit_extremes(block, causal);
-      const Vector<double> sigma = singular_values(causal_part(block));  // one SVD per block
+      const logits::LogitExtremes extremes = logits::visible_logit_extremes(block, causal);
+      const Vector<double> sigma = logits::singular_values(logits::causal_part(block));  // one SVD per block
       HeadAtLength v;
       v.max_scaled_logit = extremes.max_logit;
       v.max_abs_scaled_logit = extremes.max_abs_logit;
-      v.stable_rank = stable_rank_from_singular_values(sigma);
-      v.effective_rank = entropy_effective_rank_from_singular_values(sigma);
+      v.stable_rank = logits::stable_rank_from_singular_values(sigma);
+      v.effective_rank = logits::entropy_effective_rank_from_singular_values(sigma);
       v.causal_rank = static_cast<Index>((sigma.array() > 1e-6 * sigma(0)).count());
       v.band_mass_w1 = in_band_mass(capture.attention[h], length, 1);
       v.band_mass_w4 = in_band_mass(capture.attention[h], length, 4);
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     }
     const RowMatrix<double> full = (capture.q[h].cast<double>() * capture.k[h].cast<double>().transpose()) /
                                    std::sqrt(static_cast<double>(head_dim));
-    const Vector<double> sigma = singular_values(full);
+    const Vector<double> sigma = logits::singular_values(full);
     result.unmasked_rank = static_cast<Index>((sigma.array() > 1e-6 * sigma(0)).count());
     return result;
   });
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     mean_rank_by_length.push_back(lab::mean(rank_row));
     summary_csv.row(lengths[l], *std::max_element(logits_row.begin(), logits_row.end()), mean_logit_by_length.back(),
                     mean_rank_by_length.back(), *std::max_element(rank_row.begin(), rank_row.end()),
-                    band_stable_rank_lower_bound(lengths[l], 4));
+                    logits::band_stable_rank_lower_bound(lengths[l], 4));
   }
   json["max_scaled_logit"] = max_logit;
   json["stable_rank"] = stable;

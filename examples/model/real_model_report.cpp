@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attnscope/analysis.hpp"
 #include "attnscope/model.hpp"
 #include "support/example.hpp"
 
@@ -95,10 +96,10 @@ int main(int argc, char** argv) {
                 capture_ms < 1000 ? "agrees" : "disagrees"});
 
   // 3. Per-head report.
-  const model::HeadReport heads = model::compute_head_report(model::head_inputs(pass), model::default_report_columns());
-  std::ofstream(report.path("real_model_heads.csv")) << model::head_report_csv(heads);
-  report.json("real_model_heads.json", model::head_report_json(heads));
-  std::cout << model::head_report_table(heads);
+  const analysis::HeadReport heads = analysis::compute_head_report(analysis::head_inputs(pass), analysis::default_report_columns());
+  std::ofstream(report.path("real_model_heads.csv")) << analysis::head_report_csv(heads);
+  report.json("real_model_heads.json", analysis::head_report_json(heads));
+  std::cout << analysis::head_report_table(heads);
   const auto column = [&](const std::string& name) {
     return static_cast<std::size_t>(std::find(heads.columns.begin(), heads.columns.end(), name) - heads.columns.begin());
   };
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
               "softmax attention). `sink_mass`: mean weight on key 0; `entropy`: mean row entropy (nats); "
               "`max_scaled_logit`: largest q·k/√d; Jacobian norms: exact ‖diag p − ppᵀ‖₂ over rows. Mean sink mass "
               "over heads: " + format(mean_sink, 3) + ". Files: `real_model_heads.csv`, `real_model_heads.json`.\n\n" +
-              model::head_report_markdown(heads));
+              analysis::head_report_markdown(heads));
   report.json("real_model_report.json",
               {{"golden",
                 {{"logits_max_row_relative_error", comparison.logits.max_row_relative_error},

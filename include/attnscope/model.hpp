@@ -2,6 +2,5 @@
 #pragma once
 
 #include "attnscope/model/layers.hpp"
-#include "attnscope/model/head_report.hpp"
 #include "attnscope/model/llama.hpp"
 #include "attnscope/model/reference.hpp"

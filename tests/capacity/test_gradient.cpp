@@ -12,6 +12,7 @@
 #include "random_instances.hpp"
 
 using namespace attnscope;
+using namespace attnscope::capacity;
 using namespace capacity_test;
 
 namespace {

@@ -9,6 +9,7 @@
 #include "random_instances.hpp"
 
 using namespace attnscope;
+using namespace attnscope::capacity;
 using namespace capacity_test;
 
 TEST_CASE("top_n orders by weight and breaks ties by the lower index", "[capacity][selection]") {

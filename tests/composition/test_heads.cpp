@@ -6,9 +6,9 @@
 #include "random_rows.hpp"
 #include "support/catch.hpp"
 
-using attnscope::Convention;
+using attnscope::composition::Convention;
 using attnscope::Index;
-using attnscope::Metric;
+using attnscope::composition::Metric;
 using attnscope::Random;
 using attnscope::RowMatrix;
 
@@ -29,7 +29,7 @@ TEST_CASE("flip rate on the toy A/B/C heads: one flip, one tie, one agreement", 
   const std::vector<RowMatrix<double>> heads{row({.90, .05, .03, .02}), row({.88, .02, .03, .07}),
                                              row({.50, .25, .15, .10})};
   for (Metric metric : {Metric::cosine, Metric::jensen_shannon, Metric::aitchison}) {
-    const auto result = attnscope::flip_rate(heads, metric);
+    const auto result = attnscope::composition::flip_rate(heads, metric);
     CHECK(result.units == 3);
     CHECK(result.ties == 1);
     CHECK(result.flips == 1);
@@ -42,7 +42,7 @@ TEST_CASE("entropy verdict flips when a high sink hides a diffuse content", "[co
   const std::vector<RowMatrix<double>> heads{row({.9, .025, .025, .025, .025}), row({.5, .47, .01, .01, .01}),
                                              row({.05, .9, .03, .01, .01})};
   // H keep / drop: X 0.464 / 1.386, Y 0.839 / 0.292, Z 0.442 / 0.256: only the (X, Y) order differs
-  const auto result = attnscope::flip_rate(heads, Metric::entropy);
+  const auto result = attnscope::composition::flip_rate(heads, Metric::entropy);
   CHECK(result.units == 3);  // head pairs
   CHECK(result.ties == 0);
   CHECK(result.flips == 1);
@@ -53,31 +53,31 @@ TEST_CASE("flip rate from matrices: counts, agreement 0, reversal 1, ties, sampl
   const Index heads = 9;
   const auto keep = random_symmetric(random, heads);
   const RowMatrix<double> reversed = (2.0 - keep.array()).matrix();
-  attnscope::FlipOptions options;
-  auto all = attnscope::flip_rate_from_matrices(keep, keep, options);
+  attnscope::composition::FlipOptions options;
+  auto all = attnscope::composition::flip_rate_from_matrices(keep, keep, options);
   CHECK(all.units == heads * (heads - 1) * (heads - 2) / 2);
   CHECK(all.flips == 0);
   CHECK(all.rate() == 0.0);
-  CHECK(attnscope::flip_rate_from_matrices(keep, reversed, options).rate() == 1.0);
-  options.sampler = attnscope::Sampler::pairs_of_pairs;
+  CHECK(attnscope::composition::flip_rate_from_matrices(keep, reversed, options).rate() == 1.0);
+  options.sampler = attnscope::composition::Sampler::pairs_of_pairs;
   const Index pairs = heads * (heads - 1) / 2;
-  CHECK(attnscope::flip_rate_from_matrices(keep, reversed, options).units == pairs * (pairs - 1) / 2);
-  CHECK(attnscope::flip_rate_from_matrices(keep, reversed, options).rate() == 1.0);
+  CHECK(attnscope::composition::flip_rate_from_matrices(keep, reversed, options).units == pairs * (pairs - 1) / 2);
+  CHECK(attnscope::composition::flip_rate_from_matrices(keep, reversed, options).rate() == 1.0);
   // a constant matrix under drop: every unit a tie
   const RowMatrix<double> constant = RowMatrix<double>::Constant(heads, heads, 0.3);
-  const auto ties = attnscope::flip_rate_from_matrices(keep, constant);
+  const auto ties = attnscope::composition::flip_rate_from_matrices(keep, constant);
   CHECK(ties.ties == ties.units);
   CHECK(ties.rate() == 0.0);
   // an independent random drop matrix: sampled estimate close to the exhaustive rate, deterministic per seed
   const auto other = random_symmetric(random, heads);
-  const double exact = attnscope::flip_rate_from_matrices(keep, other).rate();
-  attnscope::FlipOptions sampled;
+  const double exact = attnscope::composition::flip_rate_from_matrices(keep, other).rate();
+  attnscope::composition::FlipOptions sampled;
   sampled.samples = 20000;
   sampled.seed = 5;
-  const auto first = attnscope::flip_rate_from_matrices(keep, other, sampled);
+  const auto first = attnscope::composition::flip_rate_from_matrices(keep, other, sampled);
   CHECK(first.units == 20000);
   CHECK(first.rate() == Approx(exact).margin(0.02));
-  CHECK(attnscope::flip_rate_from_matrices(keep, other, sampled).flips == first.flips);
+  CHECK(attnscope::composition::flip_rate_from_matrices(keep, other, sampled).flips == first.flips);
   CHECK(exact > 0.2);
   CHECK(exact < 0.8);
 }
@@ -94,7 +94,7 @@ TEST_CASE("equal sink masses never flip the entropy verdict (spec section 11 saf
     }
     heads.push_back(head);
   }
-  const auto result = attnscope::flip_rate(heads, Metric::entropy);
+  const auto result = attnscope::composition::flip_rate(heads, Metric::entropy);
   CHECK(result.units == 28);
   CHECK(result.flips == 0);
   // per-row equal but varying sink masses are not enough: the keep mean weights rows by 1 − s_i
@@ -108,7 +108,7 @@ TEST_CASE("equal sink masses never flip the entropy verdict (spec section 11 saf
     }
     varying.push_back(head);
   }
-  CHECK(attnscope::flip_rate(varying, Metric::entropy).units == 28);
+  CHECK(attnscope::composition::flip_rate(varying, Metric::entropy).units == 28);
 }
 
 TEST_CASE("classical MDS recovers the distances of a known planar configuration", "[composition][mds]") {
@@ -119,7 +119,7 @@ TEST_CASE("classical MDS recovers the distances of a known planar configuration"
   RowMatrix<double> distances(n, n);
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j) distances(i, j) = (points.row(i) - points.row(j)).norm();
-  const auto embedding = attnscope::classical_mds(distances, 2);
+  const auto embedding = attnscope::composition::classical_mds(distances, 2);
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j)
       CHECK((embedding.coordinates.row(i) - embedding.coordinates.row(j)).norm() == Approx(distances(i, j)).margin(1e-10));
@@ -130,8 +130,8 @@ TEST_CASE("classical MDS recovers the distances of a known planar configuration"
   const double x[5] = {0, 1, 3, 7, 8};
   for (int i = 0; i < 5; ++i)
     for (int j = 0; j < 5; ++j) line(i, j) = std::abs(x[i] - x[j]);
-  const auto axis = attnscope::classical_mds(line, 1).coordinates;
-  CHECK(std::abs(attnscope::pearson_correlation(axis.col(0), Eigen::Map<const Eigen::VectorXd>(x, 5))) == Approx(1.0).epsilon(1e-12));
+  const auto axis = attnscope::composition::classical_mds(line, 1).coordinates;
+  CHECK(std::abs(attnscope::composition::pearson_correlation(axis.col(0), Eigen::Map<const Eigen::VectorXd>(x, 5))) == Approx(1.0).epsilon(1e-12));
 }
 
 TEST_CASE("average linkage matches the UPGMA merges of a hand-built example", "[composition][clustering]") {
@@ -140,7 +140,7 @@ TEST_CASE("average linkage matches the UPGMA merges of a hand-built example", "[
   const double x[4] = {0, 1, 5, 7};
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) d(i, j) = std::abs(x[i] - x[j]);
-  const auto tree = attnscope::average_linkage(d);
+  const auto tree = attnscope::composition::average_linkage(d);
   REQUIRE(tree.merges.size() == 3);
   CHECK(tree.merges[0].first == 0);
   CHECK(tree.merges[0].second == 1);
@@ -152,15 +152,15 @@ TEST_CASE("average linkage matches the UPGMA merges of a hand-built example", "[
   CHECK(tree.merges[2].second == 5);
   CHECK(tree.merges[2].height == 5.5);
   CHECK(tree.merges[2].size == 4);
-  CHECK(attnscope::cut_dendrogram(tree, 2) == std::vector<int>{0, 0, 1, 1});
-  CHECK(attnscope::cut_dendrogram(tree, 1) == std::vector<int>{0, 0, 0, 0});
-  CHECK(attnscope::cut_dendrogram(tree, 4) == std::vector<int>{0, 1, 2, 3});
+  CHECK(attnscope::composition::cut_dendrogram(tree, 2) == std::vector<int>{0, 0, 1, 1});
+  CHECK(attnscope::composition::cut_dendrogram(tree, 1) == std::vector<int>{0, 0, 0, 0});
+  CHECK(attnscope::composition::cut_dendrogram(tree, 4) == std::vector<int>{0, 1, 2, 3});
   // two well-separated groups, interleaved indices
   RowMatrix<double> groups(6, 6);
   const int group[6] = {0, 1, 0, 1, 1, 0};
   for (int i = 0; i < 6; ++i)
     for (int j = 0; j < 6; ++j) groups(i, j) = i == j ? 0.0 : (group[i] == group[j] ? 1.0 + 0.1 * (i + j) : 10.0);
-  CHECK(attnscope::cut_dendrogram(attnscope::average_linkage(groups), 2) == std::vector<int>{0, 1, 0, 1, 1, 0});
+  CHECK(attnscope::composition::cut_dendrogram(attnscope::composition::average_linkage(groups), 2) == std::vector<int>{0, 1, 0, 1, 1, 0});
 }
 
 TEST_CASE("head distance matrices: the keep structure follows the sink, the drop structure the content", "[composition][clustering]") {
@@ -183,25 +183,25 @@ TEST_CASE("head distance matrices: the keep structure follows the sink, the drop
     sink_mass(h) = s;
     content_label(h) = h % 2;
   }
-  const auto keep = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::clark_js, Convention::keep, causal);
-  const auto drop = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::clark_js, Convention::drop, causal);
-  const Eigen::VectorXd keep_axis = attnscope::classical_mds(keep, 1).coordinates.col(0);
-  const Eigen::VectorXd drop_axis = attnscope::classical_mds(drop, 1).coordinates.col(0);
-  CHECK(std::abs(attnscope::pearson_correlation(keep_axis, sink_mass)) > 0.99);
-  CHECK(std::abs(attnscope::pearson_correlation(drop_axis, content_label)) > 0.99);
-  CHECK(attnscope::cut_dendrogram(attnscope::average_linkage(drop), 2) == std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1});
-  CHECK(attnscope::cut_dendrogram(attnscope::average_linkage(keep), 2) == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
+  const auto keep = attnscope::composition::head_distance_matrix(heads, attnscope::composition::HeadDistance::clark_js, Convention::keep, causal);
+  const auto drop = attnscope::composition::head_distance_matrix(heads, attnscope::composition::HeadDistance::clark_js, Convention::drop, causal);
+  const Eigen::VectorXd keep_axis = attnscope::composition::classical_mds(keep, 1).coordinates.col(0);
+  const Eigen::VectorXd drop_axis = attnscope::composition::classical_mds(drop, 1).coordinates.col(0);
+  CHECK(std::abs(attnscope::composition::pearson_correlation(keep_axis, sink_mass)) > 0.99);
+  CHECK(std::abs(attnscope::composition::pearson_correlation(drop_axis, content_label)) > 0.99);
+  CHECK(attnscope::composition::cut_dendrogram(attnscope::composition::average_linkage(drop), 2) == std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1});
+  CHECK(attnscope::composition::cut_dendrogram(attnscope::composition::average_linkage(keep), 2) == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
   // Aitchison content term is 0 between heads with the same content whatever their sinks; the sink term is a
   // balance against the content's geometric mean, so it is 0 only for equal sinks AND equal content
-  const auto content = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::aitchison_content, Convention::keep, causal);
-  const auto sink = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::sink_term, Convention::keep, causal);
+  const auto content = attnscope::composition::head_distance_matrix(heads, attnscope::composition::HeadDistance::aitchison_content, Convention::keep, causal);
+  const auto sink = attnscope::composition::head_distance_matrix(heads, attnscope::composition::HeadDistance::sink_term, Convention::keep, causal);
   CHECK(content(0, 2) < 1e-12);
   CHECK(content(0, 4) < 1e-12);
   CHECK(content(0, 1) > 0.1);
   CHECK(sink(0, 2) < 1e-12);
   CHECK(sink(0, 1) > 0.1);
   CHECK(sink(0, 4) > 0.1);
-  const auto cosine = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::cosine, Convention::drop, causal);
+  const auto cosine = attnscope::composition::head_distance_matrix(heads, attnscope::composition::HeadDistance::cosine, Convention::drop, causal);
   CHECK(cosine(0, 6) < 1e-12);
   CHECK(cosine(0, 1) > 1e-3);
 }
@@ -212,9 +212,9 @@ TEST_CASE("channel scores and the channel summary", "[composition][scores]") {
   std::vector<RowMatrix<double>> heads;
   for (int h = 0; h < 5; ++h) heads.push_back(attnscope::testing::random_attention(random, 40, 40, causal, 0, 1.0 + h));
   heads.push_back(heads[0]);  // an exact duplicate: fully redundant content
-  const auto scores = attnscope::head_scores(heads, causal);
+  const auto scores = attnscope::composition::head_scores(heads, causal);
   for (int h = 0; h < 6; ++h) {
-    const auto split = attnscope::entropy_split(heads[static_cast<std::size_t>(h)], causal);
+    const auto split = attnscope::composition::entropy_split(heads[static_cast<std::size_t>(h)], causal);
     CHECK(scores.sink_mass(h) == Approx(split.sink_mass.mean()).epsilon(1e-14));
     CHECK(scores.content_entropy(h) == Approx(split.content_entropy.mean()).epsilon(1e-14));
     CHECK(scores.raw_entropy(h) == Approx(split.entropy.mean()).epsilon(1e-14));
@@ -224,25 +224,25 @@ TEST_CASE("channel scores and the channel summary", "[composition][scores]") {
   CHECK(scores.content_redundancy(0) == Approx(1.0).epsilon(1e-15));
   CHECK(scores.content_redundancy(5) == Approx(1.0).epsilon(1e-15));
   CHECK(scores.content_redundancy(1) < 1.0);
-  const auto summary = attnscope::channel_summary(heads[2], causal);
-  const auto split = attnscope::entropy_split(heads[2], causal);
+  const auto summary = attnscope::composition::channel_summary(heads[2], causal);
+  const auto split = attnscope::composition::entropy_split(heads[2], causal);
   CHECK(summary.sink_share_of_entropy == Approx(split.binary.sum() / split.entropy.sum()).epsilon(1e-14));
-  const auto per_row = attnscope::sink_share_of_entropy(heads[2], causal);
+  const auto per_row = attnscope::composition::sink_share_of_entropy(heads[2], causal);
   CHECK((per_row.array() * split.entropy.array() - split.binary.array()).abs().maxCoeff() < 1e-14);
   CHECK(per_row.maxCoeff() <= 1.0);
   CHECK(per_row.minCoeff() >= 0.0);
   // the argmax-mass column: move the sink of a head to column 3
   RowMatrix<double> moved = heads[1].bottomRows(37);
   moved.col(0).swap(moved.col(3));
-  CHECK(attnscope::argmax_mass_sink(heads[1], causal).columns() == std::vector<Index>{0});
-  const auto sink3 = attnscope::argmax_mass_sink(moved);
+  CHECK(attnscope::composition::argmax_mass_sink(heads[1], causal).columns() == std::vector<Index>{0});
+  const auto sink3 = attnscope::composition::argmax_mass_sink(moved);
   CHECK(sink3.columns() == std::vector<Index>{3});
   // only columns visible in every row qualify: under causal visibility that is column 0 (offset 1: columns 0, 1)
   RowMatrix<double> late_sink = heads[1];
   late_sink.col(0).swap(late_sink.col(5));  // column 5 gets the large mass but is masked in early rows
-  late_sink = attnscope::closure(late_sink, causal);
-  CHECK(attnscope::argmax_mass_sink(late_sink, causal).columns().front() < 2);
-  CHECK((attnscope::entropy_split(moved, {}, sink3).sink_mass - heads[1].bottomRows(37).col(0)).cwiseAbs().maxCoeff() < 1e-15);
+  late_sink = attnscope::composition::closure(late_sink, causal);
+  CHECK(attnscope::composition::argmax_mass_sink(late_sink, causal).columns().front() < 2);
+  CHECK((attnscope::composition::entropy_split(moved, {}, sink3).sink_mass - heads[1].bottomRows(37).col(0)).cwiseAbs().maxCoeff() < 1e-15);
 }
 
 TEST_CASE("pair_metric_matrices equals row-by-row pair_metric averages under both conventions", "[composition][flips]") {
@@ -253,15 +253,15 @@ TEST_CASE("pair_metric_matrices equals row-by-row pair_metric averages under bot
     for (Index j = 0; j < cols; ++j) mask(i, j) = j < 2 || j == 2 + i % (cols - 2) || random.uniform() < 0.5;
   for (const attnscope::Visibility& visibility :
        {attnscope::Visibility{attnscope::Causal{2}}, attnscope::Visibility{mask}}) {
-    for (const attnscope::SinkSet& sinks : {attnscope::SinkSet{}, attnscope::SinkSet({0, 1})}) {
+    for (const attnscope::composition::SinkSet& sinks : {attnscope::composition::SinkSet{}, attnscope::composition::SinkSet({0, 1})}) {
       std::vector<RowMatrix<double>> heads;
       for (int h = 0; h < 4; ++h) heads.push_back(attnscope::testing::random_attention(random, rows, cols, visibility));
       for (Metric metric : {Metric::cosine, Metric::jensen_shannon, Metric::aitchison}) {
-        const auto both = attnscope::pair_metric_matrices(heads, metric, visibility, sinks);
+        const auto both = attnscope::composition::pair_metric_matrices(heads, metric, visibility, sinks);
         for (int h = 0; h < 4; ++h)
           for (int g = 0; g < 4; ++g)
             for (Convention convention : {Convention::keep, Convention::drop}) {
-              const double expected = attnscope::pair_metric(metric, heads[static_cast<std::size_t>(h)],
+              const double expected = attnscope::composition::pair_metric(metric, heads[static_cast<std::size_t>(h)],
                                                              heads[static_cast<std::size_t>(g)], convention, visibility, sinks)
                                           .mean();
               const double actual = convention == Convention::keep ? both.keep(h, g) : both.drop(h, g);
@@ -278,17 +278,17 @@ TEST_CASE("head distance matrices equal their definitions computed row by row", 
   const attnscope::Visibility causal{attnscope::Causal{2}};
   std::vector<RowMatrix<double>> heads;
   for (int h = 0; h < 3; ++h) heads.push_back(attnscope::testing::random_attention(random, rows, cols, causal));
-  const auto keep = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::clark_js, Convention::keep, causal);
-  const auto drop = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::clark_js, Convention::drop, causal);
-  const auto content = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::aitchison_content, Convention::keep, causal);
-  const auto sink = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::sink_term, Convention::keep, causal);
-  const auto cosine = attnscope::head_distance_matrix(heads, attnscope::HeadDistance::cosine, Convention::keep, causal);
+  const auto keep = attnscope::composition::head_distance_matrix(heads, attnscope::composition::HeadDistance::clark_js, Convention::keep, causal);
+  const auto drop = attnscope::composition::head_distance_matrix(heads, attnscope::composition::HeadDistance::clark_js, Convention::drop, causal);
+  const auto content = attnscope::composition::head_distance_matrix(heads, attnscope::composition::HeadDistance::aitchison_content, Convention::keep, causal);
+  const auto sink = attnscope::composition::head_distance_matrix(heads, attnscope::composition::HeadDistance::sink_term, Convention::keep, causal);
+  const auto cosine = attnscope::composition::head_distance_matrix(heads, attnscope::composition::HeadDistance::cosine, Convention::keep, causal);
   for (int h = 0; h < 3; ++h)
     for (int g = 0; g < 3; ++g) {
       const auto& a = heads[static_cast<std::size_t>(h)];
       const auto& b = heads[static_cast<std::size_t>(g)];
       // Clark smoothing 0.999·p + 0.001/T on the visible keys (keep) or on the content keys (drop)
-      RowMatrix<double> sa = a, sb = b, ca = attnscope::split_sink(a, causal).content, cb = attnscope::split_sink(b, causal).content;
+      RowMatrix<double> sa = a, sb = b, ca = attnscope::composition::split_sink(a, causal).content, cb = attnscope::composition::split_sink(b, causal).content;
       for (Index i = 0; i < rows; ++i) {
         const Index n = causal.visible_count(i, cols);
         sa.row(i).head(n) = 0.999 * a.row(i).head(n).array() + 0.001 / static_cast<double>(n);
@@ -298,11 +298,11 @@ TEST_CASE("head distance matrices equal their definitions computed row by row", 
       }
       attnscope::Mask content_mask = causal.to_mask(rows, cols);
       content_mask.col(0).setConstant(false);
-      CHECK(keep(h, g) == Approx(attnscope::jensen_shannon(sa, sb, causal).mean()).margin(1e-14));
-      CHECK(drop(h, g) == Approx(attnscope::jensen_shannon(ca, cb, attnscope::Visibility{content_mask}).mean()).margin(1e-14));
-      const auto split = attnscope::aitchison_split(a, b, causal);
+      CHECK(keep(h, g) == Approx(attnscope::composition::jensen_shannon(sa, sb, causal).mean()).margin(1e-14));
+      CHECK(drop(h, g) == Approx(attnscope::composition::jensen_shannon(ca, cb, attnscope::Visibility{content_mask}).mean()).margin(1e-14));
+      const auto split = attnscope::composition::aitchison_split(a, b, causal);
       CHECK(content(h, g) == Approx(split.content_term.cwiseSqrt().mean()).margin(1e-12));
       CHECK(sink(h, g) == Approx(split.sink_term.cwiseSqrt().mean()).margin(1e-12));
-      CHECK(cosine(h, g) == Approx(1 - attnscope::cosine(a, b, causal).mean()).margin(1e-14));
+      CHECK(cosine(h, g) == Approx(1 - attnscope::composition::cosine(a, b, causal).mean()).margin(1e-14));
     }
 }

@@ -10,11 +10,11 @@
 #include "support/catch.hpp"
 
 using attnscope::Index;
-using attnscope::RoundingFormat;
+using attnscope::logits::RoundingFormat;
 using attnscope::RowMatrix;
 
 TEST_CASE("bf16 rounding is round-to-nearest-even on the top 16 bits of float32", "[logits][precision]") {
-  using attnscope::round_to_format;
+  using attnscope::logits::round_to_format;
   const auto bf16 = RoundingFormat::bfloat16;
   CHECK(round_to_format(1.0f, bf16) == 1.0f);
   CHECK(round_to_format(3.0f, bf16) == 3.0f);
@@ -38,14 +38,14 @@ TEST_CASE("bf16 rounding error grows with |S| and stays below half an ulp", "[lo
     RowMatrix<float> s(50, 50);
     for (Index i = 0; i < 50; ++i)
       for (Index j = 0; j < 50; ++j) s(i, j) = static_cast<float>(std::ldexp(1.0 + random.uniform(), exponent));
-    const auto error = attnscope::rounding_error(s, RoundingFormat::bfloat16);
+    const auto error = attnscope::logits::rounding_error(s, RoundingFormat::bfloat16);
     const double half_ulp = std::ldexp(1.0, exponent - 8);
     CHECK(error.max_absolute <= half_ulp);
     CHECK(error.max_absolute > 0.9 * half_ulp);
     CHECK(error.max_absolute > previous);
     CHECK(error.max_relative <= 0x1p-8);
     CHECK(error.overflow_count == 0);
-    CHECK((attnscope::round_to_bf16(s) - s).cwiseAbs().maxCoeff() == static_cast<float>(error.max_absolute));
+    CHECK((attnscope::logits::round_to_bf16(s) - s).cwiseAbs().maxCoeff() == static_cast<float>(error.max_absolute));
     previous = error.max_absolute;
   }
 }
@@ -53,23 +53,23 @@ TEST_CASE("bf16 rounding error grows with |S| and stays below half an ulp", "[lo
 TEST_CASE("fp16 overflow counters", "[logits][precision]") {
   RowMatrix<double> s(2, 3);
   s << 1, -70000, 65504, 1e6, 3, std::numeric_limits<double>::infinity();
-  CHECK(attnscope::fp16_overflow_count(s) == 2);
+  CHECK(attnscope::logits::fp16_overflow_count(s) == 2);
   s(1, 2) = 0;
-  const auto error = attnscope::rounding_error(s, RoundingFormat::float16);
+  const auto error = attnscope::logits::rounding_error(s, RoundingFormat::float16);
   CHECK(error.overflow_count == 2);
-  CHECK(std::isinf(attnscope::round_to_fp16(s)(0, 1)));
+  CHECK(std::isinf(attnscope::logits::round_to_fp16(s)(0, 1)));
   s(1, 2) = std::nan("");
-  CHECK_THROWS_WITH(attnscope::rounding_error(s, RoundingFormat::float16), Catch::Contains("rounding_error"));
+  CHECK_THROWS_WITH(attnscope::logits::rounding_error(s, RoundingFormat::float16), Catch::Contains("rounding_error"));
 }
 
 TEST_CASE("a bf16-emulated fit rounds the logits and logs the rounding error", "[logits][precision][fit]") {
-  const RowMatrix<float> target = attnscope::causal_band_target(48, 4).cast<float>();
-  attnscope::FitOptions options;
+  const RowMatrix<float> target = attnscope::logits::causal_band_target(48, 4).cast<float>();
+  attnscope::logits::FitOptions options;
   options.steps = 150;
-  const auto exact = attnscope::fit_qk(target, attnscope::causal, options);
+  const auto exact = attnscope::logits::fit_qk(target, attnscope::causal, options);
   options.precision.format = RoundingFormat::bfloat16;
-  options.precision.applies_to = attnscope::RoundingTarget::both;
-  const auto rounded = attnscope::fit_qk(target, attnscope::causal, options);
+  options.precision.applies_to = attnscope::logits::RoundingTarget::both;
+  const auto rounded = attnscope::logits::fit_qk(target, attnscope::causal, options);
   CHECK(exact.final_step().logit_rounding_error == 0);
   for (const auto& step : rounded.log) {
     CHECK(step.logit_rounding_error > 0);
@@ -78,15 +78,15 @@ TEST_CASE("a bf16-emulated fit rounds the logits and logs the rounding error", "
   for (Index i = 0; i < 48; ++i)
     for (Index j = 0; j <= i; ++j) {
       const float s = rounded.logits[0](i, j), a = rounded.attention[0](i, j);
-      CHECK(attnscope::round_to_format(s, RoundingFormat::bfloat16) == s);
-      CHECK(attnscope::round_to_format(a, RoundingFormat::bfloat16) == a);
+      CHECK(attnscope::logits::round_to_format(s, RoundingFormat::bfloat16) == s);
+      CHECK(attnscope::logits::round_to_format(a, RoundingFormat::bfloat16) == a);
     }
   CHECK(rounded.final_step().loss != exact.final_step().loss);
   CHECK(rounded.final_step().fp16_overflow_count == 0);
 }
 
 TEST_CASE("max-logit tracker keeps per-head maxima over observations", "[logits][monitors]") {
-  attnscope::MaxLogitTracker tracker(2);
+  attnscope::logits::MaxLogitTracker tracker(2);
   RowMatrix<double> s(3, 3);
   s << 1, -std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),  //
       -4, 2, -std::numeric_limits<double>::infinity(),                                          //
@@ -105,7 +105,7 @@ TEST_CASE("max-logit tracker keeps per-head maxima over observations", "[logits]
   tracker.reset();
   CHECK_THROWS_WITH(tracker.max_logit(0), Catch::Contains("not been observed"));
   CHECK_THROWS_WITH(tracker.observe(2, s), Catch::Contains("head 2"));
-  CHECK_THROWS_AS(attnscope::MaxLogitTracker(0), attnscope::invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::MaxLogitTracker(0), attnscope::invalid_argument);
   CHECK_THROWS_AS(tracker.observe(0, s), attnscope::invalid_argument);  // -inf visible without a mask
 }
 
@@ -114,18 +114,18 @@ TEST_CASE("attention entropy: log m for uniform rows, 0 for one-hot rows", "[log
   a.row(0).setConstant(0.25);
   a(1, 2) = 1;
   a(2, 0) = 0.5, a(2, 1) = 0.5;
-  const auto h = attnscope::attention_entropy(a);
+  const auto h = attnscope::logits::attention_entropy(a);
   CHECK(h(0) == Approx(std::log(4.0)));
   CHECK(h(1) == 0.0);
   CHECK(h(2) == Approx(std::log(2.0)));
   a(1, 3) = -0.1;
-  CHECK_THROWS_WITH(attnscope::attention_entropy(a), Catch::Contains("attention_entropy") && Catch::Contains("row 1"));
+  CHECK_THROWS_WITH(attnscope::logits::attention_entropy(a), Catch::Contains("attention_entropy") && Catch::Contains("row 1"));
 }
 
 TEST_CASE("loss-spike detectors flag jumps and non-finite losses, not smooth noisy decay", "[logits][monitors]") {
   attnscope::Random random(2);
-  attnscope::RollingMedianSpikeDetector median;
-  attnscope::EmaSpikeDetector ema;
+  attnscope::logits::RollingMedianSpikeDetector median;
+  attnscope::logits::EmaSpikeDetector ema;
   for (Index t = 0; t < 400; ++t) {
     double loss = 3.0 * std::exp(-static_cast<double>(t) / 200) + 0.01 * random.normal();
     if (t == 300) loss += 1.0;
@@ -135,8 +135,8 @@ TEST_CASE("loss-spike detectors flag jumps and non-finite losses, not smooth noi
   }
   CHECK(median.spikes() == std::vector<Index>{300, 350});
   CHECK(ema.spikes() == std::vector<Index>{300, 350});
-  CHECK_THROWS_AS(attnscope::RollingMedianSpikeDetector(0), attnscope::invalid_argument);
-  CHECK_THROWS_AS(attnscope::RollingMedianSpikeDetector(10, -1.0), attnscope::invalid_argument);
-  CHECK_THROWS_AS(attnscope::EmaSpikeDetector(1.0), attnscope::invalid_argument);
-  CHECK_THROWS_AS(attnscope::EmaSpikeDetector(0.9, 0.0), attnscope::invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::RollingMedianSpikeDetector(0), attnscope::invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::RollingMedianSpikeDetector(10, -1.0), attnscope::invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::EmaSpikeDetector(1.0), attnscope::invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::EmaSpikeDetector(0.9, 0.0), attnscope::invalid_argument);
 }

@@ -12,7 +12,7 @@ using attnscope::Mask;
 TEST_CASE("causal band target: uniform over the w keys i-w < j <= i, rows sum to 1", "[logits][targets]") {
   for (Index n : {1, 5, 33})
     for (Index w : {1, 2, 4, 40}) {
-      const auto p = attnscope::causal_band_target(n, w);
+      const auto p = attnscope::logits::causal_band_target(n, w);
       for (Index i = 0; i < n; ++i) {
         const Index width = std::min(w, i + 1);
         CHECK(p.row(i).sum() == Approx(1.0).epsilon(1e-14));
@@ -26,8 +26,8 @@ TEST_CASE("causal band target: uniform over the w keys i-w < j <= i, rows sum to
 
 TEST_CASE("floored causal band target: (1-eps) P + eps/(i+1) on j <= i, zero in the future", "[logits][targets]") {
   const double eps = 1e-3;
-  const auto p = attnscope::causal_band_target(20, 3, eps);
-  const auto hard = attnscope::causal_band_target(20, 3);
+  const auto p = attnscope::logits::causal_band_target(20, 3, eps);
+  const auto hard = attnscope::logits::causal_band_target(20, 3);
   for (Index i = 0; i < 20; ++i) {
     CHECK(p.row(i).sum() == Approx(1.0).epsilon(1e-14));
     for (Index j = 0; j < 20; ++j) {
@@ -36,8 +36,8 @@ TEST_CASE("floored causal band target: (1-eps) P + eps/(i+1) on j <= i, zero in 
     }
   }
   // floored_target with a mask: the floor is spread over the visible keys only
-  const Mask window = attnscope::sliding_window_mask(20, 5);
-  const auto floored = attnscope::floored_target(hard, 0.1, window);
+  const Mask window = attnscope::logits::sliding_window_mask(20, 5);
+  const auto floored = attnscope::logits::floored_target(hard, 0.1, window);
   for (Index i = 0; i < 20; ++i) {
     CHECK(floored.row(i).sum() == Approx(1.0).epsilon(1e-14));
     for (Index j = 0; j < 20; ++j)
@@ -46,7 +46,7 @@ TEST_CASE("floored causal band target: (1-eps) P + eps/(i+1) on j <= i, zero in 
 }
 
 TEST_CASE("bidirectional band target: uniform over |i-j| <= k", "[logits][targets]") {
-  const auto p = attnscope::bidirectional_band_target(15, 2);
+  const auto p = attnscope::logits::bidirectional_band_target(15, 2);
   for (Index i = 0; i < 15; ++i) {
     CHECK(p.row(i).sum() == Approx(1.0).epsilon(1e-14));
     const double count = static_cast<double>(std::min<Index>(i + 2, 14) - std::max<Index>(i - 2, 0) + 1);
@@ -56,21 +56,21 @@ TEST_CASE("bidirectional band target: uniform over |i-j| <= k", "[logits][target
 
 TEST_CASE("kept key columns: round(n keep) columns, column 0 always, deterministic per seed", "[logits][masks]") {
   for (std::uint64_t seed : {0u, 1u, 7u}) {
-    const auto keep = attnscope::kept_key_columns(100, 0.1, seed);
+    const auto keep = attnscope::logits::kept_key_columns(100, 0.1, seed);
     CHECK(std::count(keep.begin(), keep.end(), true) == 10);
     CHECK(keep[0]);
-    CHECK(keep == attnscope::kept_key_columns(100, 0.1, seed));
+    CHECK(keep == attnscope::logits::kept_key_columns(100, 0.1, seed));
   }
-  CHECK(attnscope::kept_key_columns(100, 0.1, 1) != attnscope::kept_key_columns(100, 0.1, 2));
-  const auto one = attnscope::kept_key_columns(10, 0.0, 3);
+  CHECK(attnscope::logits::kept_key_columns(100, 0.1, 1) != attnscope::logits::kept_key_columns(100, 0.1, 2));
+  const auto one = attnscope::logits::kept_key_columns(10, 0.0, 3);
   CHECK(std::count(one.begin(), one.end(), true) == 1);
   CHECK(one[0]);
 }
 
 TEST_CASE("column drop mask is causal, drops whole columns and never leaves a row empty", "[logits][masks]") {
   const Index n = 64;
-  const Mask mask = attnscope::column_drop_mask(n, 0.9, 5);
-  const auto keep = attnscope::kept_key_columns(n, 0.1, 5);
+  const Mask mask = attnscope::logits::column_drop_mask(n, 0.9, 5);
+  const auto keep = attnscope::logits::kept_key_columns(n, 0.1, 5);
   for (Index i = 0; i < n; ++i) {
     CHECK(mask.row(i).count() >= 1);
     for (Index j = 0; j < n; ++j) CHECK(mask(i, j) == (j <= i && keep[static_cast<std::size_t>(j)]));
@@ -80,8 +80,8 @@ TEST_CASE("column drop mask is causal, drops whole columns and never leaves a ro
 TEST_CASE("column-sparse target: uniform over the w nearest kept keys, inside the column drop mask",
           "[logits][targets]") {
   const Index n = 80, w = 4;
-  const auto p = attnscope::column_sparse_target(n, w, 0.1, 11);
-  const Mask mask = attnscope::column_drop_mask(n, 0.9, 11);
+  const auto p = attnscope::logits::column_sparse_target(n, w, 0.1, 11);
+  const Mask mask = attnscope::logits::column_drop_mask(n, 0.9, 11);
   for (Index i = 0; i < n; ++i) {
     CHECK(p.row(i).sum() == Approx(1.0).epsilon(1e-14));
     Index visible = 0, support = 0;
@@ -97,43 +97,43 @@ TEST_CASE("column-sparse target: uniform over the w nearest kept keys, inside th
     CHECK(support == std::min(w, visible));
   }
   // keep = 1 gives back the dense causal band
-  CHECK(attnscope::column_sparse_target(30, 3, 1.0, 0) == attnscope::causal_band_target(30, 3));
+  CHECK(attnscope::logits::column_sparse_target(30, 3, 1.0, 0) == attnscope::logits::causal_band_target(30, 3));
 }
 
 TEST_CASE("sliding window mask has flash-attention semantics: keys i-span .. i", "[logits][masks]") {
-  const Mask mask = attnscope::sliding_window_mask(12, 3);
+  const Mask mask = attnscope::logits::sliding_window_mask(12, 3);
   for (Index i = 0; i < 12; ++i) {
     CHECK(mask.row(i).count() == std::min<Index>(i + 1, 4));
     for (Index j = 0; j < 12; ++j) CHECK(mask(i, j) == (j <= i && j >= i - 3));
   }
-  const Mask self_only = attnscope::sliding_window_mask(9, 0);
+  const Mask self_only = attnscope::logits::sliding_window_mask(9, 0);
   for (Index i = 0; i < 9; ++i)
     for (Index j = 0; j < 9; ++j) CHECK(self_only(i, j) == (i == j));
-  CHECK((attnscope::sliding_window_mask(9, 8) == attnscope::causal_mask(9)).all());
+  CHECK((attnscope::logits::sliding_window_mask(9, 8) == attnscope::logits::causal_mask(9)).all());
 }
 
 TEST_CASE("head layout: full causal heads first, then window heads", "[logits][masks]") {
-  const auto layout = attnscope::head_layout(4, 1, 10, 2);
+  const auto layout = attnscope::logits::head_layout(4, 1, 10, 2);
   REQUIRE(layout.size() == 4);
-  CHECK((layout[0] == attnscope::causal_mask(10)).all());
-  for (int h = 1; h < 4; ++h) CHECK((layout[static_cast<std::size_t>(h)] == attnscope::sliding_window_mask(10, 2)).all());
+  CHECK((layout[0] == attnscope::logits::causal_mask(10)).all());
+  for (int h = 1; h < 4; ++h) CHECK((layout[static_cast<std::size_t>(h)] == attnscope::logits::sliding_window_mask(10, 2)).all());
 }
 
 TEST_CASE("targets and masks reject bad parameters", "[logits][targets][errors]") {
   using attnscope::invalid_argument;
-  CHECK_THROWS_AS(attnscope::causal_band_target(0, 2), invalid_argument);
-  CHECK_THROWS_WITH(attnscope::causal_band_target(8, 0), Catch::Contains("causal_band_target") && Catch::Contains("0"));
-  CHECK_THROWS_AS(attnscope::causal_band_target(8, 2, 1.5), invalid_argument);
-  CHECK_THROWS_AS(attnscope::causal_band_target(8, 2, std::nan("")), invalid_argument);
-  CHECK_THROWS_AS(attnscope::bidirectional_band_target(8, -1), invalid_argument);
-  CHECK_THROWS_AS(attnscope::column_sparse_target(8, 2, 0.0, 0), invalid_argument);
-  CHECK_THROWS_AS(attnscope::column_sparse_target(8, 2, 1.1, 0), invalid_argument);
-  CHECK_THROWS_WITH(attnscope::column_drop_mask(8, 1.0, 0), Catch::Contains("column_drop_mask") && Catch::Contains("sparsity"));
-  CHECK_THROWS_AS(attnscope::sliding_window_mask(8, -1), invalid_argument);
-  CHECK_THROWS_AS(attnscope::head_layout(4, 5, 8, 2), invalid_argument);
-  CHECK_THROWS_AS(attnscope::head_layout(0, 0, 8, 2), invalid_argument);
-  CHECK_THROWS_AS(attnscope::band_indicator(8, 0), invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::causal_band_target(0, 2), invalid_argument);
+  CHECK_THROWS_WITH(attnscope::logits::causal_band_target(8, 0), Catch::Contains("causal_band_target") && Catch::Contains("0"));
+  CHECK_THROWS_AS(attnscope::logits::causal_band_target(8, 2, 1.5), invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::causal_band_target(8, 2, std::nan("")), invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::bidirectional_band_target(8, -1), invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::column_sparse_target(8, 2, 0.0, 0), invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::column_sparse_target(8, 2, 1.1, 0), invalid_argument);
+  CHECK_THROWS_WITH(attnscope::logits::column_drop_mask(8, 1.0, 0), Catch::Contains("column_drop_mask") && Catch::Contains("sparsity"));
+  CHECK_THROWS_AS(attnscope::logits::sliding_window_mask(8, -1), invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::head_layout(4, 5, 8, 2), invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::head_layout(0, 0, 8, 2), invalid_argument);
+  CHECK_THROWS_AS(attnscope::logits::band_indicator(8, 0), invalid_argument);
   Eigen::MatrixXd p = Eigen::MatrixXd::Constant(3, 3, 1.0 / 3);
   p(1, 1) = std::nan("");
-  CHECK_THROWS_WITH(attnscope::floored_target(p, 0.1), Catch::Contains("floored_target") && Catch::Contains("row 1"));
+  CHECK_THROWS_WITH(attnscope::logits::floored_target(p, 0.1), Catch::Contains("floored_target") && Catch::Contains("row 1"));
 }

@@ -16,6 +16,7 @@
 
 #include "attnscope/core/random.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/analysis.hpp"
 #include "attnscope/model.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "support/catch.hpp"
@@ -177,16 +178,16 @@ TEST_CASE("capture → report round trip: the table equals the library's head re
   attnscope::model::ForwardOptions options;
   options.capture = attnscope::model::CaptureOptions::attention_only();
   options.capture.v = true;
-  const auto expected = attnscope::model::compute_head_report(
-      attnscope::model::head_inputs(llama().forward(llama().generate_greedy({1}, 40), options)),
-      attnscope::model::default_report_columns());
+  const auto expected = attnscope::analysis::compute_head_report(
+      attnscope::analysis::head_inputs(llama().forward(llama().generate_greedy({1}, 40), options)),
+      attnscope::analysis::default_report_columns());
   const auto written = nlohmann::json::parse(slurp(json));
   REQUIRE(written["heads"].size() == 40);
   CHECK(written["columns"].get<std::vector<std::string>>() == expected.columns);
   for (std::size_t i = 0; i < 40; ++i)
     for (std::size_t c = 0; c < expected.columns.size(); ++c)
       CHECK(written["heads"][i][expected.columns[c]].get<double>() == Approx(expected.rows[i].values[c]).epsilon(1e-12));
-  CHECK(slurp(csv) == attnscope::model::head_report_csv(expected));
+  CHECK(slurp(csv) == attnscope::analysis::head_report_csv(expected));
 
   const std::string csv2 = path_in_work_dir("round2.csv");
   REQUIRE(attnscope_command("report " + safetensors + " --basic --csv " + csv2).exit_code == 0);

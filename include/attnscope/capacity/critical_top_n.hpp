@@ -10,7 +10,11 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 
-namespace attnscope {
+namespace attnscope::capacity {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Result of critical_top_n.
 struct CriticalTopN {
@@ -81,4 +85,4 @@ inline double critical_n_slope(const std::vector<double>& lengths, const std::ve
   return numerator / denominator;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::capacity

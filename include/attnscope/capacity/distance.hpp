@@ -16,7 +16,11 @@
 #include "attnscope/core/random.hpp"
 #include "attnscope/core/types.hpp"
 
-namespace attnscope {
+namespace attnscope::capacity {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// The two readings of Eq. 7 (the paper's display formula was lost; normalization-limits §1).
 enum class DistanceReading {
@@ -229,4 +233,4 @@ double distance_upper_bound(const Eigen::MatrixBase<DerivedWeights>& weights,
                                                     detail::largest_cross_distance(tokens.embeddings, selected, rest));
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::capacity

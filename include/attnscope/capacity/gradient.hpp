@@ -20,7 +20,11 @@
 #include "attnscope/normalize/softmax.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
 
-namespace attnscope {
+namespace attnscope::capacity {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Lemma 2 bounds on ‖∇_l α‖₂ for α_i = F(l_i)/S, S = Σ_j F(l_j) ([derived]; the paper's displays are not published).
 struct Lemma2Bound {
@@ -190,4 +194,4 @@ ExactJacobianNorm exact_jacobian_norm(const std::vector<Matrix>& head_logits, do
   return result;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::capacity

@@ -22,7 +22,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::capacity {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// What to do with a query row that has n <= N visible keys (normalization-limits §3.1, [derived]).
 enum class ShortRows {
@@ -356,4 +360,4 @@ CriticalTopN critical_top_n_for_head(const Eigen::MatrixBase<DerivedAttention>& 
   return critical_top_n(grid, true_samples, expected_samples, level);
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::capacity

@@ -15,7 +15,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::capacity {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Options of head_capacity().
 struct HeadCapacityOptions {
@@ -61,4 +65,4 @@ HeadCapacity head_capacity(const Eigen::MatrixBase<DerivedAttention>& attention,
   return result;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::capacity

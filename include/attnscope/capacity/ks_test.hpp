@@ -13,7 +13,11 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 
-namespace attnscope {
+namespace attnscope::capacity {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// How the KS p-value is computed.
 enum class KsMethod {
@@ -143,4 +147,4 @@ inline KsResult ks_2samp(const std::vector<double>& a, const std::vector<double>
   return result;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::capacity

@@ -14,7 +14,11 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 
-namespace attnscope {
+namespace attnscope::capacity {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 namespace detail {
 
 /// Copies a row or column vector of weights into a double vector; throws unless it is a non-empty vector of finite,
@@ -119,4 +123,4 @@ Vector<double> context_vector(const Eigen::MatrixBase<DerivedWeights>& weights,
   return detail::context_vector_unchecked(w, x, selected);
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::capacity

@@ -15,7 +15,11 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 
-namespace attnscope {
+namespace attnscope::capacity {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Boundary of the ball B_r(s) when r is the distance of the nearest non-selected token ([not published]).
 enum class Boundary {
@@ -220,4 +224,4 @@ inline double multihead_coverage(double separability_fraction, Index heads) {
   return 1 - std::pow(1 - separability_fraction, static_cast<double>(heads));
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::capacity

@@ -11,7 +11,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::capacity {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Lower and upper constants of Lemma 1: C1/L <= α_i <= C2/L.
 struct WeightConstants {
@@ -89,4 +93,4 @@ WeightSummary weight_summary(const Eigen::MatrixBase<Derived>& weights, const Vi
   return summary;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::capacity

@@ -16,7 +16,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::composition {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Order of averaging when attributing an entropy change over many rows (§2; the paper's order is not published).
 enum class AttributionOrder {
@@ -128,4 +132,4 @@ EntropyAttribution entropy_attribution(const Eigen::MatrixBase<DerivedBefore>& b
   return out;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::composition

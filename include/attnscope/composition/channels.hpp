@@ -17,7 +17,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::composition {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Sink mass and content composition of every row.
 template <class Scalar>
@@ -450,4 +454,4 @@ CosineConventions<detail::ScalarOf<DerivedA>> cosine_conventions(const Eigen::Ma
   return out;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::composition

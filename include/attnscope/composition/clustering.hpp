@@ -20,7 +20,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::composition {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Head-to-head distance used for clustering.
 enum class HeadDistance {
@@ -259,4 +263,4 @@ double pearson_correlation(const Eigen::MatrixBase<DerivedX>& x, const Eigen::Ma
   return (da * db).sum() / norm;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::composition

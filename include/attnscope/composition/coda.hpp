@@ -18,7 +18,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::composition {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Sign convention of the default (Helmert / Gram–Schmidt) ilr basis.
 /// scikit_bio: ilr_j = √(i/(i+1))·ln(g(x_1..x_i)/x_{i+1}), i = j+1 (skbio `_gram_schmidt_basis`; coda.base `ilr_basis`).
@@ -542,4 +546,4 @@ RowMatrix<detail::ScalarOf<Derived>> multiplicative_replacement(const Eigen::Mat
   });
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::composition

@@ -17,11 +17,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::composition {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
 
-/// Read-only view of a row-major matrix without copying row-major inputs (other layouts are copied once).
-template <class Scalar>
-using RowMatrixView = Eigen::Ref<const RowMatrix<Scalar>>;
 
 /// Set of key columns treated as the sink (compositional-attention.md §1: default {0}, any fixed index set S).
 class SinkSet {
@@ -138,13 +138,6 @@ void validate_distributions(const char* function, const RowMatrixView<Scalar>& x
   }
 }
 
-/// Throws unless both matrices have the same shape.
-template <class A, class B>
-void require_same_shape(const char* function, const char* what, const Eigen::DenseBase<A>& a,
-                        const Eigen::DenseBase<B>& b) {
-  require_same_shape(function, what, a.rows(), a.cols(), b.rows(), b.cols());
-}
-
 /// One row split into its sink parts and content parts (visible keys only, column order).
 template <class Scalar>
 struct SplitRow {
@@ -204,4 +197,4 @@ Scalar sum_of(const std::vector<Scalar>& parts) {
 }
 
 }  // namespace detail
-}  // namespace attnscope
+}  // namespace attnscope::composition

@@ -18,7 +18,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::composition {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// One head's channel summary over its rows.
 struct ChannelSummary {
@@ -89,4 +93,4 @@ HeadScores head_scores(const std::vector<RowMatrix<Scalar>>& heads, const Visibi
   return out;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::composition

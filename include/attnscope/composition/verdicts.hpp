@@ -17,7 +17,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::composition {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// keep: the metric on the full row a; drop: on the content composition c (sink deleted, renormalised) (§1).
 enum class Convention { keep, drop };
@@ -440,4 +444,4 @@ FlipResult flip_rate(const std::vector<RowMatrix<Scalar>>& heads, Metric metric,
   return flip_rate_from_matrices(both.keep, both.drop, options);
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::composition

@@ -43,4 +43,11 @@ inline void require_same_shape(const char* function, const char* what, Index row
                            cols_b);
 }
 
+/// Throws unless both matrices have the same shape (the overload above, on two matrices).
+template <class A, class B>
+void require_same_shape(const char* function, const char* what, const Eigen::DenseBase<A>& a,
+                        const Eigen::DenseBase<B>& b) {
+  require_same_shape(function, what, a.rows(), a.cols(), b.rows(), b.cols());
+}
+
 }  // namespace attnscope::detail

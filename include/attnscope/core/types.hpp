@@ -15,6 +15,11 @@ using RowMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 template <class Scalar>
 using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
+/// Read-only row-major view of any dense expression: no copy when the input is already row-major with unit inner
+/// stride (any outer stride); other layouts and expressions are evaluated once into a temporary.
+template <class Scalar>
+using RowMatrixView = Eigen::Ref<const RowMatrix<Scalar>, 0, Eigen::OuterStride<>>;
+
 /// Visibility mask: true = key visible to the query of that row.
 using Mask = Eigen::Array<bool, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 

@@ -14,7 +14,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::logits {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 namespace detail {
 
 /// Visible keys of every row in compressed-row form: columns[row_start[i] .. row_start[i+1]) ascending.
@@ -144,4 +148,4 @@ RowMatrix<typename AttentionDerived::Scalar> attention_backward(const Eigen::Mat
   return logit_gradient;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::logits

@@ -15,7 +15,11 @@
 #include "attnscope/logits/masks.hpp"
 #include "attnscope/logits/targets.hpp"
 
-namespace attnscope {
+namespace attnscope::logits {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// ‖B‖_F² of the causal band indicator (w ones per full row): n·w − w(w−1)/2 with w clamped to n (F4).
 inline double band_frobenius_norm_squared(Index n, Index w) {
@@ -123,4 +127,4 @@ std::vector<LogitGapRow> logit_gap_rows(const Eigen::MatrixBase<LogitsDerived>& 
   return rows;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::logits

@@ -20,7 +20,11 @@
 #include "attnscope/logits/attention.hpp"
 #include "attnscope/logits/precision.hpp"
 
-namespace attnscope {
+namespace attnscope::logits {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Loss of the fit, row-averaged over the n query rows (logit-explosion.md §2).
 enum class FitLoss {
@@ -502,4 +506,4 @@ FitObjective<typename Derived::Scalar> fit_objective(const Eigen::MatrixBase<Der
   return fitter.objective();
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::logits

@@ -11,7 +11,11 @@
 #include "attnscope/core/random.hpp"
 #include "attnscope/core/types.hpp"
 
-namespace attnscope {
+namespace attnscope::logits {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 namespace detail {
 
 /// Throws unless a sequence length is ≥ 1.
@@ -92,4 +96,4 @@ inline std::vector<Mask> head_layout(Index heads, Index full_heads, Index n, Ind
   return layout;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::logits

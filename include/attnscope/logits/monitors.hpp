@@ -15,7 +15,11 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 
-namespace attnscope {
+namespace attnscope::logits {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Signed and absolute maximum of the visible entries of a scaled-score matrix S = QKᵀ/√d_h.
 struct LogitExtremes {
@@ -218,4 +222,4 @@ class EmaSpikeDetector {
   std::vector<Index> spikes_;
 };
 
-}  // namespace attnscope
+}  // namespace attnscope::logits

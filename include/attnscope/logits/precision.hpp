@@ -12,7 +12,11 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 
-namespace attnscope {
+namespace attnscope::logits {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Reduced floating-point format to emulate.
 enum class RoundingFormat { none, bfloat16, float16 };
@@ -84,4 +88,4 @@ RoundingError rounding_error(const Eigen::MatrixBase<Derived>& matrix, RoundingF
   return error;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::logits

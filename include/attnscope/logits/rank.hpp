@@ -12,7 +12,11 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 
-namespace attnscope {
+namespace attnscope::logits {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 
 /// Singular values σ_1 ≥ σ_2 ≥ … of M (min(rows, cols) of them), computed in double with Eigen's divide-and-conquer
 /// SVD (Jacobi sweeps below 16 columns). O(rows·cols·min(rows, cols)).
@@ -123,4 +127,4 @@ double causal_stable_rank(const Eigen::MatrixBase<Derived>& scores) {
   return stable_rank_from_singular_values(sigma);
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::logits

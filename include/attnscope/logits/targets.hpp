@@ -13,7 +13,11 @@
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/logits/masks.hpp"
 
-namespace attnscope {
+namespace attnscope::logits {
+namespace detail {
+using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
+}  // namespace detail
+
 namespace detail {
 
 /// Throws unless a band width is ≥ 1.
@@ -112,4 +116,4 @@ inline RowMatrix<double> symmetric_band_indicator(Index n, Index k) {
   return band;
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::logits

@@ -68,10 +68,6 @@ void softmax_row(const Scalar* logits, Index n, Scalar scale, Scalar* out) {
       throw_invalid_argument("softmax", "non-finite logit ", logits[j], " at position ", j, " of the row");
 }
 
-/// Row-major view of any dense expression: no copy when the input is already row-major with unit inner stride.
-template <class Scalar>
-using RowMatrixView = Eigen::Ref<const RowMatrix<Scalar>, 0, Eigen::OuterStride<>>;
-
 /// Applies kernel(row, const Scalar* z, Index n, Scalar* p) to the visible keys of every row of a row-major block
 /// (data, rows × cols, outer stride) writing into `out` (rows × cols, resized if needed; it may be the very matrix
 /// `data` points into); masked entries are set to exactly 0. Prefix visibilities run in place, masks gather into
@@ -152,7 +148,7 @@ void softmax_into(const Eigen::MatrixBase<Derived>& logits, RowMatrix<typename D
   const Scalar scale = Scalar(1) / temperature;
   if (!std::isfinite(static_cast<double>(scale)))
     detail::throw_invalid_argument(function, "temperature ", temperature, " is too small: 1/T overflows");
-  const detail::RowMatrixView<Scalar> z(logits.derived());
+  const RowMatrixView<Scalar> z(logits.derived());
   detail::require_nonempty(function, z);
   visibility.validate(function, z.rows(), z.cols());
   const Index cols = z.cols(), stride = z.outerStride();

@@ -1,4 +1,4 @@
-// attnscope/model/head_report.hpp — the per-layer, per-head report of `attnscope report`: a list of named columns
+// attnscope/analysis/head_report.hpp — the per-layer, per-head report of `attnscope report`: a list of named columns
 // (each a function of one head's attention rows and, when available, its scaled scores and values), evaluated for
 // every head and written as an aligned table, CSV, JSON or Markdown. Other modules add columns by appending to the
 // list. Needs nlohmann-json (link attnscope::io).
@@ -22,7 +22,7 @@
 #include "attnscope/model/llama.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
 
-namespace attnscope::model {
+namespace attnscope::analysis {
 
 /// One head's data as the report columns see it (double precision; an empty matrix = not available).
 struct HeadInput {
@@ -121,10 +121,10 @@ inline std::vector<ReportColumn> default_report_columns() {
 
 /// The report inputs of a forward pass: every layer and head with its attention (required: capture.attention) and,
 /// when captured, scores and values. Throws invalid_argument when attention was not captured.
-inline std::vector<HeadInput> head_inputs(const ForwardResult& result) {
+inline std::vector<HeadInput> head_inputs(const model::ForwardResult& result) {
   std::vector<HeadInput> heads;
   for (std::size_t l = 0; l < result.layers.size(); ++l) {
-    const LayerCapture& layer = result.layers[l];
+    const model::LayerCapture& layer = result.layers[l];
     if (layer.attention.empty())
       attnscope::detail::throw_invalid_argument("head_inputs", "layer ", l, " has no attention capture");
     for (std::size_t h = 0; h < layer.attention.size(); ++h) {
@@ -145,7 +145,7 @@ inline std::vector<HeadInput> head_inputs(const ForwardResult& result) {
 /// empty attention, scores of another shape, duplicate or empty column names, or a column without a function.
 /// Cost: the sum of the columns' costs (the standard ones are O(L²) per head).
 inline HeadReport compute_head_report(const std::vector<HeadInput>& heads, const std::vector<ReportColumn>& columns,
-                                      const ProgressCallback& progress = {}) {
+                                      const model::ProgressCallback& progress = {}) {
   const char* fn = "compute_head_report";
   HeadReport report;
   for (const auto& column : columns) {
@@ -259,4 +259,4 @@ inline std::string head_report_markdown(const HeadReport& report) {
   return out.str();
 }
 
-}  // namespace attnscope::model
+}  // namespace attnscope::analysis

@@ -9,15 +9,16 @@
 #include <Eigen/Eigenvalues>
 
 #include "attnscope/core/random.hpp"
-#include "attnscope/model/head_report.hpp"
-#include "attnscope/model/report_columns.hpp"
+#include "attnscope/analysis/head_report.hpp"
+#include "attnscope/analysis/report_columns.hpp"
 #include "attnscope/normalize/softmax.hpp"
 #include "support/catch.hpp"
 
 namespace {
 
 using attnscope::RowMatrix;
-using namespace attnscope::model;
+using namespace attnscope::analysis;
+namespace model = attnscope::model;
 
 // Causal softmax attention of random scores (seeded), with the scores' future entries set to −inf.
 HeadInput random_head(int layer, int head, long length, std::uint64_t seed) {
@@ -111,7 +112,7 @@ TEST_CASE("compute_head_report evaluates every column for every head and validat
   bad = heads;
   bad[0].scores = RowMatrix<double>::Zero(9, 9);
   CHECK_THROWS_AS(compute_head_report(bad, columns), attnscope::invalid_argument);
-  CHECK_THROWS_AS(head_inputs(ForwardResult{}), attnscope::invalid_argument);
+  CHECK_THROWS_AS(head_inputs(model::ForwardResult{}), attnscope::invalid_argument);
 }
 
 TEST_CASE("analysis columns: composition, logits and capacity functions on a causal head") {
@@ -126,13 +127,13 @@ TEST_CASE("analysis columns: composition, logits and capacity functions on a cau
     return report.rows[0].values[std::size_t(std::find(report.columns.begin(), report.columns.end(), name) -
                                              report.columns.begin())];
   };
-  CHECK(value("causal_stable_rank") == Approx(attnscope::causal_stable_rank(head.scores)).epsilon(1e-12));
-  const auto split = attnscope::entropy_split(RowMatrix<double>(head.attention.bottomRows(31)), attnscope::Causal{1});
+  CHECK(value("causal_stable_rank") == Approx(attnscope::logits::causal_stable_rank(head.scores)).epsilon(1e-12));
+  const auto split = attnscope::composition::entropy_split(RowMatrix<double>(head.attention.bottomRows(31)), attnscope::Causal{1});
   CHECK(value("content_entropy") == Approx(split.content_entropy.mean()).epsilon(1e-12));
   CHECK(value("sink_entropy_share") == Approx(split.sink_term().sum() / split.entropy.sum()).epsilon(1e-12));
   CHECK(value("sink_entropy_share") > 0);
   CHECK(value("sink_entropy_share") < 1);
-  const auto capacity = attnscope::head_capacity(head.attention, head.scores, head.values, attnscope::causal);
+  const auto capacity = attnscope::capacity::head_capacity(head.attention, head.scores, head.values, attnscope::causal);
   CHECK(value("gradient_sensitivity") == Approx(capacity.gradient_sensitivity).epsilon(1e-12));
   CHECK(value("gradient_sensitivity") > 0);
   // Without scores and values the logits and capacity columns are not available.

@@ -1,4 +1,4 @@
-// attnscope/model/report_columns.hpp — report columns contributed by the analysis modules: content entropy and the
+// attnscope/analysis/report_columns.hpp — report columns contributed by the analysis modules: content entropy and the
 // sink share of entropy (composition), the causal stable rank of the logit matrix (logits), N_s/N at the critical N
 // and g(T = 1, ε = 1e−3) (capacity). `attnscope report` uses all_report_columns().
 #pragma once
@@ -15,9 +15,9 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/logits.hpp"
-#include "attnscope/model/head_report.hpp"
+#include "attnscope/analysis/head_report.hpp"
 
-namespace attnscope::model {
+namespace attnscope::analysis {
 namespace detail {
 
 inline bool is_lower_triangular(const RowMatrix<double>& matrix) {
@@ -41,7 +41,7 @@ inline EntropyChannels entropy_channels(const RowMatrix<double>& attention) {
   const RowMatrix<double> rows = causal ? RowMatrix<double>(attention.bottomRows(attention.rows() - 1)) : attention;
   const Visibility visibility = causal ? Visibility(Causal{1}) : Visibility();
   try {
-    const auto split = entropy_split(rows, visibility);
+    const auto split = composition::entropy_split(rows, visibility);
     result.content_entropy = split.content_entropy.mean();
     const double total = split.entropy.sum();
     result.sink_share = total > 0 ? split.sink_term().sum() / total : std::numeric_limits<double>::quiet_NaN();
@@ -54,7 +54,7 @@ inline EntropyChannels entropy_channels(const RowMatrix<double>& attention) {
 /// compared by value, so a stale result is never returned.
 class CapacityCache {
  public:
-  const HeadCapacity* get(const HeadInput& head) {
+  const capacity::HeadCapacity* get(const HeadInput& head) {
     if (head.scores.size() == 0 || head.values.size() == 0) return nullptr;
     if (!(have_ && same(attention_, head.attention) && same(scores_, head.scores) && same(values_, head.values))) {
       attention_ = head.attention;
@@ -63,7 +63,7 @@ class CapacityCache {
       have_ = true;
       valid_ = false;
       try {
-        value_ = head_capacity(head.attention, head.scores, head.values, causal);
+        value_ = capacity::head_capacity(head.attention, head.scores, head.values, causal);
         valid_ = true;
       } catch (const attnscope::invalid_argument&) {
       }
@@ -77,7 +77,7 @@ class CapacityCache {
   }
   RowMatrix<double> attention_, scores_, values_;
   bool have_ = false, valid_ = false;
-  HeadCapacity value_;
+  capacity::HeadCapacity value_;
 };
 
 }  // namespace detail
@@ -101,19 +101,19 @@ inline std::vector<ReportColumn> analysis_report_columns() {
        [nan](const HeadInput& h) {
          if (h.scores.size() == 0) return nan;
          try {
-           return causal_stable_rank(h.scores);
+           return logits::causal_stable_rank(h.scores);
          } catch (const attnscope::invalid_argument&) {
            return nan;
          }
        }},
       {"separability_at_critical_n", "mean N_s/N at the critical top-N (needs scores and values)",
        [capacity, nan](const HeadInput& h) {
-         const HeadCapacity* c = capacity->get(h);
+         const capacity::HeadCapacity* c = capacity->get(h);
          return c ? c->separability_at_critical : nan;
        }},
       {"gradient_sensitivity", "g(T=1, eps=1e-3): mean finite-difference softmax sensitivity (needs scores, values)",
        [capacity, nan](const HeadInput& h) {
-         const HeadCapacity* c = capacity->get(h);
+         const capacity::HeadCapacity* c = capacity->get(h);
          return c ? c->gradient_sensitivity : nan;
        }},
   };
@@ -126,4 +126,4 @@ inline std::vector<ReportColumn> all_report_columns() {
   return columns;
 }
 
-}  // namespace attnscope::model
+}  // namespace attnscope::analysis
