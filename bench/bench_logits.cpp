@@ -1,4 +1,4 @@
-// Speed of the rank-d attention fit (logit-explosion.md §5.3: n = 512, d = 16, 1000 steps should take well under
+// Speed of the rank-d attention fit (docs/theory/logits.md §5.3: n = 512, d = 16, 1000 steps should take well under
 // 10 s). Baseline in the same run: the three n×n×d GEMMs a step needs (S = QKᵀ, dQ = dS·K, dK = dSᵀ·Q), done
 // with Eigen alone — the ratio fit / baseline is the overhead of softmax, loss, logging and Adam.
 #include <benchmark/benchmark.h>

@@ -1,6 +1,6 @@
 // Shared inputs of the composition reproductions: the stories260K sequences (its greedy sequence from BOS and seeded
 // sampled sequences at temperature 1), per-head attention rows in double, and synthetic heads with a known sink and
-// content (compositional-attention.md, "Reproduction targets").
+// content (docs/theory/composition.md, "Reproduction targets").
 #pragma once
 
 #include <cmath>

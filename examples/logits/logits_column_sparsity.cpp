@@ -1,4 +1,4 @@
-// Reproduction 4 (logit-explosion.md, reproduction target #4): density, not locality — keeping only 10% of the key
+// Reproduction 4 (docs/theory/logits.md, reproduction target #4): density, not locality — keeping only 10% of the key
 // columns (sparsity 0.9) suppresses the logit growth with n that the dense band shows.
 #include <iostream>
 

@@ -1,4 +1,4 @@
-// Reproduction 3 (logit-explosion.md, reproduction target #3): a sliding-window head fits the band exactly without
+// Reproduction 3 (docs/theory/logits.md, reproduction target #3): a sliding-window head fits the band exactly without
 // logit growth (S ≡ 0 is optimal), and mixing window heads with a full head lowers the full head's logits.
 #include <iostream>
 

@@ -1,4 +1,4 @@
-// Reproduction 5 (logit-explosion.md, reproduction target #8 / issue item 5): the same fit in fp32 and with the
+// Reproduction 5 (docs/theory/logits.md, reproduction target #8 / issue item 5): the same fit in fp32 and with the
 // logits and probabilities rounded to bf16 (and fp16) — does bf16 diverge once the logits are large?
 #include <iostream>
 

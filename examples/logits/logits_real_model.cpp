@@ -1,4 +1,4 @@
-// Reproduction 6 (logit-explosion.md, reproduction targets #1/#6, real-model column): max scaled logit and stable
+// Reproduction 6 (docs/theory/logits.md, reproduction targets #1/#6, real-model column): max scaled logit and stable
 // rank of every head's causal logit matrix of stories260K against the sequence length L; rank(QKᵀ) ≤ head_dim.
 #include <iostream>
 

@@ -1,4 +1,4 @@
-// Reproduction 2 (logit-explosion.md, reproduction target #2): at fixed n, a larger head dimension d tames the max
+// Reproduction 2 (docs/theory/logits.md, reproduction target #2): at fixed n, a larger head dimension d tames the max
 // |logit| needed to fit a dense causal band (w = 4) to a fixed in-band accuracy.
 #include <iostream>
 

@@ -1,4 +1,4 @@
-// Reproduction 1 (logit-explosion.md, reproduction target #1): at fixed head dimension d = 8, the max |logit| needed
+// Reproduction 1 (docs/theory/logits.md, reproduction target #1): at fixed head dimension d = 8, the max |logit| needed
 // to fit a dense causal band (w = 4) to a fixed in-band accuracy grows with the sequence length n.
 #include <iostream>
 

@@ -1,6 +1,6 @@
-// jacobian_norm_vs_temperature: exact ‖J‖₂ of softmax with temperature T (secular method, normalization-maps.md §5)
+// jacobian_norm_vs_temperature: exact ‖J‖₂ of softmax with temperature T (secular method, docs/theory/normalization-maps.md §5)
 // against T on a log grid 0.01…100, maximum over many seeded random rows and rows with two tied top logits, with the
-// curves of normalization-limits.md Corollary 3 (min{1/(4T), √2}), 1/(4T) and the true supremum 1/(2T) (§4.1, §5.5).
+// curves of arXiv:2508.17821 Corollary 3 (min{1/(4T), √2}), 1/(4T) and the true supremum 1/(2T) (§4.1, §5.5).
 // Writes norm_vs_temperature.csv/.json and the log-log figure norm_vs_temperature.png.
 #include <algorithm>
 #include <cmath>
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
                 "Exact ‖J‖₂ of softmax(z/T), maximum over " + std::to_string(rows) +
                     " seeded rows (incl. two-tied-top rows), with 1/(2T), 1/(4T) and Corollary 3's min{1/(4T), √2}.");
 
-  // The counterexample of normalization-limits.md: logits (1, 1, 0, 0, 0) at T = 0.01.
+  // The counterexample of arXiv:2508.17821 Cor. 3 (docs/theory/capacity.md §2): logits (1, 1, 0, 0, 0) at T = 0.01.
   RowMatrix<double> tied(1, 5);
   tied << 1, 1, 0, 0, 0;
   const double tied_norm = attnscope::jacobian_spectral_norm(tied, attnscope::SoftmaxMap{0.01})(0);

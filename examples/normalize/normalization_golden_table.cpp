@@ -1,5 +1,5 @@
 // normalization_golden_table: every normalization map on the deep-spin/entmax README vector x = [−2, 0, 0.5]
-// (values, sum, support size, exact ‖J‖₂) against normalization-maps.md §1.3 (targets 1-2), and the SSMax Fig. 1
+// (values, sum, support size, exact ‖J‖₂) against docs/theory/normalization-maps.md §1.3 (targets 1-2), and the SSMax Fig. 1
 // values (Nakanishi 2025; target 9). Writes golden_table.csv, golden_table.json and ssmax_fig1.csv.
 #include <cmath>
 #include <iostream>

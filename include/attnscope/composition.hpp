@@ -1,5 +1,5 @@
 // attnscope/composition.hpp — umbrella header of the composition module: attention rows as compositional data
-// (arXiv:2608.14712; spec ../shared/papers/compositional-attention.md). CoDA core, sink/content channels and exact
+// (arXiv:2608.14712; docs/theory/composition.md). CoDA core, sink/content channels and exact
 // decompositions, keep/drop conventions and verdict flips, head clustering, entropy-collapse attribution, head scores.
 #pragma once
 

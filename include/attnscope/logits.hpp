@@ -1,5 +1,5 @@
 // attnscope/logits.hpp — umbrella header of the logit-explosion lab (arXiv:2505.15548, spec
-// papers/logit-explosion.md): targets and masks, rank tools and closed forms, attention kernels, rank-d fitting
+// docs/theory/logits.md): targets and masks, rank tools and closed forms, attention kernels, rank-d fitting
 // with Adam, bf16/fp16 emulation, training monitors.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Seeded random attention-like rows for the composition tests: a = (s, (1 − s)·c) with s ~ Beta(4, 1) (mean 0.8,
-// a dominant sink) and c ~ Dirichlet(1), over each row's visible keys (compositional-attention.md, synthetic rows).
+// a dominant sink) and c ~ Dirichlet(1), over each row's visible keys (docs/theory/composition.md, synthetic rows).
 #pragma once
 
 #include <cmath>

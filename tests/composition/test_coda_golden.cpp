@@ -1,5 +1,5 @@
 // Golden values: scikit-bio skbio.stats.composition doctest/docstring vectors and the verified test vectors of
-// compositional-attention.md §2–§7 (independent sources: scikit-bio, and the spec's double-precision checks).
+// docs/theory/composition.md §2–§7 (independent sources: scikit-bio, and the spec's double-precision checks).
 #include <Eigen/Core>
 
 #include "attnscope/composition.hpp"

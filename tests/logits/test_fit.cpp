@@ -1,4 +1,4 @@
-// The rank-d fitting driver (logit-explosion.md §2, §6 unit tests): gradients against finite differences,
+// The rank-d fitting driver (docs/theory/logits.md §2, §4.3): gradients against finite differences,
 // determinism, local heads, growth with n, the exact-fit threshold, attention kernels, errors.
 #include <cmath>
 #include <vector>

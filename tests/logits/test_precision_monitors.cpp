@@ -1,4 +1,4 @@
-// bf16/fp16 rounding emulation and the training monitors (logit-explosion.md §3, §6).
+// bf16/fp16 rounding emulation and the training monitors (docs/theory/logits.md §3, §6).
 #include <cmath>
 #include <limits>
 

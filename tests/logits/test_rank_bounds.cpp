@@ -1,4 +1,4 @@
-// Rank tools and the derived closed forms of logit-explosion.md §4.3 (F2, F3, F4), each against computed values.
+// Rank tools and the derived closed forms of docs/theory/logits.md §4.3 (F2, F3, F4), each against computed values.
 #include <cmath>
 #include <limits>
 

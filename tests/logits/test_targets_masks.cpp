@@ -1,4 +1,4 @@
-// Targets and masks of the logit-explosion lab (logit-explosion.md §2, §5.2).
+// Targets and masks of the logit-explosion lab (docs/theory/logits.md §2, §5.2).
 #include <cmath>
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-// Forward maps as the executable spec (normalization-maps.md §1-§4, targets 1, 3, 9): golden vectors, sums and
+// Forward maps as the executable spec (docs/theory/normalization-maps.md §1-§4, targets 1, 3, 9): golden vectors, sums and
 // signs, shift invariance where it holds (and where it does not), sparsemax supports, sort vs pivot sparsemax,
 // exact vs bisection entmax, SSMax = softmax with T = 1/(s log n), SSMax Fig. 1, visibility.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Jacobians of every map as the executable spec (normalization-maps.md §1-§5, targets 2, 4, 6, 8): dense Jacobian,
+// Jacobians of every map as the executable spec (docs/theory/normalization-maps.md §1-§5, targets 2, 4, 6, 8): dense Jacobian,
 // JVP and VJP against central finite differences (< 5e-11 abs in double), adjointness, masks, float vs double,
 // ‖J‖₂ from jacobian_spectral_norm against a dense SVD, golden norms, the 1/(4T) counterexample.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Exact O(n) ‖J‖₂ of the symmetric normalization-map Jacobians (normalization-maps.md §5): golden values, the dense
+// Exact O(n) ‖J‖₂ of the symmetric normalization-map Jacobians (docs/theory/normalization-maps.md §5): golden values, the dense
 // eigensolver at moderate logits, analytic and long-double references on near-one-hot rows (where the dense solver
 // fails), ties and the 1/(2T) supremum versus Corollary 3's 1/(4T), sink, entmax and sparsemax forms, the cheap
 // two-sided bound on 20k rows, visibility, thread independence and every error path.
@@ -35,7 +35,7 @@ double dense_largest_eigenvalue(const std::vector<Scalar>& w, double coupling) {
 }
 
 /// Independent high-precision reference: bisection in long double on f(λ) = r₀ − λ·Σ p_i/(p_i − λ) over
-/// (p_(2), p_(1)) (normalization-maps.md §5.1, §5.4), geometric midpoints so tiny roots converge too.
+/// (p_(2), p_(1)) (docs/theory/normalization-maps.md §5.1, §5.4), geometric midpoints so tiny roots converge too.
 template <class Scalar>
 long double reference_largest_eigenvalue(const std::vector<Scalar>& p, long double sink_mass) {
   std::size_t argmax = 0;

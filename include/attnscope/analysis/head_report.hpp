@@ -53,7 +53,7 @@ struct HeadReport {
 // ---------------------------------------------------------------------------------------------------------------
 // Column functions
 
-/// Sink mass: mean over query rows of the weight on key 0, (1/L) Σ_i A(i, 0) (compositional-attention.md §8 "mean
+/// Sink mass: mean over query rows of the weight on key 0, (1/L) Σ_i A(i, 0) (docs/theory/composition.md target 8, "mean
 /// a_{i,0} per layer and head"; the attention sink of Xiao et al. 2023, StreamingLLM). O(L).
 inline double attention_sink_mass(const RowMatrix<double>& attention) {
   if (attention.size() == 0) return std::numeric_limits<double>::quiet_NaN();
@@ -81,7 +81,7 @@ inline double max_finite_entry(const RowMatrix<double>& matrix) {
 }
 
 /// Exact ‖diag p − ppᵀ‖₂ of every attention row (the softmax Jacobian from the probabilities, scale 1; secular
-/// equation, normalization-maps.md §5), or an empty vector when some row is not a distribution (entry < 0 or
+/// equation, docs/theory/normalization-maps.md §5), or an empty vector when some row is not a distribution (entry < 0 or
 /// |Σp − 1| > 1e-3, e.g. sink or SA-softmax rows) or the matrix is empty. O(L²).
 inline Vector<double> attention_jacobian_norms(const RowMatrix<double>& attention) {
   if (attention.size() == 0 || !attention.allFinite() || attention.minCoeff() < 0) return {};

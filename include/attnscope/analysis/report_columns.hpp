@@ -28,7 +28,7 @@ inline bool is_lower_triangular(const RowMatrix<double>& matrix) {
 }
 
 /// Mean content entropy and Σ sink term / Σ entropy over the query rows that have content keys (rows 1..L−1 of
-/// causal attention, every row otherwise), sink = key 0 (compositional-attention.md §1-§5, entropy_split).
+/// causal attention, every row otherwise), sink = key 0 (docs/theory/composition.md §1-§5, entropy_split).
 struct EntropyChannels {
   double content_entropy = std::numeric_limits<double>::quiet_NaN();
   double sink_share = std::numeric_limits<double>::quiet_NaN();

@@ -1,5 +1,5 @@
 // attnscope/composition/attribution.hpp — entropy-collapse attribution: how much of an entropy change between two
-// conditions is sink growth and how much is content sharpening (compositional-attention.md §2, [derived]).
+// conditions is sink growth and how much is content sharpening (docs/theory/composition.md §2, [derived]).
 // With H = H_b(s) + s·H_S + (1 − s)·H_C (H_S = entropy inside the sink set, 0 for one sink column), the midpoint
 // (symmetric Shapley-type) rule Δ(xy) = x̄·Δy + ȳ·Δx splits ΔH exactly into
 //   sink part    = ΔH_b(s) + s̄·ΔH_S + (H̄_S − H̄_C)·Δs     (= ΔH_b(s) − H̄c·Δs for one sink column, §2)

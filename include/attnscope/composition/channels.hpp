@@ -1,6 +1,6 @@
 // attnscope/composition/channels.hpp — the sink channel and the content channel of attention rows, and the exact
 // decompositions of entropy, Aitchison distance and Jensen–Shannon divergence into a sink part and a content part
-// (compositional-attention.md §1, §2, §4, §5, §6; derived, verified). A row a is split into the sink mass
+// (docs/theory/composition.md §1, §2, §4, §5, §6; derived, verified). A row a is split into the sink mass
 // s = Σ_{j∈S} a_j and the content composition c = C(a_j, j ∉ S) ("drop and renormalise" = the CoDA subcomposition).
 // Rows are attention distributions: visible parts ≥ 0 summing to 1 within a tolerance; they are closed (divided
 // by their sum) before use, so the identities are exact for the closed row. Masked keys are not parts.

@@ -1,7 +1,7 @@
 // attnscope/composition/clustering.hpp — head-by-head distance matrices under the keep / drop conventions
 // (Clark et al. 2019's smoothed Jensen–Shannon, cosine, Aitchison content term, sink term), classical MDS,
 // average-linkage hierarchical clustering, and the correlation used to ask whether an embedding follows the sink
-// (compositional-attention.md §7, §12 "Standard BERT pipeline").
+// (docs/theory/composition.md §7, Clark et al. 2019).
 #pragma once
 
 #include <algorithm>

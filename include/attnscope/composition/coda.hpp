@@ -1,7 +1,7 @@
 // attnscope/composition/coda.hpp — compositional data analysis (CoDA) of attention rows, row-wise on Eigen
 // matrices: closure, clr / clr_inv, ilr / ilr_inv (O(D) per row), alr / alr_inv, perturbation, powering,
 // Aitchison inner product and distance, sequential-binary-partition bases, multiplicative zero replacement.
-// Sources: Aitchison (1986); Egozcue et al. (2003); scikit-bio skbio.stats.composition (compositional-attention.md §3,
+// Sources: Aitchison (1986); Egozcue et al. (2003); scikit-bio skbio.stats.composition (docs/theory/composition.md §3,
 // §9, §13). Each row's parts are its visible keys; masked keys are excluded (not parts), and outputs hold 0 there.
 #pragma once
 
@@ -199,7 +199,7 @@ RowMatrix<detail::ScalarOf<Derived>> clr(const Eigen::MatrixBase<Derived>& x, co
   return detail::map_parts<Scalar>(view, visibility, detail::clr_row<Scalar>);
 }
 
-/// clr straight from logits: clr(softmax(z)) = z − mean(z) over the visible keys (compositional-attention.md §3,
+/// clr straight from logits: clr(softmax(z)) = z − mean(z) over the visible keys (docs/theory/composition.md §3,
 /// verified). Exact even where softmax underflows to 0, so no zero replacement is needed when logits are available.
 template <class Derived>
 RowMatrix<detail::ScalarOf<Derived>> clr_from_logits(const Eigen::MatrixBase<Derived>& logits,

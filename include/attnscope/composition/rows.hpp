@@ -23,7 +23,7 @@ using namespace attnscope::detail;  // the core checks and row loops, as detail:
 }  // namespace detail
 
 
-/// Set of key columns treated as the sink (compositional-attention.md §1: default {0}, any fixed index set S).
+/// Set of key columns treated as the sink (docs/theory/composition.md §1: default {0}, any fixed index set S).
 class SinkSet {
  public:
   /// The first key (column 0): the usual sink of causal language models.

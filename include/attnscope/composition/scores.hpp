@@ -1,4 +1,4 @@
-// attnscope/composition/scores.hpp — channel-specific head scores (compositional-attention.md §10, [derived]):
+// attnscope/composition/scores.hpp — channel-specific head scores (docs/theory/composition.md §10, [derived]):
 // the sink score (mean sink mass, Sok et al. 2026's S_h = mean_t a_{t,0}), the content score (mean content entropy,
 // content redundancy) and the raw score (mean entropy of the full row, which mixes both channels), plus a per-head
 // channel summary for reports.

@@ -1,5 +1,5 @@
 // attnscope/composition/verdicts.hpp — metrics under the keep / drop conventions, verdicts ("which of two heads
-// is more similar to a reference head") and the keep-vs-drop verdict flip rate (compositional-attention.md §1, §7).
+// is more similar to a reference head") and the keep-vs-drop verdict flip rate (docs/theory/composition.md §1, §7).
 // Definitions of the verdict, the sampling unit and tie handling are [derived] (the paper's are not published).
 #pragma once
 

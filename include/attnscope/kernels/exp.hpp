@@ -1,6 +1,6 @@
 // attnscope/kernels/exp.hpp — vectorized exp on Eigen packets, with the scalar reference beside it.
 //
-// Method (Cody–Waite range reduction, the scheme of Cephes/Eigen pexp_float and ggml_v_expf, normalization-maps.md §6):
+// Method (Cody–Waite range reduction, the scheme of Cephes/Eigen pexp_float and ggml_v_expf, docs/theory/normalization-maps.md §6):
 // n = round(x·log2 e) by the 1.5·2^(mantissa bits) rounding constant, r = x − n·ln2 with ln2 split into a short
 // high part and a correction (|r| ≤ ln2/2), exp(r) by a polynomial, times 2^n built in the exponent bits.
 //  - float: Cephes degree-5 polynomial exp(r) ≈ 1 + r + r²·P(r) (the coefficients of Eigen 3.4 pexp_float);

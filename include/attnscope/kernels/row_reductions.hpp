@@ -1,6 +1,6 @@
 // attnscope/kernels/row_reductions.hpp — the softmax hot loops on one contiguous row: max (with a fused finiteness
 // check), exp-and-sum, scale; and the one-pass statistics the spectral-norm code needs. Each vectorized kernel uses
-// four independent packet accumulators reduced once at the end (normalization-maps.md §6, design note [derived]) and
+// four independent packet accumulators reduced once at the end (docs/theory/normalization-maps.md §6, design note [derived]) and
 // has a plain scalar reference beside it.
 #pragma once
 
@@ -33,7 +33,7 @@ struct RowStatistics {
   bool finite;
 };
 
-/// One-pass summary of a row of probabilities for the secular solver (normalization-maps.md §5.2 step 1): statistics,
+/// One-pass summary of a row of probabilities for the secular solver (docs/theory/normalization-maps.md §5.2 step 1): statistics,
 /// the two largest entries (equal when the maximum is tied), and the sum and the largest p(1 − p) over entries ≤ 1/2 —
 /// at most one entry of a distribution exceeds 1/2, so these equal Σ_{i≠argmax} p_i and max_{i≠argmax} p_i(1 − p_i)
 /// without the cancellation of 1 − p_(1) whenever p_(1) > 1/2 ≥ p_(2).
@@ -143,7 +143,7 @@ struct SumAndMaximaAccumulator {
   void add(const P& value) {
     sum = padd(sum, value);
     max = pmax(max, value);
-    // p(1 − p) (normalization-maps.md §4.1, d_i)
+    // p(1 − p) (docs/theory/normalization-maps.md §4.1, d_i)
     max_bernoulli_variance = pmax(max_bernoulli_variance, pmul(value, psub(pset1<P>(ScalarOf<P>(1)), value)));
   }
   void merge(const SumAndMaximaAccumulator& other) {

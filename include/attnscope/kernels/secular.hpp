@@ -1,5 +1,5 @@
 // attnscope/kernels/secular.hpp — the secular function of a rank-one downdate of a diagonal matrix,
-// g(λ) = Σ_i p_i/(p_i − λ) and g'(λ) = Σ_i p_i/(p_i − λ)² (normalization-maps.md §5.1), evaluated in one vectorized
+// g(λ) = Σ_i p_i/(p_i − λ) and g'(λ) = Σ_i p_i/(p_i − λ)² (docs/theory/normalization-maps.md §5.1), evaluated in one vectorized
 // pass (one division per entry), with the scalar reference beside it.
 #pragma once
 

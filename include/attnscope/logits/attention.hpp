@@ -1,4 +1,4 @@
-// attnscope/logits/attention.hpp — the attention kernels of the fitting lab (logit-explosion.md "What the library
+// attnscope/logits/attention.hpp — the attention kernels of the fitting lab (docs/theory/logits.md and arXiv:2505.15548 "What the library
 // must provide"): scaled logits S = s·QKᵀ, row-stable masked softmax over per-row visible-key lists, and the softmax
 // backward dS = A∘(dA − rowsum(dA∘A)).
 #pragma once

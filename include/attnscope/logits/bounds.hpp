@@ -1,4 +1,4 @@
-// attnscope/logits/bounds.hpp — the derived closed forms of logit-explosion.md §4.3 (all [derived]): band energy and
+// attnscope/logits/bounds.hpp — the derived closed forms of docs/theory/logits.md §4.3 (all [derived]): band energy and
 // stable-rank bound (F4), Eckart–Young bound (F4), causal completion rank (F3), logit-gap bound (F2).
 #pragma once
 

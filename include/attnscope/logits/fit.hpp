@@ -1,4 +1,4 @@
-// attnscope/logits/fit.hpp — rank-d attention fitting with Adam (logit-explosion.md §2 reproduction formulation,
+// attnscope/logits/fit.hpp — rank-d attention fitting with Adam (docs/theory/logits.md §2 reproduction formulation,
 // [derived]): fit S = QKᵀ/√d (free Q, K ∈ ℝ^{n×d}, or Q = XW_q, K = XW_k with fixed random X) so that
 // A = softmax_row(S) under a mask matches a target, with a per-step log of the quantities the paper is about.
 // Several heads (e.g. one full head plus sliding-window heads) can be fitted jointly as a learned mixture.
@@ -26,7 +26,7 @@ using namespace attnscope::detail;  // the core checks and row loops, as detail:
 }  // namespace detail
 
 
-/// Loss of the fit, row-averaged over the n query rows (logit-explosion.md §2).
+/// Loss of the fit, row-averaged over the n query rows (docs/theory/logits.md §2).
 enum class FitLoss {
   cross_entropy,      // L = −(1/n) Σ_i Σ_j P'_ij log A_ij
   kl_divergence,      // L = (1/n) Σ_i KL(P'_i ‖ A_i) = cross entropy − H(P') (same gradient)
@@ -42,7 +42,7 @@ enum class Parametrization {
 /// Where reduced-precision rounding is applied during the forward pass.
 enum class RoundingTarget { logits, probabilities, both };
 
-/// Adam (Kingma & Ba 2015) with bias correction; defaults as in logit-explosion.md §2/§5.3.
+/// Adam (Kingma & Ba 2015) with bias correction; defaults as in docs/theory/logits.md §2/§5.3.
 struct AdamOptions {
   double learning_rate = 0.05;
   double beta1 = 0.9;
@@ -467,7 +467,7 @@ class AttentionFitter {
 /// Fits one head S = QKᵀ/√d (free or projected Q, K) so that softmax over the visible keys matches `target`
 /// (rows: distributions over visible keys, zero on masked keys), with Adam for options.steps updates (or until
 /// options.stop_at_in_band_mass). Deterministic for options.seed. Cost per step ≈ 3 GEMMs of n×n×d
-/// (logit-explosion.md §5.3: 3·(n²/2)·d·2 flop for causal) plus O(visible) softmax work.
+/// (docs/theory/logits.md §5.3: 3·(n²/2)·d·2 flop for causal) plus O(visible) softmax work.
 template <class Derived>
 FitResult<typename Derived::Scalar> fit_qk(const Eigen::MatrixBase<Derived>& target, const Visibility& visibility,
                                            const FitOptions& options = {}) {
@@ -479,7 +479,7 @@ FitResult<typename Derived::Scalar> fit_qk(const Eigen::MatrixBase<Derived>& tar
 
 /// Fits H heads jointly (each with its own visibility, e.g. head_layout: full and sliding-window heads); the model
 /// attention is the mixture Σ_h π_h A_h with π = softmax(γ), γ learned when options.learn_head_weights
-/// ([derived] stand-in for LS-attention's output projection mixing full and local heads, logit-explosion.md §1).
+/// ([derived] stand-in for LS-attention's output projection mixing full and local heads, docs/theory/logits.md §1).
 template <class Derived>
 FitResult<typename Derived::Scalar> fit_heads(const Eigen::MatrixBase<Derived>& target,
                                               const std::vector<Visibility>& heads, const FitOptions& options = {}) {

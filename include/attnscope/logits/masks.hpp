@@ -1,4 +1,4 @@
-// attnscope/logits/masks.hpp — attention masks of the logit-explosion lab (logit-explosion.md §2, §5.2):
+// attnscope/logits/masks.hpp — attention masks of the logit-explosion lab (docs/theory/logits.md §2, §5.2):
 // causal, sliding window (flash-attention semantics), column drop (sparse dependencies) and mixed head layouts.
 #pragma once
 
@@ -30,7 +30,7 @@ inline void require_fraction(const char* function, const char* name, double valu
 
 }  // namespace detail
 
-/// Key columns kept by column dropping ([derived] from the author's train_sparseDep.py, logit-explosion.md §5.2):
+/// Key columns kept by column dropping ([derived] from the author's train_sparseDep.py, docs/theory/logits.md §5.2):
 /// exactly max(1, round(n·keep)) columns, column 0 always among them (so no causal row is ever empty), the
 /// others a seeded uniformly random subset of 1..n−1. Returns one flag per column (true = kept). O(n).
 inline std::vector<bool> kept_key_columns(Index n, double keep_fraction, std::uint64_t seed) {
@@ -49,7 +49,7 @@ inline std::vector<bool> kept_key_columns(Index n, double keep_fraction, std::ui
   return keep;
 }
 
-/// Causal mask: query i sees keys 0..i (logit-explosion.md §2). O(n²).
+/// Causal mask: query i sees keys 0..i (docs/theory/logits.md §2). O(n²).
 inline Mask causal_mask(Index n) {
   detail::require_sequence_length("causal_mask", n);
   Mask mask(n, n);
@@ -59,7 +59,7 @@ inline Mask causal_mask(Index n) {
 }
 
 /// Sliding-window mask with flash-attention semantics, window_size = (span, 0): query i sees keys
-/// max(0, i−span) … i, i.e. span + 1 keys (logit-explosion.md §5.2). span ≥ 0. O(n²).
+/// max(0, i−span) … i, i.e. span + 1 keys (docs/theory/logits.md §5.2). span ≥ 0. O(n²).
 inline Mask sliding_window_mask(Index n, Index span) {
   detail::require_sequence_length("sliding_window_mask", n);
   if (span < 0) detail::throw_invalid_argument("sliding_window_mask", "span must be >= 0, got ", span);
@@ -69,7 +69,7 @@ inline Mask sliding_window_mask(Index n, Index span) {
   return mask;
 }
 
-/// Causal column-drop mask ("sparse dependencies", logit-explosion.md §5.2): key j is visible to query i iff
+/// Causal column-drop mask ("sparse dependencies", docs/theory/logits.md §5.2): key j is visible to query i iff
 /// j ≤ i and column j is kept by kept_key_columns(n, 1 − sparsity, seed); column 0 is always kept, so no row is
 /// ever empty. sparsity ∈ [0, 1). O(n²).
 inline Mask column_drop_mask(Index n, double sparsity, std::uint64_t seed) {
@@ -83,7 +83,7 @@ inline Mask column_drop_mask(Index n, double sparsity, std::uint64_t seed) {
   return mask;
 }
 
-/// LS-attention head layout (logit-explosion.md §1, §5.2): heads 0..full_heads−1 are full causal heads, the
+/// LS-attention head layout (docs/theory/logits.md §1, §5.2): heads 0..full_heads−1 are full causal heads, the
 /// remaining heads − full_heads are sliding-window heads with the given span (keys i−span … i). O(heads·n²).
 inline std::vector<Mask> head_layout(Index heads, Index full_heads, Index n, Index span) {
   if (heads < 1) detail::throw_invalid_argument("head_layout", "heads must be >= 1, got ", heads);

@@ -1,4 +1,4 @@
-// attnscope/logits/monitors.hpp — monitors for training code (logit-explosion.md §3, §6): per-head max-logit
+// attnscope/logits/monitors.hpp — monitors for training code (docs/theory/logits.md §3, §6): per-head max-logit
 // tracking (Wortsman et al. 2023 / MuonClip conventions), attention entropy, loss-spike detectors.
 #pragma once
 
@@ -24,7 +24,7 @@ using namespace attnscope::detail;  // the core checks and row loops, as detail:
 /// Signed and absolute maximum of the visible entries of a scaled-score matrix S = QKᵀ/√d_h.
 struct LogitExtremes {
   double max_logit = 0;      // max_{visible (i,j)} S_ij (MuonClip S_max, Kimi K2 §3)
-  double max_abs_logit = 0;  // max_{visible (i,j)} |S_ij| (logit-explosion.md §2 "max logit")
+  double max_abs_logit = 0;  // max_{visible (i,j)} |S_ij| (docs/theory/logits.md §2 "max logit")
 };
 
 /// Extremes of the visible scaled scores (masked entries may hold anything, e.g. −inf). O(rows·cols).
@@ -47,7 +47,7 @@ LogitExtremes visible_logit_extremes(const Eigen::MatrixBase<Derived>& scores, c
 
 /// Running per-head maximum of the scaled scores z_ij = ⟨q_i, k_j⟩/√d_h over everything observed since the last
 /// reset (a batch, a step, or a whole run): the Wortsman et al. 2023 max attention logit and the MuonClip S_max^h
-/// (logit-explosion.md §3).
+/// (docs/theory/logits.md §3).
 class MaxLogitTracker {
  public:
   explicit MaxLogitTracker(Index heads) {
@@ -127,7 +127,7 @@ Vector<double> attention_entropy(const Eigen::MatrixBase<Derived>& attention, co
   return entropy;
 }
 
-/// Loss-spike detector with a rolling median (logit-explosion.md §6 [derived]): a loss is a spike when it exceeds
+/// Loss-spike detector with a rolling median (docs/theory/logits.md §6 [derived]): a loss is a spike when it exceeds
 /// the median of the previous `window` losses by more than `margin` (once `min_history` losses are known), or
 /// when it is not finite. Spikes are not added to the history. O(window) per observation.
 class RollingMedianSpikeDetector {
@@ -176,7 +176,7 @@ class RollingMedianSpikeDetector {
   std::vector<Index> spikes_;
 };
 
-/// Loss-spike detector with an exponential moving mean and variance (logit-explosion.md §6 [derived]):
+/// Loss-spike detector with an exponential moving mean and variance (docs/theory/logits.md §6 [derived]):
 /// m ← α·m + (1 − α)·x, v ← α·v + (1 − α)·(x − m_old)²; a loss is a spike when (x − m)/√v > z after `warmup`
 /// observations, or when it is not finite (non-finite losses do not update m, v). O(1) per observation.
 class EmaSpikeDetector {

@@ -1,4 +1,4 @@
-// attnscope/logits/precision.hpp — bf16 / fp16 rounding emulation on CPU (logit-explosion.md §6 [derived]):
+// attnscope/logits/precision.hpp — bf16 / fp16 rounding emulation on CPU (docs/theory/logits.md §6 [derived]):
 // round-to-nearest-even of the float32 value (Eigen::bfloat16 / Eigen::half conversions), NaN preserved, fp16
 // overflow (|x| > 65504) becomes ±inf, plus overflow counters and rounding-error summaries.
 #pragma once

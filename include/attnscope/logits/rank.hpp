@@ -1,4 +1,4 @@
-// attnscope/logits/rank.hpp — rank and spectrum tools for logit matrices (logit-explosion.md "What the library must
+// attnscope/logits/rank.hpp — rank and spectrum tools for logit matrices (docs/theory/logits.md and arXiv:2505.15548 "What the library must
 // provide": numerical rank, stable rank, entropy effective rank (Roy & Vetterli 2007), Eckart–Young residual).
 #pragma once
 
@@ -77,7 +77,7 @@ inline double entropy_effective_rank_from_singular_values(const Vector<double>& 
   return std::exp(entropy);
 }
 
-/// Stable rank srank(M) = ‖M‖_F² / ‖M‖₂² ∈ [1, rank M] (logit-explosion.md §4.3 F4). Throws for M = 0.
+/// Stable rank srank(M) = ‖M‖_F² / ‖M‖₂² ∈ [1, rank M] (docs/theory/logits.md §4.3 F4). Throws for M = 0.
 template <class Derived>
 double stable_rank(const Eigen::MatrixBase<Derived>& matrix) {
   return stable_rank_from_singular_values(singular_values(matrix));
@@ -89,7 +89,7 @@ double entropy_effective_rank(const Eigen::MatrixBase<Derived>& matrix) {
   return entropy_effective_rank_from_singular_values(singular_values(matrix));
 }
 
-/// Eckart–Young residual min_{rank X ≤ r} ‖M − X‖_F² = Σ_{k > r} σ_k² (logit-explosion.md §4.3 F4). r ≥ 0.
+/// Eckart–Young residual min_{rank X ≤ r} ‖M − X‖_F² = Σ_{k > r} σ_k² (docs/theory/logits.md §4.3 F4). r ≥ 0.
 template <class Derived>
 double eckart_young_residual(const Eigen::MatrixBase<Derived>& matrix, Index rank) {
   if (rank < 0) detail::throw_invalid_argument("eckart_young_residual", "rank must be >= 0, got ", rank);

@@ -1,5 +1,5 @@
 // attnscope/logits/targets.hpp — dense local-dependency targets and band indicators of the logit-explosion lab
-// (logit-explosion.md §2 reproduction formulation [derived], §4.3 F3/F4).
+// (docs/theory/logits.md §2 reproduction formulation [derived], §4.3 F3/F4).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,7 @@ inline void require_band_width(const char* function, Index w) {
 
 }  // namespace detail
 
-/// ε-floored target: P^ε_ij = (1 − ε)·P_ij + ε/|visible(i)| on visible keys, 0 elsewhere (logit-explosion.md §2,
+/// ε-floored target: P^ε_ij = (1 − ε)·P_ij + ε/|visible(i)| on visible keys, 0 elsewhere (docs/theory/logits.md §2,
 /// [derived]; for a causal band |visible(i)| = i + 1). Rows of P must be distributions over the visible keys.
 /// ε ∈ [0, 1]. O(rows·cols).
 template <class Derived>
@@ -49,7 +49,7 @@ RowMatrix<typename Derived::Scalar> floored_target(const Eigen::MatrixBase<Deriv
 }
 
 /// Causal band target, window w including self: P_ij = 1/w_i for i − w < j ≤ i, w_i = min(w, i + 1); with ε > 0
-/// the floored P^ε_ij = (1 − ε)·P_ij + ε/(i + 1) for j ≤ i (logit-explosion.md §2, [derived]). O(n²).
+/// the floored P^ε_ij = (1 − ε)·P_ij + ε/(i + 1) for j ≤ i (docs/theory/logits.md §2, [derived]). O(n²).
 inline RowMatrix<double> causal_band_target(Index n, Index w, double epsilon = 0.0) {
   detail::require_sequence_length("causal_band_target", n);
   detail::require_band_width("causal_band_target", w);
@@ -62,7 +62,7 @@ inline RowMatrix<double> causal_band_target(Index n, Index w, double epsilon = 0
   return epsilon > 0 ? floored_target(target, epsilon, causal) : target;
 }
 
-/// Symmetric (bidirectional) band target: P_ij uniform over |i − j| ≤ k, no causal mask (logit-explosion.md §4.3
+/// Symmetric (bidirectional) band target: P_ij uniform over |i − j| ≤ k, no causal mask (docs/theory/logits.md §4.3
 /// F4 with w → 2k + 1, [derived]). k ≥ 0. O(n²).
 inline RowMatrix<double> bidirectional_band_target(Index n, Index k) {
   detail::require_sequence_length("bidirectional_band_target", n);
@@ -77,7 +77,7 @@ inline RowMatrix<double> bidirectional_band_target(Index n, Index k) {
 
 /// Column-sparse ("sparse dependencies") causal band target: with the columns kept by
 /// kept_key_columns(n, keep_fraction, seed) — the visible keys of column_drop_mask(n, 1 − keep_fraction, seed) —
-/// row i is uniform over its w nearest kept keys j ≤ i (fewer if fewer exist) (logit-explosion.md §2, [derived]).
+/// row i is uniform over its w nearest kept keys j ≤ i (fewer if fewer exist) (docs/theory/logits.md §2, [derived]).
 /// keep_fraction ∈ (0, 1]. O(n²).
 inline RowMatrix<double> column_sparse_target(Index n, Index w, double keep_fraction, std::uint64_t seed) {
   detail::require_sequence_length("column_sparse_target", n);
@@ -96,7 +96,7 @@ inline RowMatrix<double> column_sparse_target(Index n, Index w, double keep_frac
   return target;
 }
 
-/// Causal band indicator B_ij = 1[0 ≤ i − j < w] (causal Toeplitz, w ones per full row; logit-explosion.md §4.3 F4).
+/// Causal band indicator B_ij = 1[0 ≤ i − j < w] (causal Toeplitz, w ones per full row; docs/theory/logits.md §4.3 F4).
 inline RowMatrix<double> band_indicator(Index n, Index w) {
   detail::require_sequence_length("band_indicator", n);
   detail::require_band_width("band_indicator", w);
@@ -106,7 +106,7 @@ inline RowMatrix<double> band_indicator(Index n, Index w) {
   return band;
 }
 
-/// Symmetric band indicator B_ij = 1[|i − j| ≤ k] (logit-explosion.md §4.3 F4, symmetric case).
+/// Symmetric band indicator B_ij = 1[|i − j| ≤ k] (docs/theory/logits.md §4.3 F4, symmetric case).
 inline RowMatrix<double> symmetric_band_indicator(Index n, Index k) {
   detail::require_sequence_length("symmetric_band_indicator", n);
   if (k < 0) detail::throw_invalid_argument("symmetric_band_indicator", "half-width k must be >= 0, got ", k);

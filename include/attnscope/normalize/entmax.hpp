@@ -1,5 +1,5 @@
 // attnscope/normalize/entmax.hpp — α-entmax (Peters, Niculae & Martins, ACL 2019): p_i = [(α−1)z_i − τ]₊^{1/(α−1)}
-// with τ such that Σp = 1 (normalization-maps.md §1.2). Exact 1.5-entmax by sorting the candidates, general α by
+// with τ such that Σp = 1 (docs/theory/normalization-maps.md §1.2). Exact 1.5-entmax by sorting the candidates, general α by
 // bisection on τ to machine precision.
 #pragma once
 
@@ -19,7 +19,7 @@
 namespace attnscope {
 namespace detail {
 
-/// Exact 1.5-entmax of one row (deep-spin `_entmax_threshold_and_support`, normalization-maps.md §1.2):
+/// Exact 1.5-entmax of one row (deep-spin `_entmax_threshold_and_support`, docs/theory/normalization-maps.md §1.2):
 /// X = (z − max)/2; only X_i > −1 can be in the support (τ ≥ X_max − 1 since p_max ≤ 1) [derived]; sort those
 /// descending; τ_k = mean_k − √max((1 − ss_k)/k, 0) with ss_k = Σ_{i≤k}(X_(i) − mean_k)² (accumulated by
 /// Welford's update instead of k(mean_sq − mean²), [derived]); support = #{k : τ_k ≤ X_(k)}; p = [X − τ]₊².
@@ -65,7 +65,7 @@ Scalar entmax_power(Scalar x, Scalar exponent) {
   return std::pow(x, exponent);
 }
 
-/// α-entmax of one row by bisection on τ (deep-spin EntmaxBisectFunction, normalization-maps.md §1.3): with
+/// α-entmax of one row by bisection on τ (deep-spin EntmaxBisectFunction, docs/theory/normalization-maps.md §1.3): with
 /// X = (α−1)(z − max), the bracket is τ ∈ [−1, −(1/n)^{α−1}]; halve it until the midpoint equals an end
 /// (machine precision; at most 256 steps), take τ = lower end (Σp ≥ 1) and renormalize p by Σp
 /// (deep-spin's ensure_sum_one). Only X_i > −1 can be in the support [derived].

@@ -1,5 +1,5 @@
 // attnscope/normalize/generalized.hpp — the generalized normalization α_i = F(z_i)/Σ_j F(z_j) for any smooth
-// positive F supplied with its derivative F' (normalization-limits.md's family; softmax with temperature T is
+// positive F supplied with its derivative F' (the family of arXiv:2508.17821 Eq. 3; softmax with temperature T is
 // F(z) = exp(z/T)). Jacobian J = diag(d) − α dᵀ with d = F'(z)/ΣF [derived].
 #pragma once
 

@@ -262,7 +262,7 @@ Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const NormalizationMap
 
 /// Spectral norm ‖J_i‖₂ of the Jacobian of every row i (over its visible keys). Symmetric maps (softmax with
 /// temperature, SSMax, sink softmax, sparsemax, 1.5-entmax, α-entmax) use the exact O(n) secular-equation method
-/// of normalization-maps.md §5 (spectral_norm.hpp), from the map's output. Non-symmetric maps (SA-Softmax, a user F)
+/// of docs/theory/normalization-maps.md §5 (spectral_norm.hpp), from the map's output. Non-symmetric maps (SA-Softmax, a user F)
 /// are computed in double: a dense SVD (Eigen::JacobiSVD) for rows of ≤ 16 visible keys, otherwise restarted
 /// Lanczos on JᵀJ with JVP/VJP, Ritz residual ≤ 1e-12·σ² (detail::spectral_norm_lanczos). Throws as
 /// jacobian_vector_product on bad logits or parameters.

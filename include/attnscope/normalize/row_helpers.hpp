@@ -55,7 +55,7 @@ void scatter_row(const std::vector<Scalar>& values, const std::vector<Index>& co
 }
 
 /// The Jacobian of one row of a normalization map in the form J = diag(diagonal) − Σ_k left_k right_kᵀ
-/// (every map of the module has this form with at most three terms, normalization-maps.md §1-§4).
+/// (every map of the module has this form with at most three terms, docs/theory/normalization-maps.md §1-§4).
 /// Applying J or Jᵀ costs O(n · (1 + terms)).
 template <class Scalar>
 struct DiagonalPlusLowRank {
@@ -106,7 +106,7 @@ struct RowLinearization {
 };
 
 /// J = scale · (diag(w) − coupling · w wᵀ): the symmetric Jacobian shared by softmax (w = p, coupling = 1),
-/// sink softmax (w = p, Σp < 1) and entmax/sparsemax (w = g, coupling = 1/Σg) (normalization-maps.md §1.2, §4.1, §4.9).
+/// sink softmax (w = p, Σp < 1) and entmax/sparsemax (w = g, coupling = 1/Σg) (docs/theory/normalization-maps.md §1.2, §4.1, §4.9).
 template <class Scalar>
 DiagonalPlusLowRank<Scalar> scaled_diagonal_minus_rank_one(const std::vector<Scalar>& weights, Scalar coupling,
                                                            Scalar scale) {
@@ -131,7 +131,7 @@ RowLinearization<Scalar> linearize_with(Index n, Forward&& forward, JacobianOf&&
   return result;
 }
 
-/// Linearization of p = softmax(scale · z): J = scale · (diag p − ppᵀ) (normalization-maps.md §4.1).
+/// Linearization of p = softmax(scale · z): J = scale · (diag p − ppᵀ) (docs/theory/normalization-maps.md §4.1).
 template <class Scalar>
 RowLinearization<Scalar> linearize_scaled_softmax(const Scalar* logits, Index n, Scalar scale) {
   return linearize_with<Scalar>(

@@ -1,4 +1,4 @@
-// attnscope/normalize/sa_softmax.hpp — Self-Adjust Softmax (Zheng et al., arXiv:2502.18277), normalization-maps.md §3:
+// attnscope/normalize/sa_softmax.hpp — Self-Adjust Softmax (Zheng et al., arXiv:2502.18277), docs/theory/normalization-maps.md §3:
 // basic SA(z) = z ⊙ softmax(z); normalized SA_n(z) = [(z − a)/(b − a)] ⊙ softmax(z), a = min(z_min, 0),
 // b = max(0, z_max). Neither variant returns a distribution: basic rows can be negative and need not sum to 1;
 // normalized rows are non-negative with sum ≤ 1.
@@ -50,7 +50,7 @@ void sa_softmax_row(const Scalar* logits, Index n, SelfAdjustVariant variant, Sc
   for (Index j = 0; j < n; ++j) out[j] *= (logits[j] - range.low) * inverse_width;
 }
 
-/// Linearization of SA-Softmax [derived, normalization-maps.md §3], p = softmax(z), J_sm = diag p − ppᵀ:
+/// Linearization of SA-Softmax [derived, docs/theory/normalization-maps.md §3], p = softmax(z), J_sm = diag p − ppᵀ:
 /// basic J = diag(p + z⊙p) − (z⊙p)pᵀ; normalized, g = (z − a)/(b − a):
 /// J = diag(p/(b−a) + g⊙p) − (g⊙p)pᵀ + [z_min<0]·p⊙(z−b)/(b−a)²·e_argminᵀ − [z_max>0]·p⊙(z−a)/(b−a)²·e_argmaxᵀ
 /// (almost everywhere: at ties of the min or max the first index is used). Non-symmetric.

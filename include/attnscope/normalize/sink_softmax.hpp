@@ -1,5 +1,5 @@
 // attnscope/normalize/sink_softmax.hpp — softmax with an extra sink logit k (Miller, "Attention Is Off By One",
-// 2023; learned per-head sinks as in gpt-oss): p_i = e^{z_i}/(e^k + Σ_j e^{z_j}), so Σp < 1 (normalization-maps.md §4.9).
+// 2023; learned per-head sinks as in gpt-oss): p_i = e^{z_i}/(e^k + Σ_j e^{z_j}), so Σp < 1 (docs/theory/normalization-maps.md §4.9).
 #pragma once
 
 #include <cmath>
@@ -29,7 +29,7 @@ void sink_softmax_row(const Scalar* logits, Index n, Scalar sink_logit, Scalar* 
   for (Index j = 0; j < n; ++j) out[j] *= inverse;
 }
 
-/// Linearization of sink softmax: J = diag(p) − ppᵀ with Σp < 1 [derived, normalization-maps.md §4.9].
+/// Linearization of sink softmax: J = diag(p) − ppᵀ with Σp < 1 [derived, docs/theory/normalization-maps.md §4.9].
 template <class Scalar>
 RowLinearization<Scalar> linearize_sink_softmax(const Scalar* logits, Index n, Scalar sink_logit) {
   return linearize_with<Scalar>(

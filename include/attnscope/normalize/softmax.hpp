@@ -1,7 +1,7 @@
 // attnscope/normalize/softmax.hpp — softmax with temperature, row-wise, with visibility.
-// p_i = exp(z_i/T) / Σ_j exp(z_j/T) over the visible keys (normalization-maps.md §4.1).
+// p_i = exp(z_i/T) / Σ_j exp(z_j/T) over the visible keys (docs/theory/normalization-maps.md §4.1).
 // Rows run through the vectorized kernels of attnscope/kernels (max with fused finiteness check, fused exp-and-sum,
-// scale: three passes over a row that stays in L1/L2, normalization-maps.md §6); softmax_row_reference is the plain
+// scale: three passes over a row that stays in L1/L2, docs/theory/normalization-maps.md §6); softmax_row_reference is the plain
 // scalar version kept beside it (tests compare the two).
 #pragma once
 
@@ -159,7 +159,7 @@ void softmax_into(const Eigen::MatrixBase<Derived>& logits, RowMatrix<typename D
   }, out);
 }
 
-/// Softmax with temperature T > 0 applied to each row over its visible keys (normalization-maps.md §4.1).
+/// Softmax with temperature T > 0 applied to each row over its visible keys (docs/theory/normalization-maps.md §4.1).
 /// Returns a row-major matrix of the same shape; masked entries are exactly 0. O(n) per row, vectorized.
 /// Throws attnscope::invalid_argument for empty input, T not finite and > 0 (or so small that 1/T overflows),
 /// a NaN/±inf visible logit (naming row and column), a mask of another shape, a row with every key masked.

@@ -1,5 +1,5 @@
 // attnscope/normalize/sparsemax.hpp — sparsemax, the Euclidean projection of each logit row onto the simplex
-// (Martins & Astudillo, ICML 2016): p_i = [z_i − τ(z)]₊ with Σp = 1 (normalization-maps.md §1.1).
+// (Martins & Astudillo, ICML 2016): p_i = [z_i − τ(z)]₊ with Σp = 1 (docs/theory/normalization-maps.md §1.1).
 #pragma once
 
 #include <algorithm>

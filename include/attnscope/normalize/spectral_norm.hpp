@@ -1,6 +1,6 @@
 // attnscope/normalize/spectral_norm.hpp — exact ‖J‖₂ of the symmetric normalization-map Jacobians in O(n) per row
-// by the secular-equation method of normalization-maps.md §5 [derived], the cheap two-sided bound (§4.1) and the
-// reference curves of normalization-limits.md Corollary 3 (§5.5).
+// by the secular-equation method of docs/theory/normalization-maps.md §5 [derived], the cheap two-sided bound (§4.1) and the
+// reference curves of arXiv:2508.17821 Corollary 3 (§5.5).
 //
 // For J = scale·(diag p − ppᵀ) with Σp = 1 the nonzero eigenvalues solve g(λ) = Σ p_i/(p_i − λ) = 0 (§5.1) and ‖J‖₂/scale
 // is the unique root in (p_(2), p_(1)). With sink mass r₀ = 1 − Σp > 0 they solve g(λ) = r₀/λ (§5.4). The root is found
@@ -29,23 +29,23 @@
 
 namespace attnscope {
 
-/// Per-row two-sided bound lower ≤ ‖J‖₂ ≤ upper (normalization-maps.md §4.1), upper ≤ 2·lower.
+/// Per-row two-sided bound lower ≤ ‖J‖₂ ≤ upper (docs/theory/normalization-maps.md §4.1), upper ≤ 2·lower.
 template <class Scalar>
 struct JacobianNormBounds {
   Vector<Scalar> lower, upper;
 };
 
-/// The bound min{1/(4T), √2} stated by normalization-limits.md Corollary 3. It is the largest diagonal entry of J,
-/// not a bound on ‖J‖₂ (normalization-maps.md §5.5); kept as the paper's curve. Throws unless T is finite and > 0.
+/// The bound min{1/(4T), √2} stated by arXiv:2508.17821 Corollary 3. It is the largest diagonal entry of J,
+/// not a bound on ‖J‖₂ (docs/theory/normalization-maps.md §5.5); kept as the paper's curve. Throws unless T is finite and > 0.
 template <class Scalar>
 Scalar corollary3_bound(Scalar temperature) {
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::corollary3_bound: float or double");
   detail::require_positive("corollary3_bound", "temperature", temperature);
-  return std::min(Scalar(1) / (4 * temperature), std::sqrt(Scalar(2)));  // normalization-limits.md Cor. 3
+  return std::min(Scalar(1) / (4 * temperature), std::sqrt(Scalar(2)));  // arXiv:2508.17821 Cor. 3
 }
 
 /// The true supremum of ‖J‖₂ over all logit rows for softmax with temperature T: 1/(2T), attained at two tied top
-/// logits (normalization-maps.md §4.1, Popoviciu). Throws unless T is finite and > 0.
+/// logits (docs/theory/normalization-maps.md §4.1, Popoviciu). Throws unless T is finite and > 0.
 template <class Scalar>
 Scalar softmax_jacobian_norm_supremum(Scalar temperature) {
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::softmax_jacobian_norm_supremum: float or double");
@@ -61,7 +61,7 @@ struct SecularSetup {
   Scalar largest, second, rest, lower, upper;
 };
 
-/// The quantities of normalization-maps.md §5.2 step 1 from a one-pass summary; `sink_mass` is r₀ = 1 − Σp (0 for a
+/// The quantities of docs/theory/normalization-maps.md §5.2 step 1 from a one-pass summary; `sink_mass` is r₀ = 1 − Σp (0 for a
 /// distribution). r and max_{i≠argmax} d_i come from the entries ≤ 1/2 when p_(1) > 1/2 ≥ p_(2) (exact, no 1 − p_(1)
 /// cancellation), as Σp − p_(1) when that loses at most one bit, else from an exact pass that skips the argmax.
 template <class Scalar>
@@ -242,7 +242,7 @@ void softmax_jacobian_norm_bounds_row(const Scalar* p, Index n, Scalar scale, Sc
 }  // namespace detail
 
 /// Exact ‖J‖₂ of every row for J = scale·(diag p − ppᵀ), the Jacobian of p = softmax(scale·z) (softmax with
-/// temperature T: scale = 1/T; SSMax: scale = s·log n), from the probabilities p (normalization-maps.md §5.1-§5.3).
+/// temperature T: scale = 1/T; SSMax: scale = s·log n), from the probabilities p (docs/theory/normalization-maps.md §5.1-§5.3).
 /// The g-form solved here is exactly the norm of scale·(diag p − ppᵀ/Σp), so the rounding of Σp (≈1e-7 in float) is
 /// not read as sink mass; use sink_softmax_jacobian_spectral_norm for rows that intentionally sum to less than 1.
 /// Masked entries are ignored. O(n) per row. Throws attnscope::invalid_argument on empty input, mask mismatch, a fully
@@ -261,7 +261,7 @@ Vector<typename Derived::Scalar> softmax_jacobian_spectral_norm(const Eigen::Mat
 }
 
 /// Exact ‖diag p − ppᵀ‖₂ of every row of softmax with a sink (off-by-one softmax, learned sink logit): rows sum to
-/// Σp = 1 − r₀ ≤ 1, r₀ the sink's weight (normalization-maps.md §4.9, §5.4). O(n) per row. Throws as
+/// Σp = 1 − r₀ ≤ 1, r₀ the sink's weight (docs/theory/normalization-maps.md §4.9, §5.4). O(n) per row. Throws as
 /// softmax_jacobian_spectral_norm, for rows summing to more than 1 + 1e-3.
 template <class Derived>
 Vector<typename Derived::Scalar> sink_softmax_jacobian_spectral_norm(const Eigen::MatrixBase<Derived>& probabilities,
@@ -274,7 +274,7 @@ Vector<typename Derived::Scalar> sink_softmax_jacobian_spectral_norm(const Eigen
   });
 }
 
-/// Exact ‖J‖₂ of every row of α-entmax, J = diag(g) − ggᵀ/Σg with g = p^{2−α} on the support (normalization-maps.md
+/// Exact ‖J‖₂ of every row of α-entmax, J = diag(g) − ggᵀ/Σg with g = p^{2−α} on the support (docs/theory/normalization-maps.md
 /// §1.2, §5.4), from the entmax probabilities p. O(n) per row. Throws as softmax_jacobian_spectral_norm and for α not
 /// finite and > 1.
 template <class Derived>
@@ -293,7 +293,7 @@ Vector<typename Derived::Scalar> entmax_jacobian_spectral_norm(const Eigen::Matr
 }
 
 /// ‖J‖₂ of every row of sparsemax from its probabilities: 1 if at least two keys have p > 0, else 0
-/// (normalization-maps.md §1.1: J is the orthogonal projector diag(s) − ssᵀ/|S|). O(n) per row. Throws as
+/// (docs/theory/normalization-maps.md §1.1: J is the orthogonal projector diag(s) − ssᵀ/|S|). O(n) per row. Throws as
 /// softmax_jacobian_spectral_norm.
 template <class Derived>
 Vector<typename Derived::Scalar> sparsemax_jacobian_spectral_norm(const Eigen::MatrixBase<Derived>& probabilities,
@@ -306,7 +306,7 @@ Vector<typename Derived::Scalar> sparsemax_jacobian_spectral_norm(const Eigen::M
   });
 }
 
-/// Cheap two-sided bound of ‖scale·(diag p − ppᵀ)‖₂ per row (normalization-maps.md §4.1 [derived]):
+/// Cheap two-sided bound of ‖scale·(diag p − ppᵀ)‖₂ per row (docs/theory/normalization-maps.md §4.1 [derived]):
 /// scale·max(p_(2), max_i d_i) ≤ ‖J‖₂ ≤ scale·min(p_(1), 2·max_i d_i), d_i = p_i(1 − p_i) (d_argmax = p_(1)·Σ_{j≠argmax} p_j);
 /// upper ≤ 2·lower. One pass per row. Throws as softmax_jacobian_spectral_norm.
 template <class Derived>

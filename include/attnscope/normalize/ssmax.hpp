@@ -1,5 +1,5 @@
 // attnscope/normalize/ssmax.hpp — Scalable-Softmax (Nakanishi, arXiv:2501.19399): SSMax(z)_i = n^{s z_i}/Σ_j n^{s z_j}
-// = softmax((s·log n)·z)_i with n the number of visible keys of the row (normalization-maps.md §2).
+// = softmax((s·log n)·z)_i with n the number of visible keys of the row (docs/theory/normalization-maps.md §2).
 #pragma once
 
 #include <cmath>
@@ -20,7 +20,7 @@ Scalar ssmax_scale(Scalar s, Index n) {
   return s * std::log(Scalar(n));
 }
 
-/// Linearization of SSMax on one row: J = (s·log n)(diag p − ppᵀ) [derived, normalization-maps.md §2].
+/// Linearization of SSMax on one row: J = (s·log n)(diag p − ppᵀ) [derived, docs/theory/normalization-maps.md §2].
 template <class Scalar>
 RowLinearization<Scalar> linearize_ssmax(const Scalar* logits, Index n, Scalar s) {
   return linearize_scaled_softmax(logits, n, ssmax_scale(s, n));
