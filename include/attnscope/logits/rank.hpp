@@ -56,14 +56,20 @@ inline void require_nonzero_spectrum(const char* function, const Vector<double>&
 
 }  // namespace detail
 
-/// Stable rank from singular values: Σσ_k² / σ_1² (σ sorted descending). Throws if σ is empty or σ_1 = 0.
+/// Stable rank from singular values already computed (e.g. by `singular_values`, so one SVD serves several
+/// measures): srank = Σ_k σ_k² / σ_1² = ‖M‖_F²/‖M‖₂² ∈ [1, rank M] (docs/theory/logits.md §4.3 F4). σ must be
+/// sorted descending and non-negative, as `singular_values` returns it (not checked: σ_1 is taken as the largest).
+/// Throws attnscope::invalid_argument if σ is empty or σ_1 = 0 (the zero matrix). O(len σ).
 inline double stable_rank_from_singular_values(const Vector<double>& sigma) {
   if (sigma.size() == 0) detail::throw_invalid_argument("stable_rank_from_singular_values", "no singular values");
   detail::require_nonzero_spectrum("stable_rank", sigma);
   return sigma.squaredNorm() / (sigma(0) * sigma(0));
 }
 
-/// Entropy effective rank from singular values: exp(H(p)), p_k = σ_k/Σσ, 0·log 0 = 0 (Roy & Vetterli 2007).
+/// Entropy effective rank from singular values already computed: erank = exp(H(p)), H(p) = −Σ_k p_k ln p_k with
+/// p_k = σ_k/Σσ and 0·ln 0 = 0 (Roy & Vetterli, EUSIPCO 2007); 1 ≤ erank ≤ number of nonzero σ_k. σ must be
+/// non-negative and sorted descending as `singular_values` returns it (not checked). Throws
+/// attnscope::invalid_argument if σ is empty or σ_1 = 0 (the zero matrix). O(len σ).
 inline double entropy_effective_rank_from_singular_values(const Vector<double>& sigma) {
   if (sigma.size() == 0)
     detail::throw_invalid_argument("entropy_effective_rank_from_singular_values", "no singular values");
