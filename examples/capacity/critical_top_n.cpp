@@ -1,4 +1,4 @@
-// Reproduction 3 of normalization-limits (arXiv:2508.17821), Fig. 2c (Alg. 3): the critical top-N, the first N at which
+// Reproduction 3 of arXiv:2508.17821, Fig. 2c (Alg. 3): the critical top-N, the first N at which
 // a two-sample KS test no longer distinguishes the per-head mean true distances from the per-head mean expected
 // distances (main sum A), against L, at levels 0.01 (the paper's text) and 0.05 (its Alg. 3); slope vs the paper's
 // ≈ 0.06·L. N grid [derived]: 1 … ⌈L/4⌉ in steps of max(1, L/128). Real model: stories260K's 40 heads (per-head means

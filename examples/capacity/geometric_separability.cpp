@@ -1,4 +1,4 @@
-// Reproduction 4 of normalization-limits (arXiv:2508.17821), Fig. 3 (Alg. 4, Theorem 2): the fraction N_s/N of the
+// Reproduction 4 of arXiv:2508.17821, Fig. 3 (Alg. 4, Theorem 2): the fraction N_s/N of the
 // top-N tokens that are geometrically separable (r = min over non-selected ‖s − α_i x_i‖, Boundary::strict) on
 // embeddings projected to the unit sphere, δ = empirical min pairwise distance, with Theorem 2's [derived] bounds.
 // Synthetic: x uniform on the sphere (d = 64 and d = 8, L = 1024), α = softmax(qᵀx/√d), ‖q‖ = 16. Real: value

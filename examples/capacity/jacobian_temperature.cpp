@@ -1,4 +1,4 @@
-// Reproduction 5 of normalization-limits (arXiv:2508.17821), Fig. 4 (Alg. 5, Lemma 2 / Corollary 3): the
+// Reproduction 5 of arXiv:2508.17821, Fig. 4 (Alg. 5, Lemma 2 / Corollary 3): the
 // finite-difference Jacobian norm g(T, ε) = max over heads of the mean over query rows of
 // ‖softmax((l + εv)/T) − softmax(l/T)‖₂/ε (v a random unit vector per row) for ε ∈ {1e−3, 1e−1, 10}, T = logspace(−3, 1),
 // beside the exact ‖J‖₂ (same aggregation) and the curves min{1/(4T), √2} (Cor. 3) and 1/(2T) (the true supremum).

@@ -1,4 +1,4 @@
-// Reproduction 2 of normalization-limits (arXiv:2508.17821), Fig. 2a/b (Algs 1–2): representation distance between
+// Reproduction 2 of arXiv:2508.17821, Fig. 2a/b (Algs 1–2): representation distance between
 // the top-N context vector and the non-selected tokens against L at N = 5 and against N ∈ {1, 5, 10, 20, 100} at the
 // largest L, with Theorem 1's bound d_max (Eq. 9, [derived]) and the expectation main sum (Eq. 10, [derived] A).
 // Real: per-head mean over query rows, then mean over heads (stories260K sampled sequences, or a capture).

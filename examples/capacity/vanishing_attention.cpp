@@ -1,4 +1,4 @@
-// Reproduction 1 of normalization-limits (arXiv:2508.17821), Lemma 1 / Corollary 1: with bounded logits every weight
+// Reproduction 1 of arXiv:2508.17821, Lemma 1 / Corollary 1: with bounded logits every weight
 // is Θ(1/L). Synthetic: sphere data in R^64, ‖q‖ = 16, logits qᵀx/√d (|l| <= 2), L = 32 … 8192, softmax, SSMax
 // (s = 0.43) and sparsemax. Real: per-head max weight of the last queries against L on stories260K (or a capture).
 #include <cmath>

@@ -1,5 +1,5 @@
 // Seeded random instances for the capacity tests: spherical embeddings and softmax weights as in the spec's synthetic
-// protocol (normalization-limits "Reproduction targets": x_i = M g_i/‖g_i‖, l_i = qᵀx_i, α = softmax(l/√d)).
+// protocol (docs/theory/capacity.md "Reproduction targets": x_i = M g_i/‖g_i‖, l_i = qᵀx_i, α = softmax(l/√d)).
 #pragma once
 
 #include <cmath>

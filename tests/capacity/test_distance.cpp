@@ -1,4 +1,4 @@
-// Representation distance (normalization-limits Eq. 7, both readings), its random-subset expectation (Eq. 8, Monte
+// Representation distance (arXiv:2508.17821 Eq. 7, both readings), its random-subset expectation (Eq. 8, Monte
 // Carlo vs exhaustive enumeration, Eq. 10 main sums) and Theorem 1's fixed-set bound (Eq. 9, [derived]).
 #include <cmath>
 #include <vector>

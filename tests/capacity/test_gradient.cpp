@@ -1,6 +1,6 @@
 // Gradient sensitivity: Lemma 2's [derived] bound, the finite-difference estimator of Alg. 5 and its limit ‖J v‖₂.
 // Oracles: dense Jacobians by central finite differences (general F) or the closed form (1/T)(diag α − ααᵀ)
-// (normalization-maps §4.1), spectral norms by Eigen's SVD / symmetric eigensolver.
+// (docs/theory/normalization-maps.md §4.1), spectral norms by Eigen's SVD / symmetric eigensolver.
 #include <cmath>
 #include <functional>
 #include <vector>

@@ -1,4 +1,4 @@
-// Per-head profiles over query rows (normalization-limits Algs 1–4): agreement with the row-level functions on
+// Per-head profiles over query rows (arXiv:2508.17821 Algs 1–4): agreement with the row-level functions on
 // causal and masked heads, short-row handling, and errors.
 #include <cmath>
 #include <vector>

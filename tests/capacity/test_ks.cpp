@@ -1,4 +1,4 @@
-// Two-sample Kolmogorov–Smirnov test and the critical top-N search (normalization-limits Alg. 3).
+// Two-sample Kolmogorov–Smirnov test and the critical top-N search (arXiv:2508.17821 Alg. 3).
 // Golden values: scipy 1.10.1, scipy.stats.ks_2samp(a, b, method='exact') and scipy.stats.kstwobign (Kolmogorov
 // distribution), computed once on the literal samples below.
 #include <cmath>

@@ -1,4 +1,4 @@
-// Top-N selection, context vector (normalization-limits §2, Eq. 6) and vanishing attention (Lemma 1, Corollary 1).
+// Top-N selection, context vector (docs/theory/capacity.md §2, Eq. 6) and vanishing attention (Lemma 1, Corollary 1).
 #include <algorithm>
 #include <cmath>
 #include <vector>

@@ -1,4 +1,4 @@
-// Geometric separability N_s/N (normalization-limits §2 Definition (10), §3.2), Theorem 2's [derived] bounds,
+// Geometric separability N_s/N (docs/theory/capacity.md §2 Definition (10), §3.2), Theorem 2's [derived] bounds,
 // sphere projection, δ and multi-head coverage.
 #include <cmath>
 #include <vector>

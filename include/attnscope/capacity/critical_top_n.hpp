@@ -1,4 +1,4 @@
-// attnscope/capacity/critical_top_n.hpp — the critical top-N search of normalization-limits Alg. 3 (Fig. 2c,
+// attnscope/capacity/critical_top_n.hpp — the critical top-N search of arXiv:2508.17821 Alg. 3 (Fig. 2c,
 // arXiv:2508.17821): the first N of an increasing grid at which the two-sample KS test no longer distinguishes the
 // sample of true distances from the sample of expected distances (samples over heads in the paper).
 #pragma once
@@ -60,7 +60,7 @@ inline CriticalTopN critical_top_n(const std::vector<Index>& n_grid,
   return result;
 }
 
-/// The [derived] default N grid of normalization-limits §3.1 for a sequence of L tokens: 1 .. ⌈L/4⌉ in steps of
+/// The [derived] default N grid of docs/theory/capacity.md §3.1 for a sequence of L tokens: 1 .. ⌈L/4⌉ in steps of
 /// max(1, L/128). Throws on L < 1.
 inline std::vector<Index> default_critical_n_grid(Index length) {
   if (length < 1) detail::throw_invalid_argument("default_critical_n_grid", "L must be >= 1, got ", length);

@@ -1,5 +1,5 @@
 // attnscope/capacity/distance.hpp — representation distance between the top-N context vector and the non-selected
-// tokens (normalization-limits Eq. 7), its expectation under a uniformly random N-subset (Eq. 8, Theorem 1.2 main sum)
+// tokens (arXiv:2508.17821 Eq. 7), its expectation under a uniformly random N-subset (Eq. 8, Theorem 1.2 main sum)
 // and Theorem 1's fixed-set upper bound (Eq. 9, [derived] coefficients). arXiv:2508.17821.
 #pragma once
 
@@ -22,7 +22,7 @@ using namespace attnscope::detail;  // the core checks and row loops, as detail:
 }  // namespace detail
 
 
-/// The two readings of Eq. 7 (the paper's display formula was lost; normalization-limits §1).
+/// The two readings of Eq. 7 (the paper's display formula was lost; docs/theory/capacity.md §1).
 enum class DistanceReading {
   sum_of_norms,  // [derived, default] d~ = Σ_{i∉I_N} ‖α_i x_i − s‖₂ ("cumulative"; grows linearly in L)
   norm_of_sum,   // [secondary] d~ = ‖Σ_{i∉I_N} α_i x_i − s‖₂

@@ -1,7 +1,7 @@
-// attnscope/capacity/gradient.hpp — gradient sensitivity of the normalizer (normalization-limits Lemma 2, Alg. 5,
+// attnscope/capacity/gradient.hpp — gradient sensitivity of the normalizer (arXiv:2508.17821 Lemma 2, Alg. 5,
 // Fig. 4; arXiv:2508.17821): Lemma 2's general Jacobian bound ([derived] form) and the finite-difference estimator
 // g(T, ε) = max over heads of the mean over query rows of ‖softmax((l + εv)/T) − softmax(l/T)‖₂/ε, v a random unit vector.
-// The exact ‖J‖₂ beside it comes from normalize/spectral_norm.hpp (normalization-maps §5), as do Corollary 3's
+// The exact ‖J‖₂ beside it comes from normalize/spectral_norm.hpp (docs/theory/normalization-maps.md §5), as do Corollary 3's
 // min{1/(4T), √2} (corollary3_bound) and the true supremum 1/(2T) (softmax_jacobian_norm_supremum).
 #pragma once
 
@@ -171,7 +171,7 @@ struct ExactJacobianNorm {
 };
 
 /// Exact ‖J‖₂ = ‖(1/T)(diag α − ααᵀ)‖₂ of every query row, α = softmax(l/T) over the visible keys, by
-/// softmax_jacobian_spectral_norm (O(n) secular equation, normalization-maps §5); aggregated over rows and heads.
+/// softmax_jacobian_spectral_norm (O(n) secular equation, docs/theory/normalization-maps.md §5); aggregated over rows and heads.
 /// O(heads · L_q · L_k). Throws on no heads, T not finite and > 0, and as softmax (naming the head).
 template <class Matrix>
 ExactJacobianNorm exact_jacobian_norm(const std::vector<Matrix>& head_logits, double temperature,

@@ -1,5 +1,5 @@
 // attnscope/capacity/head_profile.hpp — one attention head's capacity statistics over its query rows, as in the
-// experimental protocol of normalization-limits §3 (Algs 1–4, arXiv:2508.17821): every query row t with its visible
+// experimental protocol of docs/theory/capacity.md §3 (Algs 1–4, arXiv:2508.17821): every query row t with its visible
 // keys is one instance (weights α = attention row, embeddings x_i = value vectors of the visible keys); statistics are
 // averaged over rows. Rows with no more visible keys than N are skipped (ShortRows::skip, [derived] default) or use
 // N_eff = n − 1 (ShortRows::clamp_n).
@@ -28,7 +28,7 @@ using namespace attnscope::detail;  // the core checks and row loops, as detail:
 }  // namespace detail
 
 
-/// What to do with a query row that has n <= N visible keys (normalization-limits §3.1, [derived]).
+/// What to do with a query row that has n <= N visible keys (docs/theory/capacity.md §3.1, [derived]).
 enum class ShortRows {
   skip,     // default: the row is left out (the non-selected set would be empty)
   clamp_n,  // use N_eff = n − 1 (rows with a single visible key are still skipped)

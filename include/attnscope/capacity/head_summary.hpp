@@ -1,6 +1,6 @@
 // attnscope/capacity/head_summary.hpp — the per-head capacity numbers reported by `attnscope report`: the critical
 // top-N of Alg. 3 (per-row samples), N_s/N at that N (Alg. 4) and g(T, ε) of Alg. 5 for one head, beside its exact
-// mean ‖J‖₂ (normalization-limits, arXiv:2508.17821).
+// mean ‖J‖₂ (arXiv:2508.17821, docs/theory/capacity.md).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // attnscope/capacity/ks_test.hpp — two-sample Kolmogorov–Smirnov test (statistic D = sup|F_a − F_b|, two-sided
-// p-value), used by the critical top-N search of normalization-limits Alg. 3 (arXiv:2508.17821).
+// p-value), used by the critical top-N search of arXiv:2508.17821 Alg. 3.
 // Exact p-value: probability that a uniformly random interleaving of the two samples (a lattice path from (0,0) to
 // (m,n)) reaches |i/m − j/n| >= D (Hodges 1957 path counting), computed as a sum of exit probabilities (no cancellation).
 // Asymptotic p-value: Kolmogorov's limit Q(λ) = 2 Σ_{k>=1} (−1)^{k−1} e^{−2k²λ²}, λ = √(mn/(m+n))·D.

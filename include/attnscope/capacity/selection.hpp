@@ -1,4 +1,4 @@
-// attnscope/capacity/selection.hpp — top-N selection and the context vector of the normalization-limits paper
+// attnscope/capacity/selection.hpp — top-N selection and the context vector of the paper arXiv:2508.17821
 // (Mudarisov et al., arXiv:2508.17821, §2: I_N = indices of the N largest weights, Eq. 6: s = Σ_{i∈I_N} α_i x_i).
 // All statistics of the capacity module are computed in double, whatever the input scalar.
 #pragma once
@@ -102,7 +102,7 @@ inline Vector<double> context_vector_unchecked(const Vector<double>& weights, co
 
 }  // namespace detail
 
-/// Indices of the N largest weights (normalization-limits §2, I_N), largest first; ties go to the lower index
+/// Indices of the N largest weights (docs/theory/capacity.md §2, I_N), largest first; ties go to the lower index
 /// ([derived] tie-break). O(L + N log N). Throws on non-finite/negative weights or N outside [1, L].
 template <class Derived>
 std::vector<Index> top_n(const Eigen::MatrixBase<Derived>& weights, Index count) {
@@ -111,7 +111,7 @@ std::vector<Index> top_n(const Eigen::MatrixBase<Derived>& weights, Index count)
   return detail::top_n_unchecked(w.data(), w.size(), count);
 }
 
-/// Context vector s = Σ_{i∈I_N} α_i x_i (normalization-limits Eq. 6); embeddings hold one token per row (L × d).
+/// Context vector s = Σ_{i∈I_N} α_i x_i (arXiv:2508.17821 Eq. 6); embeddings hold one token per row (L × d).
 /// O(N d). Throws on bad weights/embeddings, row-count mismatch, empty, repeated or out-of-range indices.
 template <class DerivedWeights, class DerivedEmbeddings>
 Vector<double> context_vector(const Eigen::MatrixBase<DerivedWeights>& weights,

@@ -1,4 +1,4 @@
-// attnscope/capacity/separability.hpp — geometric separability N_s and N_s/N of the top-N tokens (normalization-limits
+// attnscope/capacity/separability.hpp — geometric separability N_s and N_s/N of the top-N tokens (docs/theory/capacity.md
 // §2 "Definition (10)", §3.2), Theorem 2's bounds in the spec's [derived] form with ξ_i, the sphere projection and δ of
 // Assumptions 1–2, and the multi-head coverage 1 − (1 − p)^H (Discussion). arXiv:2508.17821.
 #pragma once
@@ -118,7 +118,7 @@ inline Theorem2Bounds theorem2_bounds_unchecked(const Vector<double>& weights, c
 
 }  // namespace detail
 
-/// Separability of the selected tokens with r = min_{i∉I_N} ‖s − α_i x_i‖₂ (normalization-limits §3.2): N_s counts the
+/// Separability of the selected tokens with r = min_{i∉I_N} ‖s − α_i x_i‖₂ (docs/theory/capacity.md §3.2): N_s counts the
 /// selected i with ‖s − α_i x_i‖ < r (Boundary::strict, default) or <= r (inclusive). O(L d). Throws on bad
 /// weights/embeddings, invalid selection, or when every token is selected (r undefined).
 template <class DerivedWeights, class DerivedEmbeddings>
@@ -197,7 +197,7 @@ double min_pairwise_distance(const Eigen::MatrixBase<Derived>& embeddings) {
   return std::sqrt(smallest);
 }
 
-/// Theorem 2 bounds on N_s/N ([derived] reconstruction, normalization-limits §2):
+/// Theorem 2 bounds on N_s/N ([derived] reconstruction, docs/theory/capacity.md §2):
 /// ξ_i² = M² Σ_{j∈I_N∖i} α_j² + (M² − δ²/2) Σ_{j≠k ∈ I_N∖i} α_j α_k (clamped at 0), an upper estimate of
 /// ‖s − α_i x_i‖² for embeddings on the sphere of radius M with pairwise distances >= δ;
 /// lower = 1 − Σ ξ_i/(rN) (Markov); upper = (1/N) Σ exp(−2(ξ_i − r)_+²/(2M)²) (Hoeffding-type; not a proven bound).

@@ -1,5 +1,5 @@
 // attnscope/capacity/vanishing.hpp — vanishing attention: weights of order 1/L for bounded logits
-// (normalization-limits Lemma 1 and Corollary 1, arXiv:2508.17821) and the empirical weight summary of a matrix.
+// (arXiv:2508.17821 Lemma 1 and Corollary 1) and the empirical weight summary of a matrix.
 #pragma once
 
 #include <cmath>
