@@ -3,6 +3,7 @@
 // ‖J‖₂ from jacobian_spectral_norm against a dense SVD, golden norms, the 1/(4T) counterexample.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include <Eigen/SVD>
 
 #include "attnscope/normalize.hpp"
+#include "attnscope/normalize/dense_reference.hpp"
 #include "normalize/normalize_test_helpers.hpp"
 #include "support/catch.hpp"
 
@@ -169,7 +171,7 @@ TEST_CASE("jacobian_spectral_norm equals a dense SVD of the dense Jacobian for e
   std::vector<NormalizationMap> maps = all_maps();
   for (const NormalizationMap& map : maps) {
     for (int trial = 0; trial < 12; ++trial) {
-      // Short rows (dense-SVD path for non-symmetric maps) and long ones (Lanczos path), causal masks.
+      // Short rows (Lanczos on the whole space for non-symmetric maps) and long ones (restarted Lanczos), causal masks.
       const Index cols = trial < 6 ? 2 + static_cast<Index>(random.below(14)) : 17 + static_cast<Index>(random.below(60));
       const RowMatrix<double> z = random_logits<double>(random, 3, cols, log_uniform(random, 0.05, 8));
       const attnscope::Visibility visibility =
@@ -284,7 +286,109 @@ TEST_CASE("near-one-hot rows: exact ‖J‖₂ from the closed form, where 1 −
       const double expected = double(k + 1) * p1 * epsilon / (p1 + double(k) * epsilon);
       INFO("c = " << c << ", k = " << k);
       CHECK(attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{})(0) == Approx(expected).epsilon(1e-13));
-      CHECK(attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{0.5})(0) > 0);
+      // T = 1/2: the same closed form at logits z/T = (2c, 0, …, 0), times 1/T [derived]
+      const double tail_t = std::exp(-2 * c), p1_t = 1 / (1 + double(k) * tail_t);
+      const double epsilon_t = tail_t / (1 + double(k) * tail_t);
+      const double expected_t = 2 * double(k + 1) * p1_t * epsilon_t / (p1_t + double(k) * epsilon_t);
+      CHECK(attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{0.5})(0) == Approx(expected_t).epsilon(1e-13));
     }
   }
+}
+
+TEST_CASE("tridiagonal eigenpair (implicit QL) equals Eigen's dense eigensolver", "[normalize][spectral]") {
+  Random random(2024);
+  for (int trial = 0; trial < 300; ++trial) {
+    const Index n = 1 + static_cast<Index>(random.below(24));
+    std::vector<double> diagonal(static_cast<std::size_t>(n)), off(static_cast<std::size_t>(n > 1 ? n - 1 : 0));
+    for (double& d : diagonal) d = trial % 4 == 0 ? std::round(3 * random.normal()) : random.normal();  // ties
+    for (double& e : off) e = trial % 7 == 0 && random.uniform() < 0.3 ? 0.0 : random.normal();  // split blocks
+    Eigen::MatrixXd t = Eigen::MatrixXd::Zero(n, n);
+    for (Index j = 0; j < n; ++j) t(j, j) = diagonal[static_cast<std::size_t>(j)];
+    for (Index j = 0; j + 1 < n; ++j) t(j, j + 1) = t(j + 1, j) = off[static_cast<std::size_t>(j)];
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(t);
+    std::vector<double> vector;
+    const double top = attnscope::detail::tridiagonal_largest_eigenpair(diagonal, off, n, vector);
+    INFO("trial " << trial << " n = " << n);
+    const double scale = t.cwiseAbs().maxCoeff();
+    CHECK(std::abs(top - solver.eigenvalues()(n - 1)) <= 1e-14 * n * scale);
+    // eigenvector: unit length and residual ‖T y − λ y‖ at rounding level (it may differ from Eigen's in sign, or
+    // within the eigenspace of a repeated top eigenvalue)
+    const Eigen::Map<const Eigen::VectorXd> y(vector.data(), n);
+    CHECK(std::abs(y.norm() - 1) <= 1e-14 * n);
+    CHECK((t * y - top * y).norm() <= 1e-13 * n * scale);
+  }
+}
+
+TEST_CASE("short rows (n ≤ 24): Lanczos spans the whole space and is exact to rounding", "[normalize][spectral]") {
+  Random random(4097);
+  for (int trial = 0; trial < 200; ++trial) {
+    const Index n = 1 + static_cast<Index>(random.below(24));
+    attnscope::detail::DiagonalPlusLowRank<double> jacobian;
+    for (Index i = 0; i < n; ++i) jacobian.diagonal.push_back(trial % 3 == 0 ? 0.5 : random.normal());  // repeats
+    for (int t = 0; t < 3; ++t) {
+      attnscope::detail::DiagonalPlusLowRank<double>::Term term;
+      for (Index i = 0; i < n; ++i) {
+        term.left.push_back(random.normal());
+        term.right.push_back(t == 2 ? 0.0 : random.normal());  // a zero term: rank deficiency
+      }
+      jacobian.terms.push_back(term);
+    }
+    const double expected = attnscope::detail::spectral_norm_dense_svd(jacobian);
+    INFO("n = " << n);
+    CHECK(attnscope::detail::spectral_norm_lanczos(jacobian) == Approx(expected).epsilon(1e-13));
+  }
+  attnscope::detail::DiagonalPlusLowRank<double> zero;  // J = 0 (one key of SA-Softmax at z = 0): norm 0
+  zero.diagonal = {0.0};
+  CHECK(attnscope::detail::spectral_norm_lanczos(zero) == 0.0);
+}
+
+TEST_CASE("jacobian_spectral_norm_dense is the dense-SVD oracle of every map; errors name it",
+          "[normalize][spectral]") {
+  Random random(31337);
+  for (const NormalizationMap& map : all_maps()) {
+    const RowMatrix<double> z = random_logits<double>(random, 4, 13, 1.5);
+    const attnscope::Vector<double> dense = attnscope::jacobian_spectral_norm_dense(z, map, attnscope::causal);
+    const attnscope::Vector<double> fast = attnscope::jacobian_spectral_norm(z, map, attnscope::causal);
+    for (Index i = 0; i < z.rows(); ++i) {
+      INFO(attnscope::to_string(map) << " row " << i);
+      CHECK(dense(i) == Approx(dense_spectral_norm(attnscope::jacobian(z, i, map, attnscope::causal))).epsilon(1e-14));
+      CHECK(fast(i) == Approx(dense(i)).epsilon(1e-12).margin(1e-15));
+    }
+  }
+  RowMatrix<double> bad = RowMatrix<double>::Zero(2, 3);
+  bad(1, 2) = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_AS(attnscope::jacobian_spectral_norm_dense(bad, attnscope::SoftmaxMap{}), attnscope::invalid_argument);
+  CHECK_THROWS_WITH(attnscope::jacobian_spectral_norm_dense(bad, attnscope::SoftmaxMap{}),
+                    Catch::Matchers::Contains("attnscope::jacobian_spectral_norm_dense") &&
+                        Catch::Matchers::Contains("row 1, column 2"));
+}
+
+TEST_CASE("Jacobian functions read views in place: row-major blocks, column-major and float input", "[normalize][jacobian]") {
+  Random random(4242);
+  const RowMatrix<double> big = random_logits<double>(random, 9, 20, 1.3);
+  const RowMatrix<double> v = random_logits<double>(random, 5, 12, 1.0);
+  const auto block = big.block(2, 3, 5, 12);  // outer stride 20: viewed without a copy
+  const RowMatrix<double> copy = block;
+  const Eigen::MatrixXd column_major = copy;
+  const NormalizationMap sa = attnscope::SelfAdjustSoftmaxMap{SelfAdjustVariant::normalized};
+  for (const NormalizationMap& map : {NormalizationMap{attnscope::SoftmaxMap{0.7}}, sa}) {
+    INFO(attnscope::to_string(map));
+    const attnscope::Vector<double> norms = attnscope::jacobian_spectral_norm(copy, map, attnscope::causal);
+    CHECK(attnscope::jacobian_spectral_norm(block, map, attnscope::causal) == norms);
+    CHECK(attnscope::jacobian_spectral_norm(column_major, map, attnscope::causal) == norms);
+    const RowMatrix<double> jv = attnscope::jacobian_vector_product(copy, map, v);
+    CHECK(attnscope::jacobian_vector_product(block, map, v) == jv);
+    CHECK(attnscope::jacobian_vector_product(column_major, map, Eigen::MatrixXd(v)) == jv);
+    const RowMatrix<double> vj = attnscope::vector_jacobian_product(copy, map, v, attnscope::causal);
+    CHECK(attnscope::vector_jacobian_product(block, map, v.block(0, 0, 5, 12), attnscope::causal) == vj);
+    CHECK(attnscope::jacobian(block, 3, map, attnscope::causal) == attnscope::jacobian(copy, 3, map, attnscope::causal));
+  }
+  CHECK(attnscope::sa_softmax(block, SelfAdjustVariant::normalized, attnscope::causal) ==
+        attnscope::sa_softmax(copy, SelfAdjustVariant::normalized, attnscope::causal));
+  CHECK(attnscope::normalize(block, softplus_map) == attnscope::normalize(copy, softplus_map));
+  // float logits: the non-symmetric norm is computed in double from the float values (rows converted while gathered)
+  const RowMatrix<float> single = copy.cast<float>();
+  const attnscope::Vector<float> norms_float = attnscope::jacobian_spectral_norm(single, sa);
+  const attnscope::Vector<double> norms_double = attnscope::jacobian_spectral_norm(RowMatrix<double>(single.cast<double>()), sa);
+  CHECK(norms_float == norms_double.cast<float>());
 }

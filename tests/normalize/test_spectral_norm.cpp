@@ -263,7 +263,6 @@ TEMPLATE_TEST_CASE("the cheap two-sided bound encloses ||J||_2 within a factor 2
                    "[normalize][spectral_norm]", float, double) {
   attnscope::Random random(107);
   const double slack = 8 * std::numeric_limits<TestType>::epsilon();
-  double worst_ratio = 0;
   for (int trial = 0; trial < 20000; ++trial) {
     std::vector<double> z = random_logits(random, 2 + static_cast<Index>(random.below(64)));
     if (trial % 10 == 1) z[0] = z[1] = 40;           // exact ties at the top
@@ -275,9 +274,7 @@ TEMPLATE_TEST_CASE("the cheap two-sided bound encloses ||J||_2 within a factor 2
     CHECK(bounds.lower(0) <= exact * (1 + slack));
     CHECK(exact <= bounds.upper(0) * (1 + slack));
     CHECK(bounds.upper(0) <= 2 * bounds.lower(0));
-    if (bounds.lower(0) > 0) worst_ratio = std::max(worst_ratio, double(bounds.upper(0) / bounds.lower(0)));
   }
-  CHECK(worst_ratio <= 2.0);
 }
 
 TEST_CASE("spectral norms respect visibility: masked entries are ignored, causal rows use their prefix",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -41,7 +42,7 @@ struct is_generalized_map<GeneralizedMap<Function, Derivative>> : std::true_type
 /// Evaluates F (and F' when `with_derivative`) at every visible logit, serially (F may not be thread-safe),
 /// throwing when F is not finite and > 0, F' not finite, or a row sum overflows.
 template <class Scalar, class Function, class Derivative>
-void require_generalized_defined(const char* function_name, const RowMatrix<Scalar>& logits,
+void require_generalized_defined(const char* function_name, const RowMatrixView<Scalar>& logits,
                                  const Visibility& visibility, const GeneralizedMap<Function, Derivative>& map,
                                  bool with_derivative) {
   const Index cols = logits.cols();
@@ -110,14 +111,14 @@ RowMatrix<typename Derived::Scalar> normalize(const Eigen::MatrixBase<Derived>& 
                                               const Visibility& visibility = {}) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::normalize: logits must be float or double");
-  const RowMatrix<Scalar> z = logits;
-  detail::validate_logits("normalize", z, visibility);
+  const RowMatrixView<Scalar> z(logits.derived());
+  detail::validate_logit_rows("normalize", z.data(), z.rows(), z.cols(), z.outerStride(), visibility);
   detail::require_generalized_defined("normalize", z, visibility, map, false);
   RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(z.rows(), z.cols());
-  for (Index i = 0; i < z.rows(); ++i) {
+  for (Index i = 0; i < z.rows(); ++i) {  // serial: F may hold state
     const std::vector<Index> columns = detail::visible_columns(visibility, i, z.cols());
-    const std::vector<Scalar> row = detail::gather_row(z, i, columns);
-    std::vector<Scalar> result(row.size());
+    std::vector<Scalar> row(columns.size()), result(columns.size());
+    for (std::size_t k = 0; k < columns.size(); ++k) row[k] = z(i, columns[k]);
     detail::generalized_row(row.data(), static_cast<Index>(row.size()), map, result.data());
     detail::scatter_row(result, columns, i, out);
   }

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <limits>
 #include <type_traits>
 #include <variant>
 #include <vector>
 
 #include <Eigen/Core>
-#include <Eigen/Eigenvalues>
-#include <Eigen/SVD>
 
 #include "attnscope/core/check.hpp"
 #include "attnscope/core/error.hpp"
@@ -74,8 +74,22 @@ RowLinearization<Scalar> linearize_row(const NormalizationMap& map, const Scalar
 
 // ---- Validation of a map against the logits it is applied to ------------------------------------------------
 
+/// Validates logits seen through a view (any outer stride): non-empty, mask shape, no empty row, finite visible entries.
+template <class Scalar>
+void validate_logit_view(const char* function, const RowMatrixView<Scalar>& logits, const Visibility& visibility) {
+  validate_logit_rows(function, logits.data(), logits.rows(), logits.cols(), logits.outerStride(), visibility);
+}
+
+/// The entries of one row of a view at `columns`, converted to Out, as a contiguous vector.
+template <class Out, class Scalar>
+std::vector<Out> gather_columns(const RowMatrixView<Scalar>& matrix, Index row, const std::vector<Index>& columns) {
+  std::vector<Out> values(columns.size());
+  for (std::size_t k = 0; k < columns.size(); ++k) values[k] = static_cast<Out>(matrix(row, columns[k]));
+  return values;
+}
+
 template <class Scalar, class Map>
-void validate_map_at(const char* function, const Map& map, const RowMatrix<Scalar>& logits,
+void validate_map_at(const char* function, const Map& map, const RowMatrixView<Scalar>& logits,
                      const Visibility& visibility) {
   if constexpr (is_generalized_map<Map>::value) {
     require_generalized_defined(function, logits, visibility, map, true);
@@ -102,9 +116,10 @@ void for_each_map_row(Index rows, Index cols, Body&& body) {
 
 /// Shared body of JVP and VJP: validates, then applies J (or Jᵀ) of each row to the matching row of `vectors`.
 template <class Scalar, class Map>
-RowMatrix<Scalar> linearized_product(const char* function, const RowMatrix<Scalar>& logits, const Map& map,
-                                     const RowMatrix<Scalar>& vectors, const Visibility& visibility, bool transpose) {
-  validate_logits(function, logits, visibility);
+RowMatrix<Scalar> linearized_product(const char* function, const RowMatrixView<Scalar>& logits, const Map& map,
+                                     const RowMatrixView<Scalar>& vectors, const Visibility& visibility,
+                                     bool transpose) {
+  validate_logit_view(function, logits, visibility);
   require_same_shape(function, "vectors/logits", vectors.rows(), vectors.cols(), logits.rows(), logits.cols());
   const Index cols = logits.cols();
   for (Index i = 0; i < vectors.rows(); ++i)
@@ -115,7 +130,8 @@ RowMatrix<Scalar> linearized_product(const char* function, const RowMatrix<Scala
   RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(logits.rows(), cols);
   for_each_map_row<Map>(logits.rows(), cols, [&](Index i) {
     const std::vector<Index> columns = visible_columns(visibility, i, cols);
-    const std::vector<Scalar> z = gather_row(logits, i, columns), v = gather_row(vectors, i, columns);
+    const std::vector<Scalar> z = gather_columns<Scalar>(logits, i, columns);
+    const std::vector<Scalar> v = gather_columns<Scalar>(vectors, i, columns);
     const RowLinearization<Scalar> linearization = linearize_row(map, z.data(), static_cast<Index>(z.size()));
     std::vector<Scalar> result(z.size());
     if (transpose) linearization.jacobian.apply_transpose(v.data(), result.data());
@@ -127,84 +143,142 @@ RowMatrix<Scalar> linearized_product(const char* function, const RowMatrix<Scala
 
 // ---- Spectral norm of a non-symmetric row Jacobian -----------------------------------------------------------
 
-/// Largest rows for which the non-symmetric ‖J‖₂ is computed by a dense SVD (Eigen::JacobiSVD, O(n³));
-/// longer rows use restarted Lanczos (below).
-inline constexpr Index dense_svd_max_keys = 16;
-
-/// ‖J‖₂ by Eigen::JacobiSVD of the dense Jacobian: exact to rounding, O(n³).
-inline double spectral_norm_dense_svd(const DiagonalPlusLowRank<double>& jacobian) {
-  const Eigen::MatrixXd dense = jacobian.dense();
-  Eigen::JacobiSVD<Eigen::MatrixXd> svd(dense);
-  return svd.singularValues().size() ? svd.singularValues()(0) : 0.0;
+/// Largest eigenvalue of the symmetric tridiagonal matrix with diagonal `diagonal` and off-diagonal `off` (off[j] =
+/// T(j, j+1); size steps − 1 or more), and its unit eigenvector in `eigenvector`: implicit QL with Wilkinson-type
+/// shifts and accumulated Givens rotations (EISPACK tql2; Bowdler, Martin, Reinsch & Wilkinson, Numer. Math. 11
+/// (1968)), O(steps³). Small matrices only (the Lanczos projection, steps ≤ 24); no Eigen/Eigenvalues needed.
+template <class Scalar>
+Scalar tridiagonal_largest_eigenpair(std::vector<Scalar> diagonal, std::vector<Scalar> off, Index steps,
+                                     std::vector<Scalar>& eigenvector) {
+  const auto n = static_cast<std::size_t>(steps);
+  off.resize(n);
+  if (n > 0) off[n - 1] = 0;
+  std::vector<Scalar> vectors(n * n, Scalar(0));  // column-major, starts as the identity
+  for (std::size_t i = 0; i < n; ++i) vectors[i * n + i] = 1;
+  const Scalar epsilon = std::numeric_limits<Scalar>::epsilon();
+  Scalar shift_total = 0, scale = 0;
+  for (std::size_t l = 0; l < n; ++l) {
+    scale = std::max(scale, std::abs(diagonal[l]) + std::abs(off[l]));
+    std::size_t m = l;
+    while (m + 1 < n && !(std::abs(off[m]) <= epsilon * scale)) ++m;  // first negligible off-diagonal entry
+    if (m > l) {
+      for (int iteration = 0; iteration < 64 && std::abs(off[l]) > epsilon * scale; ++iteration) {
+        Scalar g = diagonal[l];  // implicit shift from the leading 2×2 block
+        Scalar p = (diagonal[l + 1] - g) / (2 * off[l]);
+        Scalar r = std::hypot(p, Scalar(1));
+        if (p < 0) r = -r;
+        diagonal[l] = off[l] / (p + r);
+        diagonal[l + 1] = off[l] * (p + r);
+        const Scalar next_diagonal = diagonal[l + 1];
+        Scalar h = g - diagonal[l];
+        for (std::size_t i = l + 2; i < n; ++i) diagonal[i] -= h;
+        shift_total += h;
+        p = diagonal[m];  // implicit QL sweep from m up to l
+        Scalar c = 1, c2 = 1, c3 = 1, s = 0, s2 = 0;
+        const Scalar next_off = off[l + 1];
+        for (std::size_t i = m; i-- > l;) {
+          c3 = c2;
+          c2 = c;
+          s2 = s;
+          g = c * off[i];
+          h = c * p;
+          r = std::hypot(p, off[i]);
+          off[i + 1] = s * r;
+          s = off[i] / r;
+          c = p / r;
+          p = c * diagonal[i] - s * g;
+          diagonal[i + 1] = h + s * (c * g + s * diagonal[i]);
+          Scalar* left = vectors.data() + i * n;
+          Scalar* right = left + n;
+          for (std::size_t k = 0; k < n; ++k) {
+            h = right[k];
+            right[k] = s * left[k] + c * h;
+            left[k] = c * left[k] - s * h;
+          }
+        }
+        p = -s * s2 * c3 * next_off * off[l] / next_diagonal;
+        off[l] = s * p;
+        diagonal[l] = c * p;
+      }
+    }
+    diagonal[l] += shift_total;
+    off[l] = 0;
+  }
+  std::size_t top = 0;
+  for (std::size_t i = 1; i < n; ++i)
+    if (diagonal[i] > diagonal[top]) top = i;
+  eigenvector.assign(vectors.begin() + static_cast<std::ptrdiff_t>(top * n),
+                     vectors.begin() + static_cast<std::ptrdiff_t>((top + 1) * n));
+  return n > 0 ? diagonal[top] : Scalar(0);
 }
 
 /// ‖J‖₂ = √λ_max(JᵀJ) by explicitly restarted Lanczos on JᵀJ applied matrix-free (one JVP and one VJP per step),
 /// Krylov dimension min(n, 24) with full reorthogonalization, restarted from the top Ritz vector; stops when the
 /// Ritz residual ‖JᵀJ y − θ y‖ ≤ tolerance·θ (default 1e-12; by the Bauer–Fike/Kato bound σ² then has relative
-/// error ≤ 1e-12, in practice far less) or after 200 restarts. Deterministic start vector (seeded attnscope::Random).
-inline double spectral_norm_lanczos(const DiagonalPlusLowRank<double>& jacobian, double tolerance = 1e-12,
-                                    int max_restarts = 200) {
+/// error ≤ 1e-12, in practice far less) or after 200 restarts. For n ≤ 24 the Krylov space is the whole space, so
+/// one pass is exact to rounding (the projected tridiagonal matrix is similar to JᵀJ). Deterministic start vector
+/// (seeded attnscope::Random). Scalar double in the library (the 1e-12 tolerance needs it).
+template <class Scalar>
+Scalar spectral_norm_lanczos(const DiagonalPlusLowRank<Scalar>& jacobian, Scalar tolerance = Scalar(1e-12),
+                             int max_restarts = 200) {
+  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  using Column = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
   const Index n = jacobian.size();
   const Index krylov = std::min<Index>(n, 24);
-  Eigen::MatrixXd basis(n, krylov + 1);
-  Eigen::VectorXd start(n), image(n), product(n);
+  Matrix basis(n, krylov + 1);
+  Column start(n), image(n), product(n);
   Random random(0x6c616e637a6f73ull);
-  for (Index i = 0; i < n; ++i) start(i) = 1.0 + 0.5 * random.normal();
+  for (Index i = 0; i < n; ++i) start(i) = Scalar(1.0 + 0.5 * random.normal());
   start.normalize();
-  double theta = 0;
+  Scalar theta = 0;
+  std::vector<Scalar> ritz;
   for (int restart = 0; restart < max_restarts; ++restart) {
-    std::vector<double> alphas, betas;
+    std::vector<Scalar> alphas, betas;
     basis.col(0) = start;
     bool invariant = false;
     Index steps = 0;
     for (Index j = 0; j < krylov; ++j) {
       jacobian.apply(basis.col(j).data(), image.data());
       jacobian.apply_transpose(image.data(), product.data());
-      const double product_norm = product.norm();
-      const double alpha = basis.col(j).dot(product);
+      const Scalar product_norm = product.norm();
+      const Scalar alpha = basis.col(j).dot(product);
       alphas.push_back(alpha);
       for (int pass = 0; pass < 2; ++pass)  // full reorthogonalization, twice is enough
         for (Index i = 0; i <= j; ++i) product -= basis.col(i).dot(product) * basis.col(i);
-      const double beta = product.norm();
+      const Scalar beta = product.norm();
       betas.push_back(beta);
       steps = j + 1;
-      if (beta <= 1e-13 * product_norm || beta == 0) {
+      if (beta <= Scalar(1e-13) * product_norm || beta == 0) {
         invariant = true;
         break;
       }
       basis.col(j + 1) = product / beta;
     }
-    Eigen::MatrixXd tridiagonal = Eigen::MatrixXd::Zero(steps, steps);
-    for (Index j = 0; j < steps; ++j) {
-      tridiagonal(j, j) = alphas[static_cast<std::size_t>(j)];
-      if (j + 1 < steps) tridiagonal(j, j + 1) = tridiagonal(j + 1, j) = betas[static_cast<std::size_t>(j)];
-    }
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(tridiagonal);
-    theta = solver.eigenvalues()(steps - 1);
-    const Eigen::VectorXd ritz = solver.eigenvectors().col(steps - 1);
-    const double residual = std::abs(betas[static_cast<std::size_t>(steps - 1)] * ritz(steps - 1));
-    start = basis.leftCols(steps) * ritz;
+    theta = tridiagonal_largest_eigenpair(alphas, betas, steps, ritz);
+    const Scalar residual = std::abs(betas[static_cast<std::size_t>(steps - 1)] * ritz.back());
+    start = basis.leftCols(steps) * Eigen::Map<const Column>(ritz.data(), steps);
     start.normalize();
     if (invariant || residual <= tolerance * theta) break;
   }
-  return std::sqrt(std::max(theta, 0.0));
+  return std::sqrt(std::max(theta, Scalar(0)));
 }
 
-/// ‖J‖₂ of a non-symmetric row Jacobian: dense SVD when n ≤ dense_svd_max_keys, restarted Lanczos otherwise.
-inline double nonsymmetric_spectral_norm(const DiagonalPlusLowRank<double>& jacobian) {
-  if (jacobian.size() <= dense_svd_max_keys) return spectral_norm_dense_svd(jacobian);
+/// ‖J‖₂ of a non-symmetric row Jacobian (restarted Lanczos, exact to rounding for n ≤ 24). The dense-SVD oracle is
+/// in normalize/dense_reference.hpp.
+template <class Scalar>
+Scalar nonsymmetric_spectral_norm(const DiagonalPlusLowRank<Scalar>& jacobian) {
   return spectral_norm_lanczos(jacobian);
 }
 
-/// ‖J‖₂ per row for a non-symmetric map, computed in double whatever the logits' scalar.
+/// ‖J‖₂ per row for a non-symmetric map, computed in double whatever the logits' scalar (the Lanczos stopping test
+/// at 1e-12 needs double); each row's visible logits are converted while gathered (no copy of the matrix).
 template <class Scalar, class Map>
-Vector<Scalar> nonsymmetric_spectral_norms(const RowMatrix<Scalar>& logits, const Map& map,
+Vector<Scalar> nonsymmetric_spectral_norms(const RowMatrixView<Scalar>& logits, const Map& map,
                                            const Visibility& visibility) {
   Vector<Scalar> norms(logits.rows());
-  const RowMatrix<double> logits_double = logits.template cast<double>();
   for_each_map_row<Map>(logits.rows(), 64 * logits.cols(), [&](Index i) {
     const std::vector<Index> columns = visible_columns(visibility, i, logits.cols());
-    const std::vector<double> z = gather_row(logits_double, i, columns);
+    const std::vector<double> z = gather_columns<double>(logits, i, columns);
     const RowLinearization<double> linearization = linearize_row(map, z.data(), static_cast<Index>(z.size()));
     norms(i) = static_cast<Scalar>(nonsymmetric_spectral_norm(linearization.jacobian));
   });
@@ -214,47 +288,47 @@ Vector<Scalar> nonsymmetric_spectral_norms(const RowMatrix<Scalar>& logits, cons
 // ---- Spectral norm per map: exact O(n) secular method for the symmetric maps (spectral_norm.hpp) -------------
 
 template <class Scalar>
-Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const SoftmaxMap& map, const Visibility& visibility) {
+Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SoftmaxMap& map, const Visibility& visibility) {
   const Scalar temperature = static_cast<Scalar>(map.temperature);
   return softmax_jacobian_spectral_norm(softmax(z, temperature, visibility), Scalar(1) / temperature, visibility);
 }
 template <class Scalar>
-Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const ScalableSoftmaxMap& map, const Visibility& visibility) {
+Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const ScalableSoftmaxMap& map, const Visibility& visibility) {
   const Scalar s = static_cast<Scalar>(map.s);
   Vector<Scalar> norms = softmax_jacobian_spectral_norm(ssmax(z, s, visibility), Scalar(1), visibility);
   for (Index i = 0; i < z.rows(); ++i) norms(i) *= ssmax_scale(s, visibility.visible_count(i, z.cols()));
   return norms;
 }
 template <class Scalar>
-Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const SinkSoftmaxMap& map, const Visibility& visibility) {
+Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SinkSoftmaxMap& map, const Visibility& visibility) {
   return sink_softmax_jacobian_spectral_norm(softmax_with_sink(z, static_cast<Scalar>(map.sink_logit), visibility),
                                              visibility);
 }
 template <class Scalar>
-Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const SparsemaxMap&, const Visibility& visibility) {
+Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SparsemaxMap&, const Visibility& visibility) {
   return sparsemax_jacobian_spectral_norm(sparsemax(z, visibility), visibility);
 }
 template <class Scalar>
-Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const Entmax15Map&, const Visibility& visibility) {
+Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const Entmax15Map&, const Visibility& visibility) {
   return entmax_jacobian_spectral_norm(entmax15(z, visibility), Scalar(1.5), visibility);
 }
 template <class Scalar>
-Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const EntmaxBisectMap& map, const Visibility& visibility) {
+Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const EntmaxBisectMap& map, const Visibility& visibility) {
   const Scalar alpha = static_cast<Scalar>(map.alpha);
   return entmax_jacobian_spectral_norm(entmax_bisect(z, alpha, visibility), alpha, visibility);
 }
 template <class Scalar>
-Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const SelfAdjustSoftmaxMap& map,
+Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SelfAdjustSoftmaxMap& map,
                               const Visibility& visibility) {
   return nonsymmetric_spectral_norms(z, map, visibility);
 }
 template <class Scalar, class Function, class Derivative>
-Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const GeneralizedMap<Function, Derivative>& map,
+Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const GeneralizedMap<Function, Derivative>& map,
                               const Visibility& visibility) {
   return nonsymmetric_spectral_norms(z, map, visibility);
 }
 template <class Scalar>
-Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const NormalizationMap& map, const Visibility& visibility) {
+Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const NormalizationMap& map, const Visibility& visibility) {
   return std::visit([&](const auto& alternative) { return spectral_norms(z, alternative, visibility); }, map);
 }
 
@@ -263,8 +337,9 @@ Vector<Scalar> spectral_norms(const RowMatrix<Scalar>& z, const NormalizationMap
 /// Spectral norm ‖J_i‖₂ of the Jacobian of every row i (over its visible keys). Symmetric maps (softmax with
 /// temperature, SSMax, sink softmax, sparsemax, 1.5-entmax, α-entmax) use the exact O(n) secular-equation method
 /// of docs/theory/normalization-maps.md §5 (spectral_norm.hpp), from the map's output. Non-symmetric maps (SA-Softmax, a user F)
-/// are computed in double: a dense SVD (Eigen::JacobiSVD) for rows of ≤ 16 visible keys, otherwise restarted
-/// Lanczos on JᵀJ with JVP/VJP, Ritz residual ≤ 1e-12·σ² (detail::spectral_norm_lanczos). Throws as
+/// are computed in double by restarted Lanczos on JᵀJ with JVP/VJP, Ritz residual ≤ 1e-12·σ² (exact to rounding
+/// for rows of ≤ 24 visible keys; detail::spectral_norm_lanczos). A dense-SVD oracle for every map is
+/// jacobian_spectral_norm_dense in normalize/dense_reference.hpp. Throws as
 /// jacobian_vector_product on bad logits or parameters.
 template <class Derived, class Map>
 Vector<typename Derived::Scalar> jacobian_spectral_norm(const Eigen::MatrixBase<Derived>& logits, const Map& map,
@@ -272,8 +347,8 @@ Vector<typename Derived::Scalar> jacobian_spectral_norm(const Eigen::MatrixBase<
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::jacobian_spectral_norm: float or double");
   const char* function = "jacobian_spectral_norm";
-  const RowMatrix<Scalar> z = logits;
-  detail::validate_logits(function, z, visibility);
+  const RowMatrixView<Scalar> z(logits.derived());
+  detail::validate_logit_view(function, z, visibility);
   detail::validate_map_at(function, map, z, visibility);
   return detail::spectral_norms(z, map, visibility);
 }
@@ -289,8 +364,8 @@ RowMatrix<typename LogitsDerived::Scalar> jacobian_vector_product(const Eigen::M
                                                                   const Visibility& visibility = {}) {
   using Scalar = typename LogitsDerived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::jacobian_vector_product: float or double");
-  return detail::linearized_product("jacobian_vector_product", RowMatrix<Scalar>(logits), map,
-                                    RowMatrix<Scalar>(tangent.template cast<Scalar>()), visibility, false);
+  return detail::linearized_product("jacobian_vector_product", RowMatrixView<Scalar>(logits.derived()), map,
+                                    RowMatrixView<Scalar>(tangent.template cast<Scalar>()), visibility, false);
 }
 
 /// Vector-Jacobian products, row by row: row i of the result is J_iᵀ g_i (the backward pass). Same conventions,
@@ -301,8 +376,8 @@ RowMatrix<typename LogitsDerived::Scalar> vector_jacobian_product(
     const Visibility& visibility = {}) {
   using Scalar = typename LogitsDerived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::vector_jacobian_product: float or double");
-  return detail::linearized_product("vector_jacobian_product", RowMatrix<Scalar>(logits), map,
-                                    RowMatrix<Scalar>(cotangent.template cast<Scalar>()), visibility, true);
+  return detail::linearized_product("vector_jacobian_product", RowMatrixView<Scalar>(logits.derived()), map,
+                                    RowMatrixView<Scalar>(cotangent.template cast<Scalar>()), visibility, true);
 }
 
 /// Dense n×n Jacobian of row `row` of `logits`, with zero rows and columns at masked keys. O(n²) memory.
@@ -312,13 +387,13 @@ RowMatrix<typename Derived::Scalar> jacobian(const Eigen::MatrixBase<Derived>& l
                                              const Visibility& visibility) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::jacobian: logits must be float or double");
-  const RowMatrix<Scalar> z = logits;
-  detail::validate_logits("jacobian", z, visibility);
+  const RowMatrixView<Scalar> z(logits.derived());
+  detail::validate_logit_view("jacobian", z, visibility);
   if (row < 0 || row >= z.rows())
     detail::throw_invalid_argument("jacobian", "row ", row, " out of range [0, ", z.rows(), ")");
   detail::validate_map_at("jacobian", map, z, visibility);
   const std::vector<Index> columns = detail::visible_columns(visibility, row, z.cols());
-  const std::vector<Scalar> visible = detail::gather_row(z, row, columns);
+  const std::vector<Scalar> visible = detail::gather_columns<Scalar>(z, row, columns);
   const RowMatrix<Scalar> compact =
       detail::linearize_row(map, visible.data(), static_cast<Index>(visible.size())).jacobian.dense();
   RowMatrix<Scalar> full = RowMatrix<Scalar>::Zero(z.cols(), z.cols());

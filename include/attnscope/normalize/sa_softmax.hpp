@@ -98,7 +98,7 @@ RowLinearization<Scalar> linearize_sa_softmax(const Scalar* logits, Index n, Sel
 
 /// The normalized variant is 0/0 on a row whose visible logits are all exactly 0: throw, naming the row.
 template <class Scalar>
-void require_sa_softmax_defined(const char* function, const RowMatrix<Scalar>& logits, const Visibility& visibility,
+void require_sa_softmax_defined(const char* function, const RowMatrixView<Scalar>& logits, const Visibility& visibility,
                                 SelfAdjustVariant variant) {
   if (variant != SelfAdjustVariant::normalized) return;
   for (Index i = 0; i < logits.rows(); ++i) {
@@ -123,12 +123,15 @@ RowMatrix<typename Derived::Scalar> sa_softmax(const Eigen::MatrixBase<Derived>&
                                                const Visibility& visibility = {}) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::sa_softmax: logits must be float or double");
-  const RowMatrix<Scalar> z = logits;
-  detail::validate_logits("sa_softmax", z, visibility);
+  const RowMatrixView<Scalar> z(logits.derived());
+  detail::validate_logit_rows("sa_softmax", z.data(), z.rows(), z.cols(), z.outerStride(), visibility);
   detail::require_sa_softmax_defined("sa_softmax", z, visibility, variant);
-  return detail::apply_rowwise(z, visibility, [variant](const Scalar* row, Index n, Scalar* out) {
-    detail::sa_softmax_row(row, n, variant, out);
-  });
+  RowMatrix<Scalar> out;
+  detail::apply_rowwise_indexed(z.data(), z.rows(), z.cols(), z.outerStride(), visibility,
+                                [variant](Index, const Scalar* row, Index n, Scalar* result) {
+    detail::sa_softmax_row(row, n, variant, result);
+  }, out);
+  return out;
 }
 
 }  // namespace attnscope
