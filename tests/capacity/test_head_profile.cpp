@@ -222,3 +222,35 @@ TEST_CASE("the multi-N profiles equal the single-N ones and report the other rea
   CAPACITY_CHECK_INVALID(distance_rows_for_counts(head.attention, head.values, {}, causal), "distance_rows");
   CAPACITY_CHECK_INVALID(separability_rows_for_counts(head.attention, head.values, {3, 0}, causal), "separability_rows");
 }
+
+TEST_CASE("float heads are read in place: the same statistics as their double copy; exact ‖J‖₂ in float",
+          "[capacity][profile]") {
+  Random random(77);
+  const Head head = random_head(random, 32, 6, causal);
+  const RowMatrix<float> attention = head.attention.cast<float>(), values = head.values.cast<float>();
+  const RowMatrix<double> attention_d = attention.cast<double>(), values_d = values.cast<double>();
+  // weights and values are converted entry by entry to double, as the copies were: identical results
+  const DistanceRows rows = distance_rows(attention, values, 4, causal);
+  const DistanceRows rows_d = distance_rows(attention_d, values_d, 4, causal);
+  CHECK(rows.true_distance == rows_d.true_distance);
+  CHECK(rows.other_reading == rows_d.other_reading);
+  CHECK(rows.bound == rows_d.bound);
+  for (std::size_t k = 0; k < rows.expectation.size(); ++k)
+    CHECK(rows.expectation[k] == Approx(rows_d.expectation[k]).epsilon(1e-14));
+  CHECK(separability_rows(attention, values, 4, causal).fraction ==
+        separability_rows(attention_d, values_d, 4, causal).fraction);
+  const Vector<float> w = attention.row(20).transpose();
+  const std::vector<Index> top = top_n(w, 5);
+  CHECK(representation_distance(w, values, top) == representation_distance(Vector<double>(w.cast<double>()), values_d, top));
+  CHECK(min_pairwise_distance(values) == min_pairwise_distance(values_d));
+  // scores: g(T, ε) converts each row to double (identical); the exact norm runs in float, to float precision
+  RowMatrix<double> scores_d = gaussian_matrix(random, 32, 32) * 2.0;
+  const RowMatrix<float> scores = scores_d.cast<float>();
+  scores_d = scores.cast<double>();
+  CHECK(finite_difference_jacobian_norm_mean(scores, 0.5, 1e-3, 3, causal) ==
+        finite_difference_jacobian_norm_mean(scores_d, 0.5, 1e-3, 3, causal));
+  const ExactJacobianNorm exact = exact_jacobian_norm(std::vector<RowMatrix<float>>{scores}, 0.5, causal);
+  const ExactJacobianNorm exact_d = exact_jacobian_norm(std::vector<RowMatrix<double>>{scores_d}, 0.5, causal);
+  CHECK(exact.max_over_rows == Approx(exact_d.max_over_rows).epsilon(2e-6));
+  CHECK(exact.max_of_head_means == Approx(exact_d.max_of_head_means).epsilon(2e-6));
+}

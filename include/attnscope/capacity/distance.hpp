@@ -36,30 +36,33 @@ enum class MainSum {
 
 namespace detail {
 
-/// Eq. 7 for one row: distance between s = Σ_{selected} α_i x_i and the tokens in `rest` (no validation).
-inline double representation_distance_unchecked(const Vector<double>& weights, const RowMatrix<double>& embeddings,
-                                                const std::vector<Index>& selected, const std::vector<Index>& rest,
-                                                DistanceReading reading) {
+/// Eq. 7 for one row: distance between s = Σ_{selected} α_i x_i and the tokens in `rest` (no validation); embeddings
+/// of any scalar read in place, sums over tokens in double.
+template <class Embeddings>
+double representation_distance_unchecked(const Vector<double>& weights, const Embeddings& embeddings,
+                                         const std::vector<Index>& selected, const std::vector<Index>& rest,
+                                         DistanceReading reading) {
   const Vector<double> context = context_vector_unchecked(weights, embeddings, selected);
   if (reading == DistanceReading::norm_of_sum) {
     Vector<double> outside = -context;
-    for (const Index i : rest) outside += weights(i) * embeddings.row(i).transpose();
+    for (const Index i : rest) outside += weights(i) * embedding_row(embeddings, i);
     return outside.norm();  // [secondary] ‖Σ_{i∉I_N} α_i x_i − s‖
   }
   double total = 0;
-  for (const Index i : rest) total += (weights(i) * embeddings.row(i).transpose() - context).norm();  // [derived]
+  for (const Index i : rest) total += (weights(i) * embedding_row(embeddings, i) - context).norm();  // [derived]
   return total;
 }
 
 /// Theorem 1.1 bound for one row given d_1 (no validation):
 /// (1−ᾱ_N)·d_1 + [(1−ᾱ_N) + (L−N)·ᾱ_N]·max_{j∈I_N}‖x_j‖, with 1−ᾱ_N computed as Σ_{i∉I_N} α_i ([derived]).
-inline double distance_upper_bound_from_diameter(const Vector<double>& weights, const RowMatrix<double>& embeddings,
-                                                 const std::vector<Index>& selected, const std::vector<Index>& rest,
-                                                 double largest_cross_distance) {
+template <class Embeddings>
+double distance_upper_bound_from_diameter(const Vector<double>& weights, const Embeddings& embeddings,
+                                          const std::vector<Index>& selected, const std::vector<Index>& rest,
+                                          double largest_cross_distance) {
   double selected_mass = 0, rest_mass = 0, largest_selected_norm = 0;
   for (const Index j : selected) {
     selected_mass += weights(j);
-    largest_selected_norm = std::max(largest_selected_norm, embeddings.row(j).norm());
+    largest_selected_norm = std::max(largest_selected_norm, embedding_row(embeddings, j).norm());
   }
   for (const Index i : rest) rest_mass += weights(i);
   return rest_mass * largest_cross_distance +
@@ -67,48 +70,36 @@ inline double distance_upper_bound_from_diameter(const Vector<double>& weights, 
 }
 
 /// d_1 = max_{i∈rest, j∈selected} ‖x_i − x_j‖ (Theorem 1 proof), O(|rest|·N·d); 0 when rest is empty.
-inline double largest_cross_distance(const RowMatrix<double>& embeddings, const std::vector<Index>& selected,
-                                     const std::vector<Index>& rest) {
+template <class Embeddings>
+double largest_cross_distance(const Embeddings& embeddings, const std::vector<Index>& selected,
+                              const std::vector<Index>& rest) {
   double largest = 0;
   for (const Index i : rest)
-    for (const Index j : selected) largest = std::max(largest, (embeddings.row(i) - embeddings.row(j)).squaredNorm());
+    for (const Index j : selected)
+      largest = std::max(largest, (embedding_row(embeddings, i) - embedding_row(embeddings, j)).squaredNorm());
   return std::sqrt(largest);
 }
 
 /// Eq. 10 candidate main sums for one row of L tokens and N selected (no validation).
-inline double expected_distance_main_sum_unchecked(const Vector<double>& weights, const RowMatrix<double>& embeddings,
-                                                   Index count, MainSum variant) {
+template <class Embeddings>
+double expected_distance_main_sum_unchecked(const Vector<double>& weights, const Embeddings& embeddings, Index count,
+                                            MainSum variant) {
   const double length = static_cast<double>(weights.size());
   const double excluded_fraction = (length - static_cast<double>(count)) / length;  // P(i ∉ I_N) = (L−N)/L
   double total = 0;
   if (variant == MainSum::b) {
-    for (Index i = 0; i < weights.size(); ++i) total += weights(i) * embeddings.row(i).norm();
+    for (Index i = 0; i < weights.size(); ++i) total += weights(i) * embedding_row(embeddings, i).norm();
     return excluded_fraction * total;
   }
-  const Vector<double> mean_context =
-      (static_cast<double>(count) / length) * (embeddings.transpose() * weights);  // s̄ = (N/L)Σ α_i x_i
-  for (Index i = 0; i < weights.size(); ++i)
-    total += (weights(i) * embeddings.row(i).transpose() - mean_context).norm();
+  const Vector<double> mean_context = (static_cast<double>(count) / length) *
+                                      (embeddings.transpose().template cast<double>() * weights);  // s̄ = (N/L)Σ α_i x_i
+  for (Index i = 0; i < weights.size(); ++i) total += (weights(i) * embedding_row(embeddings, i) - mean_context).norm();
   return excluded_fraction * total;
 }
 
-/// Validated (weights, embeddings) pair for the public entry points.
-struct WeightedTokens {
-  Vector<double> weights;
-  RowMatrix<double> embeddings;
-};
-
-template <class DerivedWeights, class DerivedEmbeddings>
-WeightedTokens weighted_tokens(const char* function, const Eigen::MatrixBase<DerivedWeights>& weights,
-                               const Eigen::MatrixBase<DerivedEmbeddings>& embeddings) {
-  WeightedTokens tokens;
-  tokens.weights = weight_vector(function, weights);
-  tokens.embeddings = embedding_matrix(function, embeddings, tokens.weights.size());
-  return tokens;
-}
-
 /// C(n, k) as a double (exact below 2^53 for the sizes used here).
-inline double binomial(Index n, Index k) {
+template <class Integer>
+double binomial(Integer n, Integer k) {
   double result = 1;
   for (Index i = 1; i <= k; ++i) result = result * static_cast<double>(n - k + i) / static_cast<double>(i);
   return std::round(result);
@@ -124,10 +115,11 @@ double representation_distance(const Eigen::MatrixBase<DerivedWeights>& weights,
                                const Eigen::MatrixBase<DerivedEmbeddings>& embeddings,
                                const std::vector<Index>& selected,
                                DistanceReading reading = DistanceReading::sum_of_norms) {
-  const auto tokens = detail::weighted_tokens("representation_distance", weights, embeddings);
-  const auto flags = detail::selection_flags("representation_distance", selected, tokens.weights.size());
-  return detail::representation_distance_unchecked(tokens.weights, tokens.embeddings, selected,
-                                                   detail::complement(flags), reading);
+  const Vector<double> w = detail::weight_vector("representation_distance", weights);
+  const RowMatrixView<typename DerivedEmbeddings::Scalar> x(embeddings.derived());  // in place when row-major
+  detail::require_embeddings("representation_distance", x, w.size());
+  const auto flags = detail::selection_flags("representation_distance", selected, w.size());
+  return detail::representation_distance_unchecked(w, x, selected, detail::complement(flags), reading);
 }
 
 /// Eq. 7 with I_N = top_n(weights, N) (ties to the lower index). O(L log N + L d). Throws as above, and on N ∉ [1, L].
@@ -135,12 +127,13 @@ template <class DerivedWeights, class DerivedEmbeddings>
 double top_n_distance(const Eigen::MatrixBase<DerivedWeights>& weights,
                       const Eigen::MatrixBase<DerivedEmbeddings>& embeddings, Index count,
                       DistanceReading reading = DistanceReading::sum_of_norms) {
-  const auto tokens = detail::weighted_tokens("top_n_distance", weights, embeddings);
-  detail::require_selection_size("top_n_distance", count, tokens.weights.size());
-  const auto selected = detail::top_n_unchecked(tokens.weights.data(), tokens.weights.size(), count);
+  const Vector<double> w = detail::weight_vector("top_n_distance", weights);
+  const RowMatrixView<typename DerivedEmbeddings::Scalar> x(embeddings.derived());
+  detail::require_embeddings("top_n_distance", x, w.size());
+  detail::require_selection_size("top_n_distance", count, w.size());
+  const auto selected = detail::top_n_unchecked(w.data(), w.size(), count);
   return detail::representation_distance_unchecked(
-      tokens.weights, tokens.embeddings, selected,
-      detail::complement(detail::selection_flags("top_n_distance", selected, tokens.weights.size())), reading);
+      w, x, selected, detail::complement(detail::selection_flags("top_n_distance", selected, w.size())), reading);
 }
 
 /// E[d~] under I_N ~ Uniform(N-subsets of the L tokens) (Eq. 8) by Monte Carlo with `samples` draws (partial
@@ -152,8 +145,10 @@ double expected_distance_monte_carlo(const Eigen::MatrixBase<DerivedWeights>& we
                                      Index samples, std::uint64_t seed,
                                      DistanceReading reading = DistanceReading::sum_of_norms) {
   const char* function = "expected_distance_monte_carlo";
-  const auto tokens = detail::weighted_tokens(function, weights, embeddings);
-  const Index length = tokens.weights.size();
+  const Vector<double> w = detail::weight_vector(function, weights);
+  const RowMatrixView<typename DerivedEmbeddings::Scalar> x(embeddings.derived());
+  detail::require_embeddings(function, x, w.size());
+  const Index length = w.size();
   detail::require_selection_size(function, count, length);
   if (samples < 1) detail::throw_invalid_argument(function, "samples must be >= 1, got ", samples);
   Random random(seed);
@@ -167,7 +162,7 @@ double expected_distance_monte_carlo(const Eigen::MatrixBase<DerivedWeights>& we
                                                              static_cast<std::uint64_t>(length - i))))]);
     const std::vector<Index> selected(order.begin(), order.begin() + count);
     const std::vector<Index> rest(order.begin() + count, order.end());
-    total += detail::representation_distance_unchecked(tokens.weights, tokens.embeddings, selected, rest, reading);
+    total += detail::representation_distance_unchecked(w, x, selected, rest, reading);
   }
   return total / static_cast<double>(samples);
 }
@@ -180,8 +175,10 @@ double expected_distance_exhaustive(const Eigen::MatrixBase<DerivedWeights>& wei
                                     DistanceReading reading = DistanceReading::sum_of_norms,
                                     double max_subsets = 1e6) {
   const char* function = "expected_distance_exhaustive";
-  const auto tokens = detail::weighted_tokens(function, weights, embeddings);
-  const Index length = tokens.weights.size();
+  const Vector<double> w = detail::weight_vector(function, weights);
+  const RowMatrixView<typename DerivedEmbeddings::Scalar> x(embeddings.derived());
+  detail::require_embeddings(function, x, w.size());
+  const Index length = w.size();
   detail::require_selection_size(function, count, length);
   const double subsets = detail::binomial(length, count);
   if (subsets > max_subsets)
@@ -194,8 +191,7 @@ double expected_distance_exhaustive(const Eigen::MatrixBase<DerivedWeights>& wei
   while (true) {
     std::vector<char> flags(static_cast<std::size_t>(length), 0);
     for (const Index i : selected) flags[static_cast<std::size_t>(i)] = 1;
-    total += detail::representation_distance_unchecked(tokens.weights, tokens.embeddings, selected,
-                                                       detail::complement(flags), reading);
+    total += detail::representation_distance_unchecked(w, x, selected, detail::complement(flags), reading);
     visited += 1;
     Index position = count - 1;  // next combination in lexicographic order
     while (position >= 0 && selected[static_cast<std::size_t>(position)] == length - count + position) --position;
@@ -213,9 +209,11 @@ template <class DerivedWeights, class DerivedEmbeddings>
 double expected_distance_main_sum(const Eigen::MatrixBase<DerivedWeights>& weights,
                                   const Eigen::MatrixBase<DerivedEmbeddings>& embeddings, Index count,
                                   MainSum variant = MainSum::a) {
-  const auto tokens = detail::weighted_tokens("expected_distance_main_sum", weights, embeddings);
-  detail::require_selection_size("expected_distance_main_sum", count, tokens.weights.size());
-  return detail::expected_distance_main_sum_unchecked(tokens.weights, tokens.embeddings, count, variant);
+  const Vector<double> w = detail::weight_vector("expected_distance_main_sum", weights);
+  const RowMatrixView<typename DerivedEmbeddings::Scalar> x(embeddings.derived());
+  detail::require_embeddings("expected_distance_main_sum", x, w.size());
+  detail::require_selection_size("expected_distance_main_sum", count, w.size());
+  return detail::expected_distance_main_sum_unchecked(w, x, count, variant);
 }
 
 /// Theorem 1.1 fixed-set upper bound "d_max" (Eq. 9, [derived] coefficients):
@@ -227,10 +225,12 @@ template <class DerivedWeights, class DerivedEmbeddings>
 double distance_upper_bound(const Eigen::MatrixBase<DerivedWeights>& weights,
                             const Eigen::MatrixBase<DerivedEmbeddings>& embeddings,
                             const std::vector<Index>& selected) {
-  const auto tokens = detail::weighted_tokens("distance_upper_bound", weights, embeddings);
-  const auto rest = detail::complement(detail::selection_flags("distance_upper_bound", selected, tokens.weights.size()));
-  return detail::distance_upper_bound_from_diameter(tokens.weights, tokens.embeddings, selected, rest,
-                                                    detail::largest_cross_distance(tokens.embeddings, selected, rest));
+  const Vector<double> w = detail::weight_vector("distance_upper_bound", weights);
+  const RowMatrixView<typename DerivedEmbeddings::Scalar> x(embeddings.derived());
+  detail::require_embeddings("distance_upper_bound", x, w.size());
+  const auto rest = detail::complement(detail::selection_flags("distance_upper_bound", selected, w.size()));
+  return detail::distance_upper_bound_from_diameter(w, x, selected, rest,
+                                                    detail::largest_cross_distance(x, selected, rest));
 }
 
 }  // namespace attnscope::capacity

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
 
+#include "attnscope/capacity/selection.hpp"
 #include "attnscope/core/check.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/random.hpp"
@@ -44,8 +46,10 @@ Lemma2Bound lemma2_jacobian_bound(const Eigen::MatrixBase<DerivedValues>& map_va
   if (map_values.size() != map_derivatives.size())
     detail::throw_invalid_argument(function, "F has ", map_values.size(), " values but F' has ",
                                    map_derivatives.size());
-  const Eigen::ArrayXd values = map_values.template cast<double>().reshaped().array();
-  const Eigen::ArrayXd derivatives = map_derivatives.template cast<double>().reshaped().array();
+  // one row converted to double: S = ΣF accumulates over L and min F may be tiny next to it
+  using Array = Eigen::Array<typename detail::dependent_double<DerivedValues>::type, Eigen::Dynamic, 1>;  // ArrayXd
+  const Array values = map_values.template cast<double>().reshaped().array();
+  const Array derivatives = map_derivatives.template cast<double>().reshaped().array();
   if (!(values.minCoeff() > 0))
     detail::throw_invalid_argument(function, "F must be positive (Eq. 3), got min F = ", values.minCoeff());
   const double numerator = derivatives.abs().maxCoeff() + derivatives.matrix().norm();
@@ -54,17 +58,19 @@ Lemma2Bound lemma2_jacobian_bound(const Eigen::MatrixBase<DerivedValues>& map_va
 
 namespace detail {
 
-/// ‖softmax((l + εv)/T) − softmax(l/T)‖₂ / ε for one contiguous row (no validation); `scratch` holds 3n doubles.
-inline double finite_difference_ratio(const double* logits, const double* direction, Index n, double temperature,
-                                      double step, std::vector<double>& scratch) {
+/// ‖softmax((l + εv)/T) − softmax(l/T)‖₂ / ε for one contiguous row (no validation); `scratch` holds 3n values.
+/// Used with Scalar = double: the difference of two softmax rows at ε ~ 1e-3 cancels about half the digits.
+template <class Scalar>
+Scalar finite_difference_ratio(const Scalar* logits, const Scalar* direction, Index n, Scalar temperature, Scalar step,
+                               std::vector<Scalar>& scratch) {
   scratch.resize(static_cast<std::size_t>(3 * n));
-  double* shifted = scratch.data();
-  double* base = shifted + n;
-  double* moved = base + n;
+  Scalar* shifted = scratch.data();
+  Scalar* base = shifted + n;
+  Scalar* moved = base + n;
   for (Index j = 0; j < n; ++j) shifted[j] = logits[j] + step * direction[j];  // l' = l + εv (Alg. 5)
   softmax_row_reference(logits, n, 1 / temperature, base);
   softmax_row_reference(shifted, n, 1 / temperature, moved);
-  double squares = 0;
+  Scalar squares = 0;
   for (Index j = 0; j < n; ++j) squares += (moved[j] - base[j]) * (moved[j] - base[j]);
   return std::sqrt(squares) / step;
 }
@@ -91,8 +97,10 @@ double finite_difference_jacobian_norm(const Eigen::MatrixBase<DerivedLogits>& l
   if (logits.size() != direction.size())
     detail::throw_invalid_argument(function, "logits have ", logits.size(), " entries but the direction has ",
                                    direction.size());
-  const Eigen::VectorXd row = logits.template cast<double>().reshaped();
-  Eigen::VectorXd unit = direction.template cast<double>().reshaped();
+  // one row in double: the finite difference cancels about half the digits (see finite_difference_ratio)
+  using Column = Vector<typename detail::dependent_double<DerivedLogits>::type>;  // VectorXd
+  const Column row = logits.template cast<double>().reshaped();
+  Column unit = direction.template cast<double>().reshaped();
   const double norm = unit.norm();
   if (!(norm > 0)) detail::throw_invalid_argument(function, "the direction is zero");
   unit /= norm;
@@ -109,15 +117,16 @@ double finite_difference_jacobian_norm_mean(const Eigen::MatrixBase<Derived>& lo
                                             std::uint64_t seed, const Visibility& visibility = {}) {
   const char* function = "finite_difference_jacobian_norm_mean";
   detail::require_temperature_and_step(function, temperature, step);
-  const RowMatrix<double> scores = logits.template cast<double>();
-  detail::validate_logits(function, scores, visibility);
+  using Scalar = typename Derived::Scalar;
+  const RowMatrixView<Scalar> scores(logits.derived());  // read in place; each row is converted to double below
+  detail::validate_logit_rows(function, scores.data(), scores.rows(), scores.cols(), scores.outerStride(), visibility);
   Random random(seed);
-  std::vector<double> row, direction, scratch;
+  std::vector<double> row, direction, scratch;  // double: the finite difference cancels (finite_difference_ratio)
   double total = 0;
   for (Index i = 0; i < scores.rows(); ++i) {
     row.clear();
     for (Index j = 0; j < scores.cols(); ++j)
-      if (visibility.visible(i, j, scores.cols())) row.push_back(scores(i, j));
+      if (visibility.visible(i, j, scores.cols())) row.push_back(static_cast<double>(scores(i, j)));
     direction.resize(row.size());
     double squares = 0;
     for (double& value : direction) {
@@ -170,8 +179,26 @@ struct ExactJacobianNorm {
   std::vector<double> per_head_mean;
 };
 
+namespace detail {
+
+/// Exact ‖J‖₂ of every query row of one head, in the logits' own scalar when it is float or double (the secular method
+/// is exact to a few ulps of that scalar, docs/theory/normalization-maps.md §5), otherwise in double; returned in double.
+template <class Derived>
+Vector<double> exact_jacobian_norms_of_head(const Eigen::MatrixBase<Derived>& logits, double temperature,
+                                            const Visibility& visibility) {
+  using Input = typename Derived::Scalar;
+  using Scalar = std::conditional_t<std::is_floating_point<Input>::value, Input, double>;
+  const Scalar t = static_cast<Scalar>(temperature);
+  const auto& scores = logits.template cast<Scalar>();  // no copy for float or double input
+  return softmax_jacobian_spectral_norm(softmax(scores, t, visibility), Scalar(1) / t, visibility)
+      .template cast<double>();
+}
+
+}  // namespace detail
+
 /// Exact ‖J‖₂ = ‖(1/T)(diag α − ααᵀ)‖₂ of every query row, α = softmax(l/T) over the visible keys, by
-/// softmax_jacobian_spectral_norm (O(n) secular equation, docs/theory/normalization-maps.md §5); aggregated over rows and heads.
+/// softmax_jacobian_spectral_norm (O(n) secular equation, docs/theory/normalization-maps.md §5) in the logits' scalar (float logits
+/// are analysed in float, to its precision); aggregated over rows and heads in double.
 /// O(heads · L_q · L_k). Throws on no heads, T not finite and > 0, and as softmax (naming the head).
 template <class Matrix>
 ExactJacobianNorm exact_jacobian_norm(const std::vector<Matrix>& head_logits, double temperature,
@@ -182,8 +209,7 @@ ExactJacobianNorm exact_jacobian_norm(const std::vector<Matrix>& head_logits, do
   for (std::size_t h = 0; h < head_logits.size(); ++h) {
     Vector<double> norms;
     try {
-      const RowMatrix<double> logits = head_logits[h].template cast<double>();
-      norms = softmax_jacobian_spectral_norm(softmax(logits, temperature, visibility), 1 / temperature, visibility);
+      norms = detail::exact_jacobian_norms_of_head(head_logits[h], temperature, visibility);
     } catch (const invalid_argument& error) {
       detail::throw_invalid_argument("exact_jacobian_norm", "head ", h, ": ", error.what());
     }

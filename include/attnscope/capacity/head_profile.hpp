@@ -75,15 +75,10 @@ struct SeparabilityRows {
 
 namespace detail {
 
-/// Validated double copies of one head's attention (L_q × L_k) and values (L_k × d).
-struct HeadData {
-  RowMatrix<double> attention;
-  RowMatrix<double> values;
-};
-
-template <class DerivedAttention, class DerivedValues>
-HeadData head_data(const char* function, const Eigen::MatrixBase<DerivedAttention>& attention,
-                   const Eigen::MatrixBase<DerivedValues>& values, const Visibility& visibility, Index count) {
+/// Validates one head's attention (L_q × L_k, read in place in its own scalar) and values (L_k × d).
+template <class Attention, class DerivedValues>
+void require_head(const char* function, const Attention& attention, const Eigen::MatrixBase<DerivedValues>& values,
+                  const Visibility& visibility, Index count) {
   require_nonempty(function, attention);
   require_nonempty(function, values);
   visibility.validate(function, attention.rows(), attention.cols());
@@ -92,14 +87,13 @@ HeadData head_data(const char* function, const Eigen::MatrixBase<DerivedAttentio
                            " rows");
   if (count < 1) throw_invalid_argument(function, "N must be >= 1, got ", count);
   require_finite(function, values);
-  HeadData data{attention.template cast<double>(), values.template cast<double>()};
-  for (Index i = 0; i < data.attention.rows(); ++i)
-    for (Index j = 0; j < data.attention.cols(); ++j)
-      if (visibility.visible(i, j, data.attention.cols()) &&
-          (!std::isfinite(data.attention(i, j)) || data.attention(i, j) < 0))
-        throw_invalid_argument(function, "attention weight ", data.attention(i, j), " at row ", i, ", column ", j,
+  for (Index i = 0; i < attention.rows(); ++i)
+    for (Index j = 0; j < attention.cols(); ++j) {
+      const double weight = static_cast<double>(attention(i, j));
+      if (visibility.visible(i, j, attention.cols()) && (!std::isfinite(weight) || weight < 0))
+        throw_invalid_argument(function, "attention weight ", weight, " at row ", i, ", column ", j,
                                " is not finite and >= 0");
-  return data;
+    }
 }
 
 /// One query row restricted to its visible keys, with its keys ranked once by weight.
@@ -111,10 +105,12 @@ struct RowInstance {
   std::vector<Index> selected, rest;  // local indices of I_N and of the other keys
 };
 
-/// Gathers row `row` (visible keys, weights, embeddings) and ranks its `ranked` heaviest keys.
-inline void gather_row(const HeadData& data, const RowMatrix<double>& embeddings, const Visibility& visibility,
-                       Index row, Index ranked, RowInstance& instance) {
-  const Index cols = data.attention.cols();
+/// Gathers row `row` (visible keys, weights, embeddings; converted to double, in which the row's sums over tokens
+/// accumulate) and ranks its `ranked` heaviest keys.
+template <class Attention>
+void gather_row(const Attention& attention, const RowMatrix<double>& embeddings, const Visibility& visibility,
+                Index row, Index ranked, RowInstance& instance) {
+  const Index cols = attention.cols();
   instance.keys.clear();
   if (visibility.is_prefix()) {
     const Index visible = visibility.prefix_length(row, cols);
@@ -127,14 +123,15 @@ inline void gather_row(const HeadData& data, const RowMatrix<double>& embeddings
   instance.weights.resize(n);
   instance.embeddings.resize(n, embeddings.cols());
   for (Index k = 0; k < n; ++k) {
-    instance.weights(k) = data.attention(row, instance.keys[static_cast<std::size_t>(k)]);
+    instance.weights(k) = static_cast<double>(attention(row, instance.keys[static_cast<std::size_t>(k)]));
     instance.embeddings.row(k) = embeddings.row(instance.keys[static_cast<std::size_t>(k)]);
   }
   instance.order = top_n_unchecked(instance.weights.data(), n, std::min(n, ranked));
 }
 
 /// Splits a gathered row into the top-N and the rest (N_eff = n − 1 under clamp_n); false when the row is skipped.
-inline bool select_top(RowInstance& instance, Index count, ShortRows short_rows) {
+template <class Instance>
+bool select_top(Instance& instance, Index count, ShortRows short_rows) {
   const Index n = instance.weights.size();
   if (n <= count) {
     if (short_rows == ShortRows::skip || n < 2) return false;
@@ -148,7 +145,8 @@ inline bool select_top(RowInstance& instance, Index count, ShortRows short_rows)
 }
 
 /// d_1² of Theorem 1 for a selected row from a table of squared distances between keys.
-inline double largest_cross_squared_distance(const RowMatrix<double>& squared_distances, const RowInstance& instance) {
+template <class Instance>
+double largest_cross_squared_distance(const RowMatrix<double>& squared_distances, const Instance& instance) {
   std::vector<Index> rest_keys;
   for (const Index i : instance.rest) rest_keys.push_back(instance.keys[static_cast<std::size_t>(i)]);
   Vector<double> outside(static_cast<Index>(rest_keys.size()));
@@ -202,24 +200,29 @@ std::vector<DistanceRows> distance_rows_for_counts(const Eigen::MatrixBase<Deriv
   if (counts.empty()) detail::throw_invalid_argument(function, "no N given");
   const Index smallest = *std::min_element(counts.begin(), counts.end());
   const Index largest = *std::max_element(counts.begin(), counts.end());
-  const detail::HeadData data = detail::head_data(function, attention, values, visibility, smallest);
-  RowMatrix<double> squared_distances;
+  const RowMatrixView<typename DerivedAttention::Scalar> weights(attention.derived());  // in place when row-major
+  detail::require_head(function, weights, values, visibility, smallest);
+  // values in double: the distance table below cancels (‖x_i‖² + ‖x_j‖² − 2<x_i, x_j>) and the per-row sums over
+  // tokens accumulate
+  using Real = typename detail::dependent_double<DerivedValues>::type;
+  const RowMatrix<Real> value_rows = values.template cast<Real>();
+  RowMatrix<Real> squared_distances;
   if (options.with_bound) {  // ‖x_i − x_j‖² = ‖x_i‖² + ‖x_j‖² − 2<x_i, x_j>, clamped at 0
-    const RowMatrix<double> gram = data.values * data.values.transpose();
-    const Vector<double> norms = gram.diagonal();
+    const RowMatrix<Real> gram = value_rows * value_rows.transpose();
+    const Vector<Real> norms = gram.diagonal();
     squared_distances = ((-2 * gram).colwise() + norms).rowwise() + norms.transpose();
     squared_distances = squared_distances.cwiseMax(0.0);
   }
   const DistanceReading other_reading = options.reading == DistanceReading::sum_of_norms
                                             ? DistanceReading::norm_of_sum
                                             : DistanceReading::sum_of_norms;
-  const Index rows = data.attention.rows();
+  const Index rows = weights.rows();
   const std::size_t grid = counts.size(), slots = grid * static_cast<std::size_t>(rows);
   std::vector<char> used(slots, 0);
   std::vector<double> true_distance(slots), other(slots), expectation(slots), bound(slots);
-  detail::for_each_row(rows, data.attention.cols() * data.values.cols() * static_cast<Index>(grid), [&](Index row) {
+  detail::for_each_row(rows, weights.cols() * value_rows.cols() * static_cast<Index>(grid), [&](Index row) {
     detail::RowInstance instance;
-    detail::gather_row(data, data.values, visibility, row, largest, instance);
+    detail::gather_row(weights, value_rows, visibility, row, largest, instance);
     for (std::size_t c = 0; c < grid; ++c) {
       if (!detail::select_top(instance, counts[c], options.short_rows)) continue;
       const std::size_t slot = c * static_cast<std::size_t>(rows) + static_cast<std::size_t>(row);
@@ -280,18 +283,20 @@ std::vector<SeparabilityRows> separability_rows_for_counts(const Eigen::MatrixBa
   if (counts.empty()) detail::throw_invalid_argument(function, "no N given");
   const Index smallest = *std::min_element(counts.begin(), counts.end());
   const Index largest = *std::max_element(counts.begin(), counts.end());
-  const detail::HeadData data = detail::head_data(function, attention, values, visibility, smallest);
+  const RowMatrixView<typename DerivedAttention::Scalar> weights(attention.derived());  // in place when row-major
+  detail::require_head(function, weights, values, visibility, smallest);
   detail::require_positive(function, "sphere radius M", options.sphere_radius);
-  const RowMatrix<double> sphere = project_to_sphere(data.values, options.sphere_radius);
+  // projected in double: the per-row distances are sums over d compared by < against r
+  const RowMatrix<double> sphere = project_to_sphere(values.template cast<double>(), options.sphere_radius);
   const double separation =
       sphere.rows() > 1 ? std::min(min_pairwise_distance(sphere), 2 * options.sphere_radius) : 0.0;
-  const Index rows = data.attention.rows();
+  const Index rows = weights.rows();
   const std::size_t grid = counts.size(), slots = grid * static_cast<std::size_t>(rows);
   std::vector<char> used(slots, 0);
   std::vector<double> fraction(slots), lower(slots), upper(slots);
-  detail::for_each_row(rows, data.attention.cols() * data.values.cols() * static_cast<Index>(grid), [&](Index row) {
+  detail::for_each_row(rows, weights.cols() * sphere.cols() * static_cast<Index>(grid), [&](Index row) {
     detail::RowInstance instance;
-    detail::gather_row(data, sphere, visibility, row, largest, instance);
+    detail::gather_row(weights, sphere, visibility, row, largest, instance);
     for (std::size_t c = 0; c < grid; ++c) {
       if (!detail::select_top(instance, counts[c], options.short_rows)) continue;
       const std::size_t slot = c * static_cast<std::size_t>(rows) + static_cast<std::size_t>(row);

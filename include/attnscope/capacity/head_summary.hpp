@@ -60,8 +60,9 @@ HeadCapacity head_capacity(const Eigen::MatrixBase<DerivedAttention>& attention,
   }
   result.gradient_sensitivity =
       finite_difference_jacobian_norm_mean(scores, options.temperature, options.step, options.seed, visibility);
-  const std::vector<RowMatrix<double>> head{scores.template cast<double>()};
-  result.exact_jacobian_norm = exact_jacobian_norm(head, options.temperature, visibility).max_of_head_means;
+  detail::require_positive("exact_jacobian_norm", "temperature T", options.temperature);
+  result.exact_jacobian_norm =
+      detail::exact_jacobian_norms_of_head(scores, options.temperature, visibility).mean();  // one head: its mean
   return result;
 }
 

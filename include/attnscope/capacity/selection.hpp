@@ -1,6 +1,7 @@
 // attnscope/capacity/selection.hpp — top-N selection and the context vector of the paper arXiv:2508.17821
 // (Mudarisov et al., arXiv:2508.17821, §2: I_N = indices of the N largest weights, Eq. 6: s = Σ_{i∈I_N} α_i x_i).
-// All statistics of the capacity module are computed in double, whatever the input scalar.
+// Inputs are read in place in their own scalar (no copies); the statistics (masses Σα, distances summed over tokens)
+// are accumulated in double, whatever the input scalar.
 #pragma once
 
 #include <algorithm>
@@ -21,8 +22,15 @@ using namespace attnscope::detail;  // the core checks and row loops, as detail:
 
 namespace detail {
 
-/// Copies a row or column vector of weights into a double vector; throws unless it is a non-empty vector of finite,
-/// non-negative values.
+/// double, spelled as a type that depends on T: matrices of it inside a template are then instantiated only when the
+/// template is, not in every translation unit that includes the header (compile time).
+template <class T>
+struct dependent_double {
+  using type = double;
+};
+
+/// Copies a row or column vector of weights into a double vector (double: the masses Σα_i and the weighted sums of the
+/// module accumulate over L tokens); throws unless it is a non-empty vector of finite, non-negative values.
 template <class Derived>
 Vector<double> weight_vector(const char* function, const Eigen::MatrixBase<Derived>& weights) {
   if (weights.rows() != 1 && weights.cols() != 1)
@@ -41,16 +49,20 @@ Vector<double> weight_vector(const char* function, const Eigen::MatrixBase<Deriv
   return out;
 }
 
-/// Copies embeddings (one row per token) into a double row-major matrix; throws unless finite, non-empty, and with
-/// `tokens` rows.
+/// Checks embeddings (one row per token, read in place): throws unless finite, non-empty, and with `tokens` rows.
 template <class Derived>
-RowMatrix<double> embedding_matrix(const char* function, const Eigen::MatrixBase<Derived>& embeddings, Index tokens) {
+void require_embeddings(const char* function, const Eigen::MatrixBase<Derived>& embeddings, Index tokens) {
   require_nonempty(function, embeddings);
   if (embeddings.rows() != tokens)
     throw_invalid_argument(function, "embeddings have ", embeddings.rows(), " rows but there are ", tokens,
                            " weights (one embedding row per token expected)");
   require_finite(function, embeddings);
-  return embeddings.template cast<double>();
+}
+
+/// Row i of an embedding matrix (any scalar) as a double column: the per-token terms α_i x_i are formed in double.
+template <class Embeddings>
+auto embedding_row(const Embeddings& embeddings, Index i) {
+  return embeddings.row(i).transpose().template cast<double>();
 }
 
 /// Throws unless 1 <= count <= limit.
@@ -80,7 +92,8 @@ inline std::vector<Index> complement(const std::vector<char>& flags) {
 }
 
 /// Top-N indices of a weight array, by descending weight, ties broken by the lower index (no validation).
-inline std::vector<Index> top_n_unchecked(const double* weights, Index size, Index count) {
+template <class Scalar>
+std::vector<Index> top_n_unchecked(const Scalar* weights, Index size, Index count) {
   std::vector<Index> order(static_cast<std::size_t>(size));
   std::iota(order.begin(), order.end(), Index{0});
   const auto before = [weights](Index a, Index b) {
@@ -92,11 +105,12 @@ inline std::vector<Index> top_n_unchecked(const double* weights, Index size, Ind
   return order;
 }
 
-/// s = Σ_{i∈selected} α_i x_i (no validation).
-inline Vector<double> context_vector_unchecked(const Vector<double>& weights, const RowMatrix<double>& embeddings,
-                                               const std::vector<Index>& selected) {
+/// s = Σ_{i∈selected} α_i x_i in double (no validation); embeddings of any scalar, read in place.
+template <class Embeddings>
+Vector<double> context_vector_unchecked(const Vector<double>& weights, const Embeddings& embeddings,
+                                        const std::vector<Index>& selected) {
   Vector<double> context = Vector<double>::Zero(embeddings.cols());
-  for (const Index i : selected) context += weights(i) * embeddings.row(i).transpose();
+  for (const Index i : selected) context += weights(i) * embedding_row(embeddings, i);
   return context;
 }
 
@@ -118,7 +132,8 @@ Vector<double> context_vector(const Eigen::MatrixBase<DerivedWeights>& weights,
                               const Eigen::MatrixBase<DerivedEmbeddings>& embeddings,
                               const std::vector<Index>& selected) {
   const Vector<double> w = detail::weight_vector("context_vector", weights);
-  const RowMatrix<double> x = detail::embedding_matrix("context_vector", embeddings, w.size());
+  const RowMatrixView<typename DerivedEmbeddings::Scalar> x(embeddings.derived());  // in place when row-major
+  detail::require_embeddings("context_vector", x, w.size());
   detail::selection_flags("context_vector", selected, w.size());
   return detail::context_vector_unchecked(w, x, selected);
 }

@@ -44,19 +44,22 @@ struct Theorem2Bounds {
 
 namespace detail {
 
-/// Per-token distances D_i = ‖s − α_i x_i‖₂ for the listed tokens (no validation).
-inline std::vector<double> distances_to_context(const Vector<double>& weights, const RowMatrix<double>& embeddings,
-                                                const Vector<double>& context, const std::vector<Index>& tokens) {
+/// Per-token distances D_i = ‖s − α_i x_i‖₂ for the listed tokens, in double (no validation; double: D_i are
+/// compared with each other by < against r).
+template <class Embeddings>
+std::vector<double> distances_to_context(const Vector<double>& weights, const Embeddings& embeddings,
+                                         const Vector<double>& context, const std::vector<Index>& tokens) {
   std::vector<double> out;
   out.reserve(tokens.size());
-  for (const Index i : tokens) out.push_back((context - weights(i) * embeddings.row(i).transpose()).norm());
+  for (const Index i : tokens) out.push_back((context - weights(i) * embedding_row(embeddings, i)).norm());
   return out;
 }
 
 /// N_s with r = min over `rest` of D_j ([paper] experimental choice), rest non-empty (no validation).
-inline Separability separability_unchecked(const Vector<double>& weights, const RowMatrix<double>& embeddings,
-                                           const std::vector<Index>& selected, const std::vector<Index>& rest,
-                                           Boundary boundary) {
+template <class Embeddings>
+Separability separability_unchecked(const Vector<double>& weights, const Embeddings& embeddings,
+                                    const std::vector<Index>& selected, const std::vector<Index>& rest,
+                                    Boundary boundary) {
   const Vector<double> context = context_vector_unchecked(weights, embeddings, selected);
   const auto outside = distances_to_context(weights, embeddings, context, rest);
   Separability result;
@@ -76,8 +79,9 @@ inline void require_sphere_parameters(const char* function, double radius_of_sph
 }
 
 /// Theorem 2 [derived] quantities for one row (no validation); see theorem2_bounds().
-inline Theorem2Bounds theorem2_bounds_unchecked(const Vector<double>& weights, const std::vector<Index>& selected,
-                                                double radius_of_sphere, double separation, double radius) {
+template <class Weights>
+Theorem2Bounds theorem2_bounds_unchecked(const Weights& weights, const std::vector<Index>& selected,
+                                         double radius_of_sphere, double separation, double radius) {
   // Sums over I_N∖{i} from prefix and suffix sums of positive terms (no cancellation when α_i dominates):
   // mass, squares and half the cross sum Σ_{j<k} α_j α_k of the other selected weights.
   const std::size_t size = selected.size();
@@ -126,7 +130,8 @@ Separability separability(const Eigen::MatrixBase<DerivedWeights>& weights,
                           const Eigen::MatrixBase<DerivedEmbeddings>& embeddings, const std::vector<Index>& selected,
                           Boundary boundary = Boundary::strict) {
   const Vector<double> w = detail::weight_vector("separability", weights);
-  const RowMatrix<double> x = detail::embedding_matrix("separability", embeddings, w.size());
+  const RowMatrixView<typename DerivedEmbeddings::Scalar> x(embeddings.derived());  // in place when row-major
+  detail::require_embeddings("separability", x, w.size());
   const auto rest = detail::complement(detail::selection_flags("separability", selected, w.size()));
   if (rest.empty())
     detail::throw_invalid_argument("separability", "all ", w.size(), " tokens are selected: r is undefined");
@@ -148,7 +153,8 @@ Separability separability_at_radius(const Eigen::MatrixBase<DerivedWeights>& wei
                                     const Eigen::MatrixBase<DerivedEmbeddings>& embeddings,
                                     const std::vector<Index>& selected, double radius) {
   const Vector<double> w = detail::weight_vector("separability_at_radius", weights);
-  const RowMatrix<double> x = detail::embedding_matrix("separability_at_radius", embeddings, w.size());
+  const RowMatrixView<typename DerivedEmbeddings::Scalar> x(embeddings.derived());
+  detail::require_embeddings("separability_at_radius", x, w.size());
   const auto rest = detail::complement(detail::selection_flags("separability_at_radius", selected, w.size()));
   detail::require_positive("separability_at_radius", "radius r", radius);
   const Vector<double> context = detail::context_vector_unchecked(w, x, selected);
@@ -190,10 +196,11 @@ double min_pairwise_distance(const Eigen::MatrixBase<Derived>& embeddings) {
   detail::require_finite("min_pairwise_distance", embeddings);
   if (embeddings.rows() < 2)
     detail::throw_invalid_argument("min_pairwise_distance", "need at least 2 rows, got ", embeddings.rows());
-  const RowMatrix<double> x = embeddings.template cast<double>();
+  const RowMatrixView<typename Derived::Scalar> x(embeddings.derived());  // in place when row-major
   double smallest = std::numeric_limits<double>::infinity();
-  for (Index i = 0; i < x.rows(); ++i)
-    for (Index j = i + 1; j < x.rows(); ++j) smallest = std::min(smallest, (x.row(i) - x.row(j)).squaredNorm());
+  for (Index i = 0; i < x.rows(); ++i)  // differences and squared norms in double (sums over d)
+    for (Index j = i + 1; j < x.rows(); ++j)
+      smallest = std::min(smallest, (detail::embedding_row(x, i) - detail::embedding_row(x, j)).squaredNorm());
   return std::sqrt(smallest);
 }
 
@@ -208,7 +215,7 @@ Theorem2Bounds theorem2_bounds(const Eigen::MatrixBase<DerivedWeights>& weights,
                                const std::vector<Index>& selected, double radius_of_sphere, double separation,
                                double radius) {
   const Vector<double> w = detail::weight_vector("theorem2_bounds", weights);
-  detail::embedding_matrix("theorem2_bounds", embeddings, w.size());
+  detail::require_embeddings("theorem2_bounds", embeddings, w.size());
   detail::selection_flags("theorem2_bounds", selected, w.size());
   detail::require_sphere_parameters("theorem2_bounds", radius_of_sphere, separation);
   detail::require_positive("theorem2_bounds", "radius r", radius);

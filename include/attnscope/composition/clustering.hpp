@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
@@ -130,22 +131,25 @@ MdsEmbedding classical_mds(const Eigen::MatrixBase<Derived>& distances, Index di
   if (dimensions < 1 || dimensions > n)
     detail::throw_invalid_argument("classical_mds", "dimensions must be in [1, ", n, "], got ", dimensions);
   detail::require_finite("classical_mds", distances);
-  const Eigen::MatrixXd d = distances.template cast<double>();
+  // MatrixXd spelled as a type dependent on Derived: the eigensolver is then instantiated only where classical_mds is
+  // used, not in every translation unit (compile time)
+  using Matrix = Eigen::Matrix<std::conditional_t<sizeof(Derived) != 0, double, void>, Eigen::Dynamic, Eigen::Dynamic>;
+  const Matrix d = distances.template cast<double>();
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j)
       if (d(i, j) < 0 || std::abs(d(i, j) - d(j, i)) > 1e-9 * (1 + std::abs(d(i, j))) || (i == j && d(i, j) != 0))
         detail::throw_invalid_argument("classical_mds", "not a distance matrix at (", i, ", ", j, "): ", d(i, j),
                                        " vs ", d(j, i));
-  const Eigen::MatrixXd centring = Eigen::MatrixXd::Identity(n, n) - Eigen::MatrixXd::Constant(n, n, 1.0 / n);
-  const Eigen::MatrixXd b = -0.5 * centring * d.cwiseProduct(d) * centring;
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(b);
+  const Matrix centring = Matrix::Identity(n, n) - Matrix::Constant(n, n, 1.0 / n);
+  const Matrix b = -0.5 * centring * d.cwiseProduct(d) * centring;
+  Eigen::SelfAdjointEigenSolver<Matrix> solver(b);
   MdsEmbedding out;
   out.eigenvalues = solver.eigenvalues().reverse();
   out.coordinates = RowMatrix<double>::Zero(n, dimensions);
   for (Index axis = 0; axis < dimensions; ++axis) {
     const double lambda = out.eigenvalues(axis);
     if (!(lambda > 0)) continue;
-    Eigen::VectorXd vector = solver.eigenvectors().col(n - 1 - axis);
+    Eigen::Matrix<typename Matrix::Scalar, Eigen::Dynamic, 1> vector = solver.eigenvectors().col(n - 1 - axis);
     Index largest = 0;
     vector.cwiseAbs().maxCoeff(&largest);
     if (vector(largest) < 0) vector = -vector;
@@ -256,8 +260,10 @@ double pearson_correlation(const Eigen::MatrixBase<DerivedX>& x, const Eigen::Ma
                                    x.size(), " and ", y.size());
   detail::require_finite("pearson_correlation", x);
   detail::require_finite("pearson_correlation", y);
-  const Eigen::ArrayXd a = x.template cast<double>().reshaped().array(), b = y.template cast<double>().reshaped().array();
-  const Eigen::ArrayXd da = a - a.mean(), db = b - b.mean();
+  // ArrayXd spelled as a type dependent on DerivedX (instantiated only where used; compile time)
+  using Array = Eigen::Array<std::conditional_t<sizeof(DerivedX) != 0, double, void>, Eigen::Dynamic, 1>;
+  const Array a = x.template cast<double>().reshaped().array(), b = y.template cast<double>().reshaped().array();
+  const Array da = a - a.mean(), db = b - b.mean();
   const double norm = std::sqrt((da * da).sum() * (db * db).sum());
   if (!(norm > 0)) detail::throw_invalid_argument("pearson_correlation", "a vector is constant");
   return (da * db).sum() / norm;
