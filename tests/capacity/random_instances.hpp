@@ -9,6 +9,7 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/normalize/softmax.hpp"
 #include "support/catch.hpp"
+#include "support/random_matrices.hpp"
 
 namespace capacity_test {
 
@@ -18,10 +19,7 @@ using attnscope::Vector;
 
 /// L × d matrix of standard normal entries.
 inline RowMatrix<double> gaussian_matrix(attnscope::Random& random, Index rows, Index cols) {
-  RowMatrix<double> out(rows, cols);
-  for (Index i = 0; i < rows; ++i)
-    for (Index j = 0; j < cols; ++j) out(i, j) = random.normal();
-  return out;
+  return attnscope_test::random_logits(random, rows, cols);
 }
 
 /// L points uniform on the sphere of radius M in R^d.

@@ -43,12 +43,4 @@ inline RowMatrix<double> row(std::initializer_list<double> values) {
   return m;
 }
 
-/// Standard normal logits scaled by `scale`.
-inline RowMatrix<double> random_logits(Random& random, Index rows, Index cols, double scale = 1.0) {
-  RowMatrix<double> z(rows, cols);
-  for (Index i = 0; i < rows; ++i)
-    for (Index j = 0; j < cols; ++j) z(i, j) = scale * random.normal();
-  return z;
-}
-
 }  // namespace attnscope::testing

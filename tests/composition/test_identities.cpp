@@ -6,6 +6,7 @@
 #include "attnscope/normalize/softmax.hpp"
 #include "random_rows.hpp"
 #include "support/catch.hpp"
+#include "support/random_matrices.hpp"
 
 using attnscope::Index;
 using attnscope::Mask;
@@ -13,7 +14,7 @@ using attnscope::Random;
 using attnscope::RowMatrix;
 using attnscope::Visibility;
 using attnscope::testing::random_attention;
-using attnscope::testing::random_logits;
+using attnscope_test::random_logits;
 
 namespace {
 // A random mask that keeps columns 0 and 1 visible (sinks) and at least one further column per row.

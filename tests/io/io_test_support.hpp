@@ -1,4 +1,4 @@
-// Shared helpers of the IO tests: random llama2.c weights, byte strings, exception checks.
+// Shared helpers of the IO tests: random llama2.c weights and byte strings.
 #pragma once
 
 #include <string>
@@ -54,19 +54,6 @@ inline const unsigned char* bytes_of(const std::string& s) { return reinterpret_
 /// Overwrites 4 bytes at an offset with a little-endian int32.
 inline void poke_int32(std::string& bytes, std::size_t offset, std::int32_t value) {
   std::memcpy(&bytes[offset], &value, 4);
-}
-
-/// Runs f and returns the io_error message ("" when nothing or something else was thrown).
-template <class F>
-std::string io_error_message(F&& f) {
-  try {
-    f();
-  } catch (const io_error& e) {
-    return e.what();
-  } catch (...) {
-    return "<other exception>";
-  }
-  return "";
 }
 
 }  // namespace attnscope::testing

@@ -8,11 +8,12 @@
 #include "attnscope/io/llama2c.hpp"
 #include "io_test_support.hpp"
 #include "support/catch.hpp"
+#include "support/errors.hpp"
 #include "support/data.hpp"
 
 using namespace attnscope;
 using attnscope::testing::bytes_of;
-using attnscope::testing::io_error_message;
+using attnscope_test::error_message;
 using attnscope::testing::poke_int32;
 
 namespace {
@@ -255,11 +256,11 @@ TEST_CASE("llama2c version 2 round trip: Q8_0 error within half a step, re-expor
 TEST_CASE("llama2c: truncation at any offset and trailing bytes give io_error", "[io][llama2c][errors]") {
   const std::string real = read_bytes(attnscope::testing::data_file("stories260K.bin"));
   for (std::size_t cut = 0; cut < real.size(); cut += 997) {
-    const std::string message = io_error_message([&] { parse(real.substr(0, cut), "cut.bin"); });
+    const std::string message = error_message<io_error>([&] { parse(real.substr(0, cut), "cut.bin"); });
     INFO("cut at " << cut << ": " << message);
     CHECK(message.find("attnscope::parse_llama2c: cut.bin: ") == 0);
   }
-  CHECK(io_error_message([&] { parse(real + std::string(1, '\0')); }).find("does not match") != std::string::npos);
+  CHECK(error_message<io_error>([&] { parse(real + std::string(1, '\0')); }).find("does not match") != std::string::npos);
   const io::LlamaWeights w = attnscope::testing::random_llama_weights(attnscope::testing::small_llama_config(false), 5);
   for (int version : {0, 1, 2}) {
     const std::string bytes = io::serialize_llama2c(w, version, 4);
@@ -275,7 +276,7 @@ TEST_CASE("llama2c: corrupt headers give io_error naming the problem", "[io][lla
   const std::string v0 = io::serialize_llama2c(w, 0), v1 = io::serialize_llama2c(w, 1), v2 = io::serialize_llama2c(w, 2, 4);
   auto message_after = [&](std::string bytes, std::size_t offset, std::int32_t value) {
     poke_int32(bytes, offset, value);
-    return io_error_message([&] { parse(bytes, "bad.bin"); });
+    return error_message<io_error>([&] { parse(bytes, "bad.bin"); });
   };
   using Catch::Matchers::Contains;
   CHECK_THAT(message_after(v0, 12, -2), Contains("bad.bin") && Contains("n_heads = -2"));
@@ -291,20 +292,20 @@ TEST_CASE("llama2c: corrupt headers give io_error naming the problem", "[io][lla
   poke_int32(absurd, 8, 4096);
   poke_int32(absurd, 12, 1 << 10);
   poke_int32(absurd, 16, 1 << 10);
-  CHECK_THAT(io_error_message([&] { parse(absurd); }), Contains("does not match"));
+  CHECK_THAT(error_message<io_error>([&] { parse(absurd); }), Contains("does not match"));
   // Versioned headers: version, flag, group size, padding, magic.
   CHECK_THAT(message_after(v1, 4, 3), Contains("unsupported llama2c checkpoint version 3"));
   std::string flag = v1;
   flag[36] = 2;
-  CHECK_THAT(io_error_message([&] { parse(flag); }), Contains("shared_classifier flag must be 0 or 1"));
+  CHECK_THAT(error_message<io_error>([&] { parse(flag); }), Contains("shared_classifier flag must be 0 or 1"));
   CHECK_THAT(message_after(v2, 37, 0), Contains("group_size = 0"));
   CHECK_THAT(message_after(v2, 37, 3), Contains("not a multiple of group_size 3"));
   std::string padding = v1;
   padding[200] = 1;
-  CHECK_THAT(io_error_message([&] { parse(padding); }), Contains("nonzero header padding byte at offset 200"));
+  CHECK_THAT(error_message<io_error>([&] { parse(padding); }), Contains("nonzero header padding byte at offset 200"));
   std::string magic = v1;
   magic[0] = 'x';  // no longer versioned: read as version 0 with an absurd dim
-  CHECK_THAT(io_error_message([&] { parse(magic); }), Contains("invalid configuration"));
+  CHECK_THAT(error_message<io_error>([&] { parse(magic); }), Contains("invalid configuration"));
   CHECK_THAT(message_after(v0, 24, 7), Contains("does not match"));  // seq_len changes the RoPE table size
   // Every single header byte flipped: either still valid or an io_error, never anything else.
   for (const std::string* bytes : {&v0, &v1, &v2})
@@ -324,12 +325,12 @@ TEST_CASE("llama2c: non-finite weights and scales are rejected", "[io][llama2c][
   std::string v1 = io::serialize_llama2c(w, 1);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::memcpy(&v1[256 + 4 * 3], &nan, 4);  // layer 0 rms_attention[3]
-  CHECK_THAT(io_error_message([&] { parse(v1); }), Catch::Matchers::Contains("layers[0].rms_attention at flat index 3"));
+  CHECK_THAT(error_message<io_error>([&] { parse(v1); }), Catch::Matchers::Contains("layers[0].rms_attention at flat index 3"));
   std::string v2 = io::serialize_llama2c(w, 2, 4);
   const float inf = std::numeric_limits<float>::infinity();
   const std::size_t embedding_scales = 256 + 4 * (2 * 2 * 8 + 8) + 16 * 8;
   std::memcpy(&v2[embedding_scales + 4], &inf, 4);
-  CHECK_THAT(io_error_message([&] { parse(v2); }), Catch::Matchers::Contains("non-finite Q8_0 scale inf in token_embedding at group 1"));
+  CHECK_THAT(error_message<io_error>([&] { parse(v2); }), Catch::Matchers::Contains("non-finite Q8_0 scale inf in token_embedding at group 1"));
 }
 
 TEST_CASE("llama2c writer and file errors", "[io][llama2c][errors]") {

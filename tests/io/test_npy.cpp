@@ -11,10 +11,11 @@
 #include "io_test_support.hpp"
 #include "numpy_golden.hpp"
 #include "support/catch.hpp"
+#include "support/errors.hpp"
 
 using namespace attnscope;
 using attnscope::testing::bytes_of;
-using attnscope::testing::io_error_message;
+using attnscope_test::error_message;
 using Catch::Matchers::Contains;
 namespace golden = attnscope::testing::golden;
 
@@ -204,8 +205,8 @@ TEST_CASE("Array: conversions, slices and their errors", "[io][npy]") {
 TEST_CASE("NPY: every truncation, corrupt header and unsupported dtype gives io_error", "[io][npy][errors]") {
   for (const std::string* file : {&golden::npy_f8_2x3, &golden::npy_f4_fortran, &golden::npy_v2, &golden::npy_v3}) {
     for (std::size_t cut = 0; cut < file->size(); ++cut)
-      CHECK_THAT(io_error_message([&] { parse(file->substr(0, cut), "cut.npy"); }), Contains("cut.npy"));
-    CHECK_THAT(io_error_message([&] { parse(*file + "x"); }), Contains("follow the header"));
+      CHECK_THAT(error_message<io_error>([&] { parse(file->substr(0, cut), "cut.npy"); }), Contains("cut.npy"));
+    CHECK_THAT(error_message<io_error>([&] { parse(*file + "x"); }), Contains("follow the header"));
   }
   auto with_header = [](const std::string& dict) {
     std::string header = dict;
@@ -216,7 +217,7 @@ TEST_CASE("NPY: every truncation, corrupt header and unsupported dtype gives io_
     return bytes + header;
   };
   auto message = [&](const std::string& dict, const std::string& data = std::string(16, '\0')) {
-    return io_error_message([&] { parse(with_header(dict) + data, "bad.npy"); });
+    return error_message<io_error>([&] { parse(with_header(dict) + data, "bad.npy"); });
   };
   CHECK(message("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }").empty());
   CHECK_THAT(message("{'descr': '>f8', 'fortran_order': False, 'shape': (2,), }"), Contains("big-endian dtype '>f8'"));
@@ -238,13 +239,13 @@ TEST_CASE("NPY: every truncation, corrupt header and unsupported dtype gives io_
              Contains("too large"));
   std::string bad_magic = golden::npy_f8_2x3;
   bad_magic[1] = 'M';
-  CHECK_THAT(io_error_message([&] { parse(bad_magic); }), Contains("bad magic"));
+  CHECK_THAT(error_message<io_error>([&] { parse(bad_magic); }), Contains("bad magic"));
   std::string bad_version = golden::npy_f8_2x3;
   bad_version[6] = 4;
-  CHECK_THAT(io_error_message([&] { parse(bad_version); }), Contains("unsupported NPY format version 4.0"));
+  CHECK_THAT(error_message<io_error>([&] { parse(bad_version); }), Contains("unsupported NPY format version 4.0"));
   std::string long_header = golden::npy_f8_2x3;
   long_header[8] = '\xff';
-  CHECK_THAT(io_error_message([&] { parse(long_header); }), Contains("truncated: header needs"));
+  CHECK_THAT(error_message<io_error>([&] { parse(long_header); }), Contains("truncated: header needs"));
   // Every single bit of the header flipped: valid or io_error, nothing else.
   for (std::size_t i = 0; i < 128; ++i)
     for (int bit = 0; bit < 8; ++bit) {

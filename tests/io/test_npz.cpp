@@ -10,10 +10,11 @@
 #include "io_test_support.hpp"
 #include "numpy_golden.hpp"
 #include "support/catch.hpp"
+#include "support/errors.hpp"
 
 using namespace attnscope;
 using attnscope::testing::bytes_of;
-using attnscope::testing::io_error_message;
+using attnscope_test::error_message;
 using Catch::Matchers::Contains;
 namespace golden = attnscope::testing::golden;
 
@@ -99,21 +100,21 @@ TEST_CASE("NPZ: truncation, bad CRC, ZIP64 and other corruption give io_error", 
   const std::string deflated = io::serialize_npz(sample_arrays());
   for (const std::string* file : {&stored, &deflated, &golden::npz_savez, &golden::npz_savez_compressed})
     for (std::size_t cut = 0; cut < file->size(); ++cut)
-      REQUIRE_THAT(io_error_message([&] { parse(file->substr(0, cut), "cut.npz"); }), Contains("cut.npz"));
+      REQUIRE_THAT(error_message<io_error>([&] { parse(file->substr(0, cut), "cut.npz"); }), Contains("cut.npz"));
   // A flipped data byte: CRC mismatch (stored) or a broken deflate stream / CRC mismatch (deflated).
   std::string bad_crc = stored;
   bad_crc[35 + 130] ^= 0x40;
-  CHECK_THAT(io_error_message([&] { parse(bad_crc, "crc.npz"); }), Contains("crc.npz") && Contains("CRC-32 mismatch in member 'a.npy'"));
+  CHECK_THAT(error_message<io_error>([&] { parse(bad_crc, "crc.npz"); }), Contains("crc.npz") && Contains("CRC-32 mismatch in member 'a.npy'"));
   for (std::size_t offset = 40; offset < 120; ++offset) {
     std::string corrupt = deflated;
     corrupt[offset] ^= 0x10;
-    CHECK_FALSE(io_error_message([&] { parse(corrupt); }).empty());
+    CHECK_FALSE(error_message<io_error>([&] { parse(corrupt); }).empty());
   }
   const std::size_t end = stored.size() - 22, directory = u32_at(stored, end + 16);
   auto corrupt_at = [&](std::size_t offset, std::uint32_t value, int width) {
     std::string bytes = stored;
     std::memcpy(&bytes[offset], &value, static_cast<std::size_t>(width));
-    return io_error_message([&] { parse(bytes); });
+    return error_message<io_error>([&] { parse(bytes); });
   };
   CHECK_THAT(corrupt_at(end + 10, 0xFFFF, 2), Contains("ZIP64"));
   CHECK_THAT(corrupt_at(end + 16, 0xFFFFFFFF, 4), Contains("ZIP64"));
@@ -135,14 +136,14 @@ TEST_CASE("NPZ: truncation, bad CRC, ZIP64 and other corruption give io_error", 
   const std::size_t deflated_directory = u32_at(deflated, deflated.size() - 6);
   const std::uint32_t big = 0xF0000000u;
   std::memcpy(&huge[deflated_directory + 24], &big, 4);
-  CHECK_THAT(io_error_message([&] { parse(huge); }), Contains("impossible for deflate"));
+  CHECK_THAT(error_message<io_error>([&] { parse(huge); }), Contains("impossible for deflate"));
   // Duplicate members and a ZIP64 end-of-directory locator.
   io::NamedArrays twice = sample_arrays();
   twice[1].first = "a";
   CHECK_THROWS_AS(io::serialize_npz(twice), invalid_argument);
   std::string duplicated = stored;
   duplicated[directory + 46 + 46 + 5] = 'a';  // second directory name "b.npy" -> "a.npy"
-  CHECK_THAT(io_error_message([&] { parse(duplicated); }), Contains("local header name differs") || Contains("duplicate member"));
+  CHECK_THAT(error_message<io_error>([&] { parse(duplicated); }), Contains("local header name differs") || Contains("duplicate member"));
   // Overlapping members (the classic ZIP bomb): a second directory entry "b.npy" whose local header lies inside
   // member "a"'s data, where a fake local header and a valid NPY file for "b" were planted.
   const std::string planted_npy = io::serialize_npy(io::Array::from_vector(std::vector<float>{1}, {1}));
@@ -173,13 +174,13 @@ TEST_CASE("NPZ: truncation, bad CRC, ZIP64 and other corruption give io_error", 
   std::memcpy(&bomb[bomb.size() - 22 + 8], &two, 2);
   std::memcpy(&bomb[bomb.size() - 22 + 10], &two, 2);
   std::memcpy(&bomb[bomb.size() - 22 + 12], &directory_bytes, 4);
-  CHECK_THAT(io_error_message([&] { parse(bomb, "bomb.npz"); }), Contains("member 'b.npy' overlaps another member's bytes"));
+  CHECK_THAT(error_message<io_error>([&] { parse(bomb, "bomb.npz"); }), Contains("member 'b.npy' overlaps another member's bytes"));
   std::string zip64 = stored;
   const std::uint32_t locator = 0x07064b50;
   zip64.insert(end, std::string(20, '\0'));
   std::memcpy(&zip64[end], &locator, 4);
-  CHECK_THAT(io_error_message([&] { parse(zip64); }), Contains("ZIP64"));
-  CHECK_THAT(io_error_message([&] { parse("PK"); }), Contains("too short"));
+  CHECK_THAT(error_message<io_error>([&] { parse(zip64); }), Contains("ZIP64"));
+  CHECK_THAT(error_message<io_error>([&] { parse("PK"); }), Contains("too short"));
   CHECK_THROWS_AS(io::read_npz("/nonexistent.npz"), io_error);
   CHECK_THROWS_AS(io::serialize_npz({{"", io::Array()}}), invalid_argument);
   // A member that is not valid NPY names the archive and member.
@@ -189,5 +190,5 @@ TEST_CASE("NPZ: truncation, bad CRC, ZIP64 and other corruption give io_error", 
   const std::uint32_t crc = io::detail::zip_crc32(bytes_of(inner) + 35, inner.size() - 35 - 22 - 51);
   std::memcpy(&inner[14], &crc, 4);
   std::memcpy(&inner[inner.size() - 22 - 51 + 16], &crc, 4);
-  CHECK_THAT(io_error_message([&] { parse(inner, "w.npz"); }), Contains("parse_npy: w.npz:x.npy: not an NPY file"));
+  CHECK_THAT(error_message<io_error>([&] { parse(inner, "w.npz"); }), Contains("parse_npy: w.npz:x.npy: not an NPY file"));
 }

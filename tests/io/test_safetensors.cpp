@@ -9,10 +9,11 @@
 #include "attnscope/io/safetensors.hpp"
 #include "io_test_support.hpp"
 #include "support/catch.hpp"
+#include "support/errors.hpp"
 
 using namespace attnscope;
 using attnscope::testing::bytes_of;
-using attnscope::testing::io_error_message;
+using attnscope_test::error_message;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -116,7 +117,7 @@ TEST_CASE("safetensors: the writer's exact bytes and round trips of every dtype"
 TEST_CASE("safetensors: malformed headers, offsets and buffers give io_error", "[io][safetensors][errors]") {
   const std::string eight(8, '\0');
   auto message = [](const std::string& json, const std::string& buffer) {
-    return io_error_message([&] { parse(file_of(json, buffer), "bad.safetensors"); });
+    return error_message<io_error>([&] { parse(file_of(json, buffer), "bad.safetensors"); });
   };
   auto tensor = [](const std::string& name, const std::string& dtype, const std::string& shape, const std::string& offsets) {
     return "\"" + name + "\": {\"dtype\": \"" + dtype + "\", \"shape\": " + shape + ", \"data_offsets\": " + offsets + "}";
@@ -151,16 +152,16 @@ TEST_CASE("safetensors: malformed headers, offsets and buffers give io_error", "
   // Header length past the end, absurd header length, truncation at every offset of a valid file.
   std::string bytes;
   io::detail::append_little_endian<std::uint64_t>(bytes, 1000);
-  CHECK_THAT(io_error_message([&] { parse(bytes + "{}"); }), Contains("truncated: JSON header needs 1000 bytes"));
+  CHECK_THAT(error_message<io_error>([&] { parse(bytes + "{}"); }), Contains("truncated: JSON header needs 1000 bytes"));
   bytes.clear();
   io::detail::append_little_endian<std::uint64_t>(bytes, ~std::uint64_t{0});
-  CHECK_THAT(io_error_message([&] { parse(bytes + "{}"); }), Contains("exceeds the limit"));
+  CHECK_THAT(error_message<io_error>([&] { parse(bytes + "{}"); }), Contains("exceeds the limit"));
   const std::string valid = io::serialize_safetensors(
       {{"a", io::Array::from_vector(std::vector<double>{1, 2, 3}, {3})},
        {"b", io::Array::from_vector(std::vector<std::int64_t>{4, 5}, {1, 2})}},
       {{"k", "v"}});
   for (std::size_t cut = 0; cut < valid.size(); ++cut)
-    REQUIRE_THAT(io_error_message([&] { parse(valid.substr(0, cut), "cut.safetensors"); }), Contains("cut.safetensors"));
+    REQUIRE_THAT(error_message<io_error>([&] { parse(valid.substr(0, cut), "cut.safetensors"); }), Contains("cut.safetensors"));
   // Every single bit of the header flipped: valid or io_error, nothing else.
   for (std::size_t i = 0; i < valid.size() - 40; ++i)
     for (int bit = 0; bit < 8; ++bit) {

@@ -9,30 +9,17 @@
 #include "attnscope/model.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "support/catch.hpp"
+#include "support/errors.hpp"
 #include "support/model_fixture.hpp"
+#include "support/random_matrices.hpp"
 
 namespace {
 
 using attnscope::RowMatrix;
 using attnscope::model::ForwardOptions;
 using attnscope::testing::reference_model;
-
-RowMatrix<float> random_matrix(long rows, long cols, std::uint64_t seed) {
-  attnscope::Random random(seed);
-  RowMatrix<float> m(rows, cols);
-  for (long i = 0; i < m.size(); ++i) m.data()[i] = float(random.normal());
-  return m;
-}
-
-template <class Call>
-std::string error_message(Call&& call) {
-  try {
-    call();
-  } catch (const attnscope::invalid_argument& error) {
-    return error.what();
-  }
-  return "(no exception)";
-}
+using attnscope_test::error_message;
+using attnscope_test::random_logits;
 
 }  // namespace
 
@@ -110,11 +97,11 @@ TEST_CASE("inconsistent weights are rejected by the constructor") {
 }
 
 TEST_CASE("rms_norm: unit root-mean-square output, weight scaling, errors") {
-  const RowMatrix<float> x = random_matrix(6, 16, 7);
+  const RowMatrix<float> x = random_logits<float>(7, 6, 16);
   const attnscope::Vector<float> ones = attnscope::Vector<float>::Ones(16);
   const RowMatrix<float> y = attnscope::model::rms_norm(x, ones, 1e-12f);
   for (long i = 0; i < y.rows(); ++i) CHECK(std::sqrt(y.row(i).squaredNorm() / 16.0) == Approx(1.0).epsilon(1e-5));
-  const attnscope::Vector<float> w = random_matrix(16, 1, 8);
+  const attnscope::Vector<float> w = random_logits<float>(8, 16, 1);
   const RowMatrix<float> scaled = attnscope::model::rms_norm(x, w);
   const RowMatrix<float> unit = attnscope::model::rms_norm(x, ones);
   CHECK((scaled - unit * w.asDiagonal()).cwiseAbs().maxCoeff() < 1e-6);
@@ -127,7 +114,7 @@ TEST_CASE("rms_norm: unit root-mean-square output, weight scaling, errors") {
 
 TEST_CASE("apply_rope: rotations preserve norms and make dot products depend on relative position only") {
   const long head_size = 8;
-  const RowMatrix<float> a = random_matrix(1, 2 * head_size, 3), b = random_matrix(1, 2 * head_size, 4);
+  const RowMatrix<float> a = random_logits<float>(3, 1, 2 * head_size), b = random_logits<float>(4, 1, 2 * head_size);
   auto rotated = [&](const RowMatrix<float>& row, long position) {
     RowMatrix<float> copy = row;
     attnscope::model::apply_rope(copy, head_size, position);
@@ -159,11 +146,11 @@ TEST_CASE("apply_rope: rotations preserve norms and make dot products depend on 
 }
 
 TEST_CASE("swiglu_gate equals silu(a)·b computed in double") {
-  const RowMatrix<float> gate = random_matrix(5, 7, 9) * 4.0f, up = random_matrix(5, 7, 10);
+  const RowMatrix<float> gate = random_logits<float>(9, 5, 7) * 4.0f, up = random_logits<float>(10, 5, 7);
   const RowMatrix<float> out = attnscope::model::swiglu_gate(gate, up);
   for (long i = 0; i < out.size(); ++i) {
     const double g = gate.data()[i];
     CHECK(out.data()[i] == Approx(g / (1 + std::exp(-g)) * up.data()[i]).margin(1e-6).epsilon(1e-5));
   }
-  CHECK_THROWS_AS(attnscope::model::swiglu_gate(gate, random_matrix(5, 6, 1)), attnscope::invalid_argument);
+  CHECK_THROWS_AS(attnscope::model::swiglu_gate(gate, random_logits<float>(1, 5, 6)), attnscope::invalid_argument);
 }

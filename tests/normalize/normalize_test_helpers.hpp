@@ -1,4 +1,5 @@
-// Helpers shared by the normalization-map tests: seeded random logits and a central finite-difference Jacobian.
+// Helpers shared by the normalization-map tests: a central finite-difference Jacobian and a support-stability check
+// (seeded random logits are in support/random_matrices.hpp).
 #pragma once
 
 #include <cmath>
@@ -9,20 +10,6 @@
 #include "attnscope/core/types.hpp"
 
 namespace attnscope::testing {
-
-/// rows×cols logits, entries N(0, 1)·scale.
-template <class Scalar>
-RowMatrix<Scalar> random_logits(Random& random, Index rows, Index cols, double scale) {
-  RowMatrix<Scalar> logits(rows, cols);
-  for (Index i = 0; i < rows; ++i)
-    for (Index j = 0; j < cols; ++j) logits(i, j) = static_cast<Scalar>(scale * random.normal());
-  return logits;
-}
-
-/// Scale log-uniform in [low, high].
-inline double log_uniform(Random& random, double low, double high) {
-  return std::exp(random.uniform(std::log(low), std::log(high)));
-}
 
 /// Map of one row (1×n) to its output row.
 using RowFunction = std::function<RowMatrix<double>(const RowMatrix<double>&)>;

@@ -10,13 +10,14 @@
 #include "attnscope/normalize.hpp"
 #include "normalize/normalize_test_helpers.hpp"
 #include "support/catch.hpp"
+#include "support/random_matrices.hpp"
 
 using attnscope::Index;
 using attnscope::Random;
 using attnscope::RowMatrix;
 using attnscope::SelfAdjustVariant;
-using attnscope::testing::log_uniform;
-using attnscope::testing::random_logits;
+using attnscope_test::log_uniform;
+using attnscope_test::random_logits;
 
 namespace {
 

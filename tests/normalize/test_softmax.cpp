@@ -12,20 +12,15 @@
 #include "attnscope/core/random.hpp"
 #include "attnscope/normalize/softmax.hpp"
 #include "support/catch.hpp"
+#include "support/errors.hpp"
+#include "support/random_matrices.hpp"
 
 namespace {
 
 using attnscope::Index;
 using attnscope::RowMatrix;
-
-template <class Scalar>
-RowMatrix<Scalar> random_logits(Index rows, Index cols, double scale, std::uint64_t seed) {
-  attnscope::Random random(seed);
-  RowMatrix<Scalar> z(rows, cols);
-  for (Index i = 0; i < rows; ++i)
-    for (Index j = 0; j < cols; ++j) z(i, j) = static_cast<Scalar>(scale * random.normal());
-  return z;
-}
+using attnscope_test::error_message;
+using attnscope_test::random_logits;
 
 /// Long-double softmax of the visible entries of one row (independent of the library code).
 template <class Scalar>
@@ -37,16 +32,6 @@ std::vector<long double> exact_softmax(const Scalar* z, Index n, long double sca
   for (Index j = 0; j < n; ++j) sum += p[static_cast<std::size_t>(j)] = std::exp(scale * (z[j] - max));
   for (long double& value : p) value /= sum;
   return p;
-}
-
-template <class Function>
-std::string error_message(Function&& function) {
-  try {
-    function();
-  } catch (const attnscope::invalid_argument& error) {
-    return error.what();
-  }
-  return "no exception";
 }
 
 }  // namespace
@@ -68,7 +53,7 @@ TEMPLATE_TEST_CASE("softmax agrees with a long-double softmax within a few ULP f
   const double tolerance = 8 * std::numeric_limits<TestType>::epsilon();
   for (Index cols : {1, 2, 3, 7, 15, 16, 17, 31, 64, 65, 100, 257, 1024}) {
     for (double logit_scale : {0.01, 1.0, 10.0, 100.0}) {
-      const RowMatrix<TestType> z = random_logits<TestType>(5, cols, logit_scale, 100 + cols);
+      const RowMatrix<TestType> z = random_logits<TestType>(100 + cols, 5, cols, logit_scale);
       for (TestType temperature : {TestType(1), TestType(0.3), TestType(4)}) {
         const RowMatrix<TestType> p = attnscope::softmax(z, temperature);
         for (Index i = 0; i < z.rows(); ++i) {
@@ -116,7 +101,7 @@ TEST_CASE("softmax with causal visibility leaves future keys at exactly zero", "
     for (int j = i + 1; j < 4; ++j) CHECK(p(i, j) == 0.0f);
   }
   // causal with offset: row i sees i + offset + 1 keys; equals softmax of that prefix alone
-  const RowMatrix<double> z = random_logits<double>(6, 9, 2.0, 4);
+  const RowMatrix<double> z = random_logits<double>(4, 6, 9, 2.0);
   const RowMatrix<double> q = attnscope::softmax(z, 1.0, attnscope::Causal{2});
   for (Index i = 0; i < 6; ++i) {
     const Index visible = std::min<Index>(9, i + 3);
@@ -128,7 +113,7 @@ TEST_CASE("softmax with causal visibility leaves future keys at exactly zero", "
 TEMPLATE_TEST_CASE("softmax with a mask equals softmax of the visible keys alone; masked entries are exactly 0",
                    "[normalize][softmax]", float, double) {
   attnscope::Random random(8);
-  const RowMatrix<TestType> z = random_logits<TestType>(20, 37, 3.0, 9);
+  const RowMatrix<TestType> z = random_logits<TestType>(9, 20, 37, 3.0);
   attnscope::Mask mask(20, 37);
   for (Index i = 0; i < 20; ++i)
     for (Index j = 0; j < 37; ++j) mask(i, j) = random.uniform() < 0.6 || j == i;
@@ -176,11 +161,11 @@ TEST_CASE("softmax handles huge, tiny and widely spread logits without overflow 
 }
 
 TEST_CASE("softmax accepts any dense expression: column-major, blocks, strided views", "[normalize][softmax]") {
-  const RowMatrix<double> z = random_logits<double>(7, 11, 1.0, 21);
+  const RowMatrix<double> z = random_logits<double>(21, 7, 11, 1.0);
   const RowMatrix<double> reference = attnscope::softmax(z);
   const Eigen::MatrixXd column_major = z;
   CHECK(attnscope::softmax(column_major) == reference);
-  const RowMatrix<double> big = random_logits<double>(10, 20, 1.0, 22);
+  const RowMatrix<double> big = random_logits<double>(22, 10, 20, 1.0);
   const RowMatrix<double> block_copy = big.block(2, 3, 5, 9);
   CHECK(attnscope::softmax(big.block(2, 3, 5, 9)) == attnscope::softmax(block_copy));  // outer stride 20, no copy
   CHECK(attnscope::softmax(column_major.transpose().transpose()) == reference);
@@ -188,7 +173,7 @@ TEST_CASE("softmax accepts any dense expression: column-major, blocks, strided v
 }
 
 TEST_CASE("softmax_into reuses, resizes or overwrites in place and equals softmax", "[normalize][softmax]") {
-  const RowMatrix<double> z = random_logits<double>(9, 33, 2.0, 51);
+  const RowMatrix<double> z = random_logits<double>(51, 9, 33, 2.0);
   const RowMatrix<double> expected = attnscope::softmax(z, 0.5, attnscope::causal);
   RowMatrix<double> out(9, 33);
   const double* memory = out.data();
@@ -209,7 +194,7 @@ TEST_CASE("softmax_into reuses, resizes or overwrites in place and equals softma
 }
 
 TEST_CASE("softmax results do not depend on the number of threads", "[normalize][softmax]") {
-  const RowMatrix<float> z = random_logits<float>(512, 300, 4.0, 31);
+  const RowMatrix<float> z = random_logits<float>(31, 512, 300, 4.0);
 #if defined(_OPENMP)
   const int previous = omp_get_max_threads();
   omp_set_num_threads(1);
@@ -230,7 +215,7 @@ TEST_CASE("softmax results do not depend on the number of threads", "[normalize]
 
 TEST_CASE("softmax rejects bad input with a clear message naming function, row, column or value",
           "[normalize][softmax][errors]") {
-  RowMatrix<double> z = random_logits<double>(4, 6, 1.0, 41);
+  RowMatrix<double> z = random_logits<double>(41, 4, 6, 1.0);
   CHECK_THROWS_AS(attnscope::softmax(z, 0.0), attnscope::invalid_argument);
   CHECK_THROWS_AS(attnscope::softmax(z, -1.0), attnscope::invalid_argument);
   CHECK_THROWS_AS(attnscope::softmax(z, std::numeric_limits<double>::quiet_NaN()), attnscope::invalid_argument);
@@ -246,7 +231,7 @@ TEST_CASE("softmax rejects bad input with a clear message naming function, row, 
     CHECK(message.find("attnscope::softmax") == 0);
     CHECK(message.find("row 2, column 5") != std::string::npos);
     // the lowest bad row is reported, also when rows run in parallel
-    RowMatrix<double> many = random_logits<double>(2000, 64, 1.0, 42);
+    RowMatrix<double> many = random_logits<double>(42, 2000, 64, 1.0);
     many(1500, 3) = bad;
     many(700, 9) = bad;
     CHECK(error_message([&] { attnscope::softmax(many); }).find("row 700, column 9") != std::string::npos);
@@ -268,7 +253,7 @@ TEST_CASE("softmax rejects bad input with a clear message naming function, row, 
   CHECK(error_message([&] { attnscope::detail::softmax_row(row.data(), 3, 1.0f, out.data()); })
             .find("position 1") != std::string::npos);
   // validate_logits (used by the other maps) reports the same way
-  RowMatrix<float> y = random_logits<float>(3, 40, 1.0, 43);
+  RowMatrix<float> y = random_logits<float>(43, 3, 40, 1.0);
   y(1, 33) = std::numeric_limits<float>::infinity();
   CHECK(error_message([&] { attnscope::detail::validate_logits("map", y, attnscope::Visibility{}); })
             .find("attnscope::map: non-finite logit inf at row 1, column 33") == 0);

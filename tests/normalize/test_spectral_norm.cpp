@@ -17,11 +17,15 @@
 #include "attnscope/normalize/softmax.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
 #include "support/catch.hpp"
+#include "support/errors.hpp"
+#include "support/random_matrices.hpp"
 
 namespace {
 
 using attnscope::Index;
 using attnscope::RowMatrix;
+using attnscope_test::error_message;
+using attnscope_test::random_logit_vector;
 
 /// Largest eigenvalue of diag(w) − coupling·w wᵀ by Eigen's dense symmetric eigensolver (in double).
 template <class Scalar>
@@ -77,23 +81,7 @@ std::vector<Scalar> softmax_of(const std::vector<double>& logits, double tempera
 }
 
 /// Random logit rows as in the spec's reproduction targets: N(0,1)·c with c log-uniform in [0.01, 30].
-std::vector<double> random_logits(attnscope::Random& random, Index n, double low_scale = 0.01,
-                                  double high_scale = 30) {
-  const double scale = std::exp(random.uniform(std::log(low_scale), std::log(high_scale)));
-  std::vector<double> z(static_cast<std::size_t>(n));
-  for (double& value : z) value = scale * random.normal();
-  return z;
-}
 
-template <class Function>
-std::string error_message(Function&& function) {
-  try {
-    function();
-  } catch (const attnscope::invalid_argument& error) {
-    return error.what();
-  }
-  return "no exception";
-}
 
 }  // namespace
 
@@ -121,7 +109,7 @@ TEMPLATE_TEST_CASE("softmax ||J||_2 agrees with SelfAdjointEigenSolver on modera
   const double tolerance = sizeof(TestType) == 4 ? 2e-6 : 1e-12;
   for (int trial = 0; trial < 400; ++trial) {
     const Index n = 2 + static_cast<Index>(random.below(80));
-    const std::vector<TestType> p = softmax_of<TestType>(random_logits(random, n, 0.05, 3));
+    const std::vector<TestType> p = softmax_of<TestType>(random_logit_vector(random, n, 0.05, 3));
     const double scale = std::exp(random.uniform(-2, 2));
     const double exact = attnscope::softmax_jacobian_spectral_norm(as_row(p), TestType(scale))(0);
     // the g-form is the norm of diag p − ppᵀ/Σp: the softmax Jacobian at the exact distribution, whatever the
@@ -139,7 +127,7 @@ TEMPLATE_TEST_CASE("softmax ||J||_2 matches a long-double reference on rows with
   const double tolerance = sizeof(TestType) == 4 ? 2e-6 : 3e-14;
   for (int trial = 0; trial < 600; ++trial) {
     const Index n = trial % 50 == 0 ? 4096 : 2 + static_cast<Index>(random.below(200));
-    const std::vector<TestType> p = softmax_of<TestType>(random_logits(random, n));
+    const std::vector<TestType> p = softmax_of<TestType>(random_logit_vector(random, n));
     const long double reference = reference_largest_eigenvalue(p, 0.0L);
     const TestType exact = attnscope::softmax_jacobian_spectral_norm(as_row(p))(0);
     if (reference < std::numeric_limits<TestType>::min() * 1e3) continue;  // subnormal range: fewer bits
@@ -165,7 +153,7 @@ TEST_CASE("near-one-hot rows: the O(n) method is exact where the dense eigensolv
   // wider rows: one logit 30-60 above the rest, against the long-double reference
   attnscope::Random random(103);
   for (int trial = 0; trial < 200; ++trial) {
-    std::vector<double> z = random_logits(random, 2 + static_cast<Index>(random.below(100)), 0.1, 3);
+    std::vector<double> z = random_logit_vector(random, 2 + static_cast<Index>(random.below(100)), 0.1, 3);
     z[random.below(z.size())] += random.uniform(30, 60);
     const std::vector<double> p = softmax_of<double>(z);
     const long double reference = reference_largest_eigenvalue(p, 0.0L);
@@ -195,7 +183,7 @@ TEMPLATE_TEST_CASE("two tied top logits attain 1/(2T), which exceeds Corollary 3
   attnscope::Random random(104);
   for (int trial = 0; trial < 300; ++trial) {
     const double temperature = std::exp(random.uniform(-2, 2));
-    const std::vector<double> p = softmax_of<double>(random_logits(random, 2 + random.below(40)), temperature);
+    const std::vector<double> p = softmax_of<double>(random_logit_vector(random, 2 + random.below(40)), temperature);
     CHECK(attnscope::softmax_jacobian_spectral_norm(as_row(p), 1 / temperature)(0) <=
           attnscope::softmax_jacobian_norm_supremum(temperature) * (1 + 1e-15));
   }
@@ -214,7 +202,7 @@ TEMPLATE_TEST_CASE("sink softmax ||J||_2: softmax_1(0,0) gives 1/3, random sink 
   const double tolerance = sizeof(TestType) == 4 ? 3e-6 : 1e-12;
   for (int trial = 0; trial < 300; ++trial) {
     // softmax over n keys plus a sink logit k: p_i = e^{z_i}/(e^k + Σ e^{z_j})
-    std::vector<double> z = random_logits(random, 1 + static_cast<Index>(random.below(60)), 0.05, 3);
+    std::vector<double> z = random_logit_vector(random, 1 + static_cast<Index>(random.below(60)), 0.05, 3);
     z.push_back(random.uniform(-4, 4));  // the sink logit
     const std::vector<TestType> full = softmax_of<TestType>(z);
     const std::vector<TestType> p(full.begin(), full.end() - 1);
@@ -264,7 +252,7 @@ TEMPLATE_TEST_CASE("the cheap two-sided bound encloses ||J||_2 within a factor 2
   attnscope::Random random(107);
   const double slack = 8 * std::numeric_limits<TestType>::epsilon();
   for (int trial = 0; trial < 20000; ++trial) {
-    std::vector<double> z = random_logits(random, 2 + static_cast<Index>(random.below(64)));
+    std::vector<double> z = random_logit_vector(random, 2 + static_cast<Index>(random.below(64)));
     if (trial % 10 == 1) z[0] = z[1] = 40;           // exact ties at the top
     if (trial % 10 == 2) z[random.below(z.size())] += 30;  // near-one-hot
     const double temperature = std::exp(random.uniform(-1, 1));
