@@ -21,12 +21,13 @@ inline constexpr Causal causal{};
 /// Masked keys get weight exactly 0 and do not count in n (the number of keys of the row).
 class Visibility {
  public:
-  enum class Kind { all, causal, mask };
+  /// (`causal_prefix`, not `causal`: an enumerator named causal would shadow the tag constant attnscope::causal.)
+  enum class Kind { all, causal_prefix, mask };
 
   /// Every key visible.
   Visibility() = default;
   /// Causal: row i sees keys [0, min(cols, i + offset + 1)).
-  Visibility(Causal c) : kind_(Kind::causal), offset_(c.offset) {}  // NOLINT(google-explicit-constructor)
+  Visibility(Causal c) : kind_(Kind::causal_prefix), offset_(c.offset) {}  // NOLINT(google-explicit-constructor)
   /// Explicit mask (true = visible); copied.
   Visibility(Mask mask) : kind_(Kind::mask), mask_(std::move(mask)) {}  // NOLINT(google-explicit-constructor)
 
