@@ -1,5 +1,7 @@
 // Verdict flip rates on constructed cases with known answers, classical MDS on a known configuration, average-linkage
 // clustering on hand-built distance matrices, head distance matrices and channel scores.
+#include <cmath>
+
 #include <Eigen/Core>
 
 #include "attnscope/composition.hpp"
@@ -78,6 +80,12 @@ TEST_CASE("flip rate from matrices: counts, agreement 0, reversal 1, ties, sampl
   CHECK(first.units == 20000);
   CHECK(first.rate() == Approx(exact).margin(0.02));
   CHECK(attnscope::composition::flip_rate_from_matrices(keep, other, sampled).flips == first.flips);
+  // control: the draws do depend on the seed (another seed: another estimate, as close to the exact rate)
+  attnscope::composition::FlipOptions reseeded = sampled;
+  reseeded.seed = 6;
+  const auto second = attnscope::composition::flip_rate_from_matrices(keep, other, reseeded);
+  CHECK(second.flips != first.flips);
+  CHECK(second.rate() == Approx(exact).margin(0.02));
   CHECK(exact > 0.2);
   CHECK(exact < 0.8);
 }
@@ -108,7 +116,30 @@ TEST_CASE("equal sink masses never flip the entropy verdict (spec section 11 saf
     }
     varying.push_back(head);
   }
-  CHECK(attnscope::composition::flip_rate(varying, Metric::entropy).units == 28);
+  // keep orders heads by mean H(a_i) = mean H_b(s_i) + mean (1 − s_i)·H(c_i), the first term shared by every head;
+  // drop orders them by mean H(c_i): the flips are the pairs ordered differently by these two content means
+  Eigen::VectorXd weighted(8), plain(8);
+  for (int h = 0; h < 8; ++h) {
+    weighted(h) = plain(h) = 0;
+    for (Index i = 0; i < 50; ++i) {
+      const double sink = varying[std::size_t(h)](i, 0);
+      double entropy = 0;
+      for (Index j = 1; j < 16; ++j) {
+        const double c = varying[std::size_t(h)](i, j) / (1 - sink);
+        entropy -= c * std::log(c);
+      }
+      weighted(h) += (1 - sink) * entropy;
+      plain(h) += entropy;
+    }
+  }
+  Index expected_flips = 0;
+  for (int a = 0; a < 8; ++a)
+    for (int b = a + 1; b < 8; ++b) expected_flips += (weighted(a) < weighted(b)) != (plain(a) < plain(b));
+  const auto varying_result = attnscope::composition::flip_rate(varying, Metric::entropy);
+  CHECK(varying_result.units == 28);
+  CHECK(varying_result.ties == 0);
+  CHECK(varying_result.flips == expected_flips);
+  CHECK(varying_result.flips > 0);  // not enough: some verdicts do flip
 }
 
 TEST_CASE("classical MDS recovers the distances of a known planar configuration", "[composition][mds]") {
