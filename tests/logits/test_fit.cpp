@@ -1,5 +1,6 @@
 // The rank-d fitting driver (docs/theory/logits.md §2, §4.3): gradients against finite differences,
 // determinism, local heads, growth with n, the exact-fit threshold, attention kernels, errors.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -205,17 +206,25 @@ TEST_CASE("exact fit of a floored target exists for d >= n and fails below the c
     for (Index j = 0; j <= i; ++j) queries(i, j) = std::sqrt(static_cast<double>(n)) * std::log(floored(i, j));
   const RowMatrix<double> keys = RowMatrix<double>::Identity(n, n);
   CHECK(std::abs(attnscope::logits::fit_objective(target, {attnscope::causal}, options, {queries, keys}).state.kl) < 1e-12);
-  // Adam at d = n drives the KL towards 0 with bounded logits
+  // Adam at d = n drives the KL towards 0 with bounded logits. Near the optimum Adam (lr 0.05) oscillates (the KL of
+  // single late steps spreads over ~1e-6..1e-4), so the runs are compared by the lowest KL they reach.
   options.steps = 3000;
-  const auto full_rank = attnscope::logits::fit_qk(target, attnscope::causal, options).final_step();
-  CHECK(full_rank.kl < 2e-5);
+  const auto best_kl = [](const attnscope::logits::FitResult<double>& result) {
+    double best = result.log.front().kl;
+    for (const auto& step : result.log) best = std::min(best, step.kl);
+    return best;
+  };
+  const auto full_rank_fit = attnscope::logits::fit_qk(target, attnscope::causal, options);
+  const auto& full_rank = full_rank_fit.final_step();
+  CHECK(best_kl(full_rank_fit) < 5e-6);
   // below the F3 bound no exact fit exists: at the same budget the KL stays an order of magnitude higher and
   // the logits are larger (F5: low rank costs norm)
   const Index bound = attnscope::logits::completion_rank_lower_bound(n, w);
   REQUIRE(bound == 7);
   options.head_dim = bound - 1;
-  const auto below = attnscope::logits::fit_qk(target, attnscope::causal, options).final_step();
-  CHECK(below.kl > 10 * full_rank.kl);
+  const auto below_fit = attnscope::logits::fit_qk(target, attnscope::causal, options);
+  const auto& below = below_fit.final_step();
+  CHECK(best_kl(below_fit) > 10 * best_kl(full_rank_fit));
   CHECK(below.max_visible_logit > 1.5 * full_rank.max_visible_logit);
   options.head_dim = 2;
   CHECK(attnscope::logits::fit_qk(target, attnscope::causal, options).final_step().kl > 1e-2);

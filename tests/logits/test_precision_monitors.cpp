@@ -109,19 +109,6 @@ TEST_CASE("max-logit tracker keeps per-head maxima over observations", "[logits]
   CHECK_THROWS_AS(tracker.observe(0, s), attnscope::invalid_argument);  // -inf visible without a mask
 }
 
-TEST_CASE("attention entropy: log m for uniform rows, 0 for one-hot rows", "[logits][monitors]") {
-  RowMatrix<double> a = RowMatrix<double>::Zero(3, 4);
-  a.row(0).setConstant(0.25);
-  a(1, 2) = 1;
-  a(2, 0) = 0.5, a(2, 1) = 0.5;
-  const auto h = attnscope::logits::attention_entropy(a);
-  CHECK(h(0) == Approx(std::log(4.0)));
-  CHECK(h(1) == 0.0);
-  CHECK(h(2) == Approx(std::log(2.0)));
-  a(1, 3) = -0.1;
-  CHECK_THROWS_WITH(attnscope::logits::attention_entropy(a), Catch::Contains("attention_entropy") && Catch::Contains("row 1"));
-}
-
 TEST_CASE("loss-spike detectors flag jumps and non-finite losses, not smooth noisy decay", "[logits][monitors]") {
   attnscope::Random random(2);
   attnscope::logits::RollingMedianSpikeDetector median;

@@ -1,9 +1,11 @@
 // attnscope/logits/attention.hpp — the attention kernels of the fitting lab (docs/theory/logits.md and arXiv:2505.15548 "What the library
-// must provide"): scaled logits S = s·QKᵀ, row-stable masked softmax over per-row visible-key lists, and the softmax
-// backward dS = A∘(dA − rowsum(dA∘A)).
+// must provide"): scaled logits S = s·QKᵀ, masked softmax and the softmax backward dS = A∘(dA − rowsum(dA∘A)), both
+// through the normalize module's row kernels (softmax_row, softmax_vjp_row) over a Visibility.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include <Eigen/Core>
@@ -13,6 +15,8 @@
 #include "attnscope/core/parallel.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
+#include "attnscope/kernels/row_loop.hpp"
+#include "attnscope/normalize/softmax.hpp"
 
 namespace attnscope::logits {
 namespace detail {
@@ -21,88 +25,39 @@ using namespace attnscope::detail;  // the core checks and row loops, as detail:
 
 namespace detail {
 
-/// Visible keys of every row in compressed-row form: columns[row_start[i] .. row_start[i+1]) ascending.
-struct VisibleKeys {
-  Index rows = 0, cols = 0;
-  std::vector<Index> row_start, columns;
-  bool causal_prefix = false;  // row i sees exactly keys 0..i (square, causal with offset 0)
-
-  Index count(Index row) const { return row_start[static_cast<std::size_t>(row + 1)] - row_start[static_cast<std::size_t>(row)]; }
-  const Index* begin(Index row) const { return columns.data() + row_start[static_cast<std::size_t>(row)]; }
-  Index total() const { return static_cast<Index>(columns.size()); }
-};
-
-/// Builds the visible-key lists of a validated visibility.
-inline VisibleKeys visible_keys(const Visibility& visibility, Index rows, Index cols) {
-  VisibleKeys keys;
-  keys.rows = rows;
-  keys.cols = cols;
-  keys.row_start.reserve(static_cast<std::size_t>(rows + 1));
-  keys.row_start.push_back(0);
-  bool prefix = rows == cols;
-  for (Index i = 0; i < rows; ++i) {
-    for (Index j = 0; j < cols; ++j) {
-      const bool visible = visibility.visible(i, j, cols);
-      if (visible) keys.columns.push_back(j);
-      if (visible != (j <= i)) prefix = false;
-    }
-    keys.row_start.push_back(static_cast<Index>(keys.columns.size()));
-  }
-  keys.causal_prefix = prefix;
-  return keys;
+/// A = softmax over the visible keys of each row of the row-major logits S (the normalize module's vectorized row
+/// kernel), masked entries exactly 0; `attention` may be the logits matrix itself. A row with a NaN/±inf logit
+/// becomes NaN instead of throwing (a diverging fit is reported, not aborted). `parallel`: OpenMP over rows (for
+/// one-off calls; the fitting loop runs serially since its per-step row work is too small to share).
+template <class Scalar>
+void softmax_rows(const RowMatrixView<Scalar>& logits, const Visibility& visibility, RowMatrix<Scalar>& attention,
+                  bool parallel = true) {
+  apply_rowwise_indexed(
+      logits.data(), logits.rows(), logits.cols(), logits.outerStride(), visibility,
+      [](Index, const Scalar* z, Index n, Scalar* p) {
+        if (!try_softmax_row(z, n, Scalar(1), p)) std::fill(p, p + n, std::numeric_limits<Scalar>::quiet_NaN());
+      },
+      attention, parallel);
 }
 
-/// attention(i, ·) = softmax over the visible keys of logits(i, ·) (max-subtracted); other entries are left as they
-/// are (callers keep them 0). Causal-prefix rows run as contiguous vectorised segments. `parallel`: OpenMP over rows
-/// (for one-off calls; the fitting loop runs serially since its per-step row work is too small to share).
+/// dS = scale · A∘(dA − Σ_visible dA∘A) per row over the visible keys (the softmax VJP row kernel of the normalize
+/// module), masked entries exactly 0. `parallel` as in softmax_rows.
 template <class Scalar>
-void masked_softmax_rows(const RowMatrix<Scalar>& logits, const VisibleKeys& keys, RowMatrix<Scalar>& attention,
-                         bool parallel = true) {
-  using Segment = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
-  using ConstSegment = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
-  for_each_row(keys.rows, parallel ? keys.cols : 0, [&](Index i) {
-    const Index count = keys.count(i);
-    const Scalar* s = logits.data() + i * keys.cols;
-    Scalar* a = attention.data() + i * keys.cols;
-    if (keys.causal_prefix) {
-      const ConstSegment z(s, count);
-      Segment p(a, count);
-      p = (z - z.maxCoeff()).exp();
-      p *= Scalar(1) / p.sum();
-      return;
-    }
-    const Index* column = keys.begin(i);
-    Scalar row_max = s[column[0]];
-    for (Index k = 1; k < count; ++k) row_max = s[column[k]] > row_max ? s[column[k]] : row_max;
-    Scalar sum = 0;
-    for (Index k = 0; k < count; ++k) sum += (a[column[k]] = std::exp(s[column[k]] - row_max));
-    const Scalar inverse = Scalar(1) / sum;
-    for (Index k = 0; k < count; ++k) a[column[k]] *= inverse;
-  });
-}
-
-/// dS(i, ·) = scale · A∘(dA − Σ_visible dA∘A) on visible keys (softmax VJP); other entries are left as they are.
-template <class Scalar>
-void attention_backward_rows(const RowMatrix<Scalar>& attention, const RowMatrix<Scalar>& attention_gradient,
-                             const VisibleKeys& keys, Scalar scale, RowMatrix<Scalar>& logit_gradient,
-                             bool parallel = true) {
-  using Segment = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
-  using ConstSegment = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
-  for_each_row(keys.rows, parallel ? keys.cols : 0, [&](Index i) {
-    const Index count = keys.count(i);
-    const Scalar* a = attention.data() + i * keys.cols;
-    const Scalar* da = attention_gradient.data() + i * keys.cols;
-    Scalar* ds = logit_gradient.data() + i * keys.cols;
-    if (keys.causal_prefix) {
-      const ConstSegment p(a, count), dp(da, count);
-      Segment(ds, count) = scale * p * (dp - (dp * p).sum());
-      return;
-    }
-    const Index* column = keys.begin(i);
-    Scalar inner = 0;
-    for (Index k = 0; k < count; ++k) inner += da[column[k]] * a[column[k]];
-    for (Index k = 0; k < count; ++k) ds[column[k]] = scale * a[column[k]] * (da[column[k]] - inner);
-  });
+void softmax_backward_rows(const RowMatrixView<Scalar>& attention, const RowMatrixView<Scalar>& attention_gradient,
+                           const Visibility& visibility, Scalar scale, RowMatrix<Scalar>& logit_gradient,
+                           bool parallel = true) {
+  const Index cols = attention.cols();
+  apply_rowwise_indexed(
+      attention.data(), attention.rows(), cols, attention.outerStride(), visibility,
+      [&](Index i, const Scalar* p, Index n, Scalar* result) {
+        const Scalar* g = attention_gradient.data() + i * attention_gradient.outerStride();
+        Index first = 0, count = 0;
+        if (visible_run(visibility, i, cols, first, count)) return softmax_vjp_row(p, g + first, n, scale, result);
+        std::vector<Scalar> gathered;  // p was gathered the same way
+        gather_visible(g, i, cols, visibility, gathered);
+        softmax_vjp_row(p, gathered.data(), n, scale, result);
+      },
+      logit_gradient, parallel);
 }
 
 }  // namespace detail
@@ -135,16 +90,17 @@ RowMatrix<typename AttentionDerived::Scalar> attention_backward(const Eigen::Mat
                                                                 const Eigen::MatrixBase<GradientDerived>& attention_gradient,
                                                                 const Visibility& visibility = {}) {
   using Scalar = typename AttentionDerived::Scalar;
-  detail::require_nonempty("attention_backward", attention);
-  detail::require_same_shape("attention_backward", "attention/gradient", attention.rows(), attention.cols(),
-                             attention_gradient.rows(), attention_gradient.cols());
-  detail::require_finite("attention_backward", attention);
-  detail::require_finite("attention_backward", attention_gradient);
-  visibility.validate("attention_backward", attention.rows(), attention.cols());
-  const RowMatrix<Scalar> a = attention, da = attention_gradient.template cast<Scalar>();
-  RowMatrix<Scalar> logit_gradient = RowMatrix<Scalar>::Zero(a.rows(), a.cols());
-  detail::attention_backward_rows(a, da, detail::visible_keys(visibility, a.rows(), a.cols()), Scalar(1),
-                                  logit_gradient);
+  // Views: row-major input of the attention's scalar type is read in place (cast<Scalar>() is then the matrix itself);
+  // other layouts and expressions are evaluated once.
+  const RowMatrixView<Scalar> a(attention.derived());
+  const RowMatrixView<Scalar> da(attention_gradient.derived().template cast<Scalar>());
+  detail::require_nonempty("attention_backward", a);
+  detail::require_same_shape("attention_backward", "attention/gradient", a, da);
+  detail::require_finite("attention_backward", a);
+  detail::require_finite("attention_backward", da);
+  visibility.validate("attention_backward", a.rows(), a.cols());
+  RowMatrix<Scalar> logit_gradient;
+  detail::softmax_backward_rows(a, da, visibility, Scalar(1), logit_gradient);
   return logit_gradient;
 }
 

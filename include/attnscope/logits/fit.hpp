@@ -19,6 +19,7 @@
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/logits/attention.hpp"
 #include "attnscope/logits/precision.hpp"
+#include "attnscope/normalize/entropy.hpp"
 
 namespace attnscope::logits {
 namespace detail {
@@ -134,11 +135,21 @@ inline void validate_fit_options(const char* function, const FitOptions& o) {
     throw_invalid_argument(function, "stop_at_in_band_mass must lie in [0, 1], got ", o.stop_at_in_band_mass);
 }
 
+/// A head's visibility as a prefix kind (all keys, or causal) when its mask is one, so that its softmax rows run
+/// in place on contiguous memory; other masks are returned as they are.
+inline Visibility prefix_form(const Visibility& visibility, const Mask& mask) {
+  if (visibility.is_prefix()) return visibility;
+  if (mask.all()) return Visibility{};
+  const Visibility causal_rows(causal);
+  if ((mask == causal_rows.to_mask(mask.rows(), mask.cols())).all()) return causal_rows;
+  return visibility;
+}
+
 /// The fitting engine: H heads with their own visible keys, a learned mixture, Adam on all parameters.
 template <class Scalar>
 class AttentionFitter {
  public:
-  AttentionFitter(const char* function, const RowMatrix<Scalar>& target, const std::vector<Visibility>& heads,
+  AttentionFitter(const char* function, const RowMatrixView<Scalar>& target, const std::vector<Visibility>& heads,
                   const FitOptions& options)
       : options_(options), n_(target.rows()), head_count_(static_cast<Index>(heads.size())) {
     validate_fit_options(function, options);
@@ -152,30 +163,22 @@ class AttentionFitter {
     for (Index h = 0; h < head_count_; ++h) {
       heads[static_cast<std::size_t>(h)].validate(function, n_, n_);
       head_masks_.push_back(heads[static_cast<std::size_t>(h)].to_mask(n_, n_));
-      head_keys_.push_back(visible_keys(heads[static_cast<std::size_t>(h)], n_, n_));
+      head_visibility_.push_back(prefix_form(heads[static_cast<std::size_t>(h)], head_masks_.back()));
       union_mask = union_mask || head_masks_.back();
     }
-    union_keys_ = visible_keys(Visibility(union_mask), n_, n_);
     validate_target(function, target, union_mask);
-    support_keys_ = visible_keys(Visibility(options.target_floor > 0 ? union_mask : Mask(target.array() > Scalar(0))), n_, n_);
     band_ = target.array() > Scalar(0);
+    support_ = options.target_floor > 0 ? union_mask : band_;
     fitted_target_ = target;
     for (Index i = 0; i < n_; ++i) fitted_target_.row(i) /= fitted_target_.row(i).sum();  // rows sum to 1 exactly
     if (options.target_floor > 0)
       for (Index i = 0; i < n_; ++i) {
-        const Scalar floor = Scalar(options.target_floor / static_cast<double>(union_keys_.count(i)));
-        for (Index k = 0; k < union_keys_.count(i); ++k) {
-          const Index j = union_keys_.begin(i)[k];
-          fitted_target_(i, j) = Scalar(1 - options.target_floor) * target(i, j) + floor;
-        }
+        const Scalar floor = Scalar(options.target_floor / static_cast<double>(union_mask.row(i).count()));
+        for (Index j = 0; j < n_; ++j)
+          if (union_mask(i, j)) fitted_target_(i, j) = Scalar(1 - options.target_floor) * target(i, j) + floor;
       }
-    target_entropy_ = 0;
-    for (Index i = 0; i < n_; ++i)
-      for (Index k = 0; k < union_keys_.count(i); ++k) {
-        const double p = static_cast<double>(fitted_target_(i, union_keys_.begin(i)[k]));
-        if (p > 0) target_entropy_ -= p * std::log(p);
-      }
-    target_entropy_ /= static_cast<double>(n_);
+    // H(P') averaged over rows (P' is 0 off the union of the heads' keys, and 0 ln 0 = 0).
+    target_entropy_ = row_entropy(fitted_target_.template cast<double>()).mean();
     initialise();
   }
 
@@ -239,7 +242,7 @@ class AttentionFitter {
            (options_.precision.applies_to == where || options_.precision.applies_to == RoundingTarget::both);
   }
 
-  void validate_target(const char* function, const RowMatrix<Scalar>& target, const Mask& union_mask) const {
+  void validate_target(const char* function, const RowMatrixView<Scalar>& target, const Mask& union_mask) const {
     for (Index i = 0; i < n_; ++i) {
       double sum = 0;
       for (Index j = 0; j < n_; ++j) {
@@ -307,7 +310,6 @@ class AttentionFitter {
     RowMatrix<Scalar>& s = logits_[hs];
     s.noalias() = q * k.transpose();
     s *= scale;
-    const VisibleKeys& keys = head_keys_[hs];
     const Mask& mask = head_masks_[hs];
     const auto magnitude = s.array().abs();
     const double head_max = static_cast<double>(mask.select(magnitude, Scalar(0)).maxCoeff());
@@ -316,19 +318,18 @@ class AttentionFitter {
     double rounding_error = 0;
     if (rounds(RoundingTarget::logits))
       for (Index i = 0; i < n_; ++i)
-        for (Index c = 0; c < keys.count(i); ++c) {
-          Scalar& value = s(i, keys.begin(i)[c]);
+        for (Index j = 0; j < n_; ++j) {
+          if (!mask(i, j)) continue;
+          Scalar& value = s(i, j);
           const Scalar rounded = round_to_format(value, options_.precision.format);
           rounding_error = std::max(rounding_error, std::abs(static_cast<double>(rounded - value)));
           value = rounded;
         }
-    masked_softmax_rows(s, keys, attention_[hs], false);
+    softmax_rows<Scalar>(s, head_visibility_[hs], attention_[hs], false);
     if (rounds(RoundingTarget::probabilities))
       for (Index i = 0; i < n_; ++i)
-        for (Index c = 0; c < keys.count(i); ++c) {
-          Scalar& a = attention_[hs](i, keys.begin(i)[c]);
-          a = round_to_format(a, options_.precision.format);
-        }
+        for (Index j = 0; j < n_; ++j)
+          if (mask(i, j)) attention_[hs](i, j) = round_to_format(attention_[hs](i, j), options_.precision.format);
     const double max_q = q.rowwise().norm().maxCoeff(), max_k = k.rowwise().norm().maxCoeff();
     record.head_max_visible_logit.push_back(head_max);
     record.max_visible_logit = std::max(record.max_visible_logit, head_max);
@@ -349,10 +350,8 @@ class AttentionFitter {
     const auto p = fitted_target_.array();
     double cross = 0;
     for (Index i = 0; i < n_; ++i)
-      for (Index c = 0; c < support_keys_.count(i); ++c) {
-        const Index j = support_keys_.begin(i)[c];
-        cross -= static_cast<double>(p(i, j)) * std::log(static_cast<double>(a(i, j)));
-      }
+      for (Index j = 0; j < n_; ++j)
+        if (support_(i, j)) cross -= static_cast<double>(p(i, j)) * std::log(static_cast<double>(a(i, j)));
     const double n = static_cast<double>(n_);
     record.kl = cross / n - target_entropy_;
     if (options_.loss == FitLoss::mse_probabilities)
@@ -384,7 +383,9 @@ class AttentionFitter {
     if (head_count_ == 1) {
       const bool shortcut = options_.loss != FitLoss::mse_probabilities;
       evaluate(attention_[0], record, shortcut ? logit_gradients_[0] : mixture_gradient_of_one_head(), shortcut);
-      if (!shortcut) attention_backward_rows(attention_[0], mixture_gradient_, head_keys_[0], Scalar(1), logit_gradients_[0], false);
+      if (!shortcut)
+        softmax_backward_rows<Scalar>(attention_[0], mixture_gradient_, head_visibility_[0], Scalar(1),
+                                      logit_gradients_[0], false);
     } else {
       mixture_.setZero();
       for (Index h = 0; h < head_count_; ++h) mixture_.noalias() += Scalar(head_weights_(h)) * attention_[static_cast<std::size_t>(h)];
@@ -393,8 +394,8 @@ class AttentionFitter {
       for (Index h = 0; h < head_count_; ++h) {
         const auto hs = static_cast<std::size_t>(h);
         weight_gradient(h) = static_cast<double>((mixture_gradient_.array() * attention_[hs].array()).sum());
-        attention_backward_rows(attention_[hs], mixture_gradient_, head_keys_[hs], Scalar(head_weights_(h)),
-                                logit_gradients_[hs], false);
+        softmax_backward_rows<Scalar>(attention_[hs], mixture_gradient_, head_visibility_[hs],
+                                      Scalar(head_weights_(h)), logit_gradients_[hs], false);
       }
       if (mixture_learned()) {  // dγ = π∘(dπ − ⟨π, dπ⟩)
         const double mean = head_weights_.dot(weight_gradient);
@@ -449,9 +450,8 @@ class AttentionFitter {
   FitOptions options_;
   Index n_, head_count_;
   std::vector<Mask> head_masks_;
-  std::vector<VisibleKeys> head_keys_;
-  VisibleKeys union_keys_, support_keys_;  // visible to some head; support of the fitted target P'
-  Mask band_;
+  std::vector<Visibility> head_visibility_;  // the heads' visibilities, in prefix form where possible
+  Mask band_, support_;                      // P > 0; support of the fitted target P' (floored: keys of some head)
   RowMatrix<Scalar> fitted_target_;
   double target_entropy_ = 0;
   RowMatrix<Scalar> inputs_;
@@ -473,8 +473,8 @@ FitResult<typename Derived::Scalar> fit_qk(const Eigen::MatrixBase<Derived>& tar
                                            const FitOptions& options = {}) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::fit_qk: target must be float or double");
-  const RowMatrix<Scalar> p = target;
-  return detail::AttentionFitter<Scalar>("fit_qk", p, {visibility}, options).run();
+  return detail::AttentionFitter<Scalar>("fit_qk", RowMatrixView<Scalar>(target.derived()), {visibility}, options)
+      .run();
 }
 
 /// Fits H heads jointly (each with its own visibility, e.g. head_layout: full and sliding-window heads); the model
@@ -485,8 +485,7 @@ FitResult<typename Derived::Scalar> fit_heads(const Eigen::MatrixBase<Derived>& 
                                               const std::vector<Visibility>& heads, const FitOptions& options = {}) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::fit_heads: target must be float or double");
-  const RowMatrix<Scalar> p = target;
-  return detail::AttentionFitter<Scalar>("fit_heads", p, heads, options).run();
+  return detail::AttentionFitter<Scalar>("fit_heads", RowMatrixView<Scalar>(target.derived()), heads, options).run();
 }
 
 /// The fit's objective at given parameters: the state (loss, KL, in-band mass, ...) and the analytic gradient of
@@ -500,8 +499,7 @@ FitObjective<typename Derived::Scalar> fit_objective(const Eigen::MatrixBase<Der
                                                      const std::vector<RowMatrix<typename Derived::Scalar>>& parameters) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::fit_objective: target must be float or double");
-  const RowMatrix<Scalar> p = target;
-  detail::AttentionFitter<Scalar> fitter("fit_objective", p, heads, options);
+  detail::AttentionFitter<Scalar> fitter("fit_objective", RowMatrixView<Scalar>(target.derived()), heads, options);
   fitter.set_parameters("fit_objective", parameters);
   return fitter.objective();
 }

@@ -1,5 +1,6 @@
 // attnscope/logits/monitors.hpp — monitors for training code (docs/theory/logits.md §3, §6): per-head max-logit
-// tracking (Wortsman et al. 2023 / MuonClip conventions), attention entropy, loss-spike detectors.
+// tracking (Wortsman et al. 2023 / MuonClip conventions), loss-spike detectors; the attention-entropy monitor (entropy
+// collapse) is attnscope::row_entropy (normalize/entropy.hpp, included here).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
+#include "attnscope/normalize/entropy.hpp"
 
 namespace attnscope::logits {
 namespace detail {
@@ -107,25 +109,6 @@ class MaxLogitTracker {
   std::vector<double> max_logit_, max_abs_logit_;
   std::vector<bool> observed_;
 };
-
-/// Shannon entropy (nats) of every attention row over its visible keys, H_i = −Σ_j A_ij log A_ij, 0·log 0 = 0
-/// (entropy collapse, Zhai et al. 2023). Entries must be finite and ≥ 0. O(rows·cols).
-template <class Derived>
-Vector<double> attention_entropy(const Eigen::MatrixBase<Derived>& attention, const Visibility& visibility = {}) {
-  detail::require_nonempty("attention_entropy", attention);
-  visibility.validate("attention_entropy", attention.rows(), attention.cols());
-  Vector<double> entropy = Vector<double>::Zero(attention.rows());
-  for (Index i = 0; i < attention.rows(); ++i)
-    for (Index j = 0; j < attention.cols(); ++j) {
-      if (!visibility.visible(i, j, attention.cols())) continue;
-      const double p = static_cast<double>(attention(i, j));
-      if (!(p >= 0) || !std::isfinite(p))
-        detail::throw_invalid_argument("attention_entropy", "attention weight ", p, " at row ", i, ", column ", j,
-                                       " is not a finite value >= 0");
-      if (p > 0) entropy(i) -= p * std::log(p);
-    }
-  return entropy;
-}
 
 /// Loss-spike detector with a rolling median (docs/theory/logits.md §6 [derived]): a loss is a spike when it exceeds
 /// the median of the previous `window` losses by more than `margin` (once `min_history` losses are known), or

@@ -68,32 +68,63 @@ void softmax_row(const Scalar* logits, Index n, Scalar scale, Scalar* out) {
       throw_invalid_argument("softmax", "non-finite logit ", logits[j], " at position ", j, " of the row");
 }
 
+/// Softmax vector-Jacobian product of one contiguous row: out = scale · p∘(g − ⟨g, p⟩), i.e. Jᵀg for
+/// J = scale·(diag p − ppᵀ), the Jacobian of p = softmax(scale·z) (docs/theory/normalization-maps.md §4.1). p are the softmax
+/// outputs of the row (n > 0). out may alias g. O(n).
+template <class Scalar>
+void softmax_vjp_row(const Scalar* p, const Scalar* g, Index n, Scalar scale, Scalar* out) {
+  using ConstSegment = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
+  const ConstSegment probabilities(p, n), cotangent(g, n);
+  const Scalar inner = (probabilities * cotangent).sum();
+  Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>(out, n) = scale * probabilities * (cotangent - inner);
+}
+
+/// True when the visible keys of `row` form one contiguous run [first, first + count) (always for prefix kinds;
+/// for a mask, e.g. a sliding window, after one scan of the mask row), so row kernels can run in place.
+inline bool visible_run(const Visibility& visibility, Index row, Index cols, Index& first, Index& count) {
+  first = 0;
+  if (visibility.is_prefix()) {
+    count = visibility.prefix_length(row, cols);
+    return true;
+  }
+  const auto mask = visibility.mask().row(row);
+  Index j = 0;
+  while (j < cols && !mask(j)) ++j;
+  first = j;
+  while (j < cols && mask(j)) ++j;
+  count = j - first;
+  for (; j < cols; ++j)
+    if (mask(j)) return false;
+  return true;
+}
+
 /// Applies kernel(row, const Scalar* z, Index n, Scalar* p) to the visible keys of every row of a row-major block
 /// (data, rows × cols, outer stride) writing into `out` (rows × cols, resized if needed; it may be the very matrix
-/// `data` points into); masked entries are set to exactly 0. Prefix visibilities run in place, masks gather into
-/// contiguous buffers. Rows run in parallel; an exception from a row is rethrown after the loop.
+/// `data` points into); masked entries are set to exactly 0. Rows whose visible keys are one contiguous run (prefix
+/// visibilities, banded masks) run in place, other mask rows gather into contiguous buffers. Rows run in parallel
+/// unless `parallel` is false (for loops whose per-call work is too small to share); an exception from a row is
+/// rethrown after the loop.
 template <class Scalar, class RowKernel>
 void apply_rowwise_indexed(const Scalar* data, Index rows, Index cols, Index stride, const Visibility& visibility,
-                           RowKernel&& kernel, RowMatrix<Scalar>& out) {
+                           RowKernel&& kernel, RowMatrix<Scalar>& out, bool parallel = true) {
   if (out.rows() != rows || out.cols() != cols) out.resize(rows, cols);
-  if (visibility.is_prefix()) {
-    for_each_row_rethrowing(rows, cols, [&](Index i) {
-      const Index n = visibility.prefix_length(i, cols);
-      Scalar* row_out = out.data() + i * cols;
-      kernel(i, data + i * stride, n, row_out);
-      std::fill(row_out + n, row_out + cols, Scalar(0));
-    });
-  } else {
-    for_each_row_rethrowing(rows, cols, [&](Index i) {
+  const Index work_per_row = parallel ? cols : 0;
+  for_each_row_rethrowing(rows, work_per_row, [&](Index i) {
+    Scalar* row_out = out.data() + i * cols;
+    Index first = 0, n = 0;
+    if (visible_run(visibility, i, cols, first, n)) {
+      kernel(i, data + i * stride + first, n, row_out + first);
+      std::fill(row_out, row_out + first, Scalar(0));
+      std::fill(row_out + first + n, row_out + cols, Scalar(0));
+    } else {
       std::vector<Scalar> gathered, result;
       gather_visible(data + i * stride, i, cols, visibility, gathered);
       result.resize(gathered.size());
       kernel(i, gathered.data(), static_cast<Index>(gathered.size()), result.data());
-      Scalar* row_out = out.data() + i * cols;
       std::size_t k = 0;
       for (Index j = 0; j < cols; ++j) row_out[j] = visibility.visible(i, j, cols) ? result[k++] : Scalar(0);
-    });
-  }
+    }
+  });
 }
 
 /// Applies a row kernel `kernel(const Scalar* z, Index n, Scalar* p)` to the visible keys of every row;
