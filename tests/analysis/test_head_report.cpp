@@ -47,6 +47,22 @@ TEST_CASE("column functions match their definitions") {
   CHECK(max_finite_entry(scores) == 2.5);
   CHECK(std::isnan(max_finite_entry(RowMatrix<double>())));
   CHECK(std::isnan(attention_sink_mass(RowMatrix<double>())));
+  CHECK(std::isnan(mean_attention_entropy(RowMatrix<double>())));
+  // Views: float, column-major and block inputs give the same values without a RowMatrix<double> copy by the caller.
+  const RowMatrix<float> attention_float = attention.cast<float>();
+  CHECK(mean_attention_entropy(attention_float) == Approx(mean_attention_entropy(attention)).epsilon(1e-6));
+  CHECK(attention_sink_mass(attention_float) == Approx(attention_sink_mass(attention)).epsilon(1e-6));
+  const Eigen::MatrixXd column_major = attention;
+  CHECK(mean_attention_entropy(column_major) == mean_attention_entropy(attention));
+  CHECK(max_finite_entry(scores.bottomRows(1)) == 2.5);
+  CHECK(max_finite_entry(scores.topRows(1)) == 1.5);
+  CHECK(attention_sink_mass(attention.bottomRows(2)) == Approx(0.35).epsilon(1e-15));
+  // Rows with a negative or non-finite weight (e.g. SA-softmax rows) have no entropy: NaN, not a partial sum.
+  RowMatrix<double> signed_rows = attention;
+  signed_rows(2, 0) = -0.2, signed_rows(2, 2) = 0.9;
+  CHECK(std::isnan(mean_attention_entropy(signed_rows)));
+  signed_rows(2, 0) = std::numeric_limits<double>::quiet_NaN();
+  CHECK(std::isnan(mean_attention_entropy(signed_rows)));
 
   // ‖diag p − ppᵀ‖₂ against Eigen's dense symmetric eigensolver on 30 random causal heads.
   for (std::uint64_t seed = 1; seed <= 30; ++seed) {

@@ -20,6 +20,7 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/model/llama.hpp"
+#include "attnscope/normalize/entropy.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
 
 namespace attnscope::analysis {
@@ -55,39 +56,45 @@ struct HeadReport {
 
 /// Sink mass: mean over query rows of the weight on key 0, (1/L) Σ_i A(i, 0) (docs/theory/composition.md target 8, "mean
 /// a_{i,0} per layer and head"; the attention sink of Xiao et al. 2023, StreamingLLM). O(L).
-inline double attention_sink_mass(const RowMatrix<double>& attention) {
+template <class Derived>
+double attention_sink_mass(const Eigen::MatrixBase<Derived>& attention) {
   if (attention.size() == 0) return std::numeric_limits<double>::quiet_NaN();
-  return attention.col(0).mean();
+  return attention.col(0).template cast<double>().mean();
 }
 
-/// Mean row entropy in nats: (1/L) Σ_i −Σ_j A(i,j) log A(i,j), with 0 log 0 = 0 (Shannon). O(L²).
-inline double mean_attention_entropy(const RowMatrix<double>& attention) {
-  if (attention.size() == 0) return std::numeric_limits<double>::quiet_NaN();
-  double total = 0;
-  for (Index i = 0; i < attention.rows(); ++i)
-    for (Index j = 0; j < attention.cols(); ++j) {
-      const double p = attention(i, j);
-      if (p > 0) total -= p * std::log(p);
-    }
-  return total / static_cast<double>(attention.rows());
+/// Mean row entropy in nats, (1/L) Σ_i H_i with H_i = attnscope::row_entropy (−Σ_j A(i,j) ln A(i,j), 0 ln 0 = 0,
+/// Shannon); NaN when the matrix is empty or has a negative or non-finite entry (rows that are not distributions,
+/// e.g. SA-softmax rows). O(L²).
+template <class Derived>
+double mean_attention_entropy(const Eigen::MatrixBase<Derived>& attention) {
+  const RowMatrixView<typename Derived::Scalar> a(attention.derived());
+  if (a.size() == 0 || !a.allFinite() || a.minCoeff() < 0) return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(row_entropy(a).template cast<double>().mean());
 }
 
 /// Largest finite entry (e.g. the max scaled logit of scores with −inf future entries); NaN when there is none.
-inline double max_finite_entry(const RowMatrix<double>& matrix) {
+template <class Derived>
+double max_finite_entry(const Eigen::MatrixBase<Derived>& matrix) {
   double best = -std::numeric_limits<double>::infinity();
-  for (Index i = 0; i < matrix.size(); ++i)
-    if (std::isfinite(matrix.data()[i])) best = std::max(best, matrix.data()[i]);
+  for (Index i = 0; i < matrix.rows(); ++i)
+    for (Index j = 0; j < matrix.cols(); ++j) {
+      const double value = static_cast<double>(matrix(i, j));
+      if (std::isfinite(value)) best = std::max(best, value);
+    }
   return std::isfinite(best) ? best : std::numeric_limits<double>::quiet_NaN();
 }
 
 /// Exact ‖diag p − ppᵀ‖₂ of every attention row (the softmax Jacobian from the probabilities, scale 1; secular
 /// equation, docs/theory/normalization-maps.md §5), or an empty vector when some row is not a distribution (entry < 0 or
 /// |Σp − 1| > 1e-3, e.g. sink or SA-softmax rows) or the matrix is empty. O(L²).
-inline Vector<double> attention_jacobian_norms(const RowMatrix<double>& attention) {
-  if (attention.size() == 0 || !attention.allFinite() || attention.minCoeff() < 0) return {};
-  for (Index i = 0; i < attention.rows(); ++i)
-    if (std::abs(attention.row(i).sum() - 1.0) > 1e-3) return {};
-  return softmax_jacobian_spectral_norm(attention, 1.0);
+template <class Derived>
+Vector<double> attention_jacobian_norms(const Eigen::MatrixBase<Derived>& attention) {
+  using Scalar = typename Derived::Scalar;
+  const RowMatrixView<Scalar> a(attention.derived());
+  if (a.size() == 0 || !a.allFinite() || a.minCoeff() < 0) return {};
+  for (Index i = 0; i < a.rows(); ++i)
+    if (std::abs(static_cast<double>(a.row(i).sum()) - 1.0) > 1e-3) return {};
+  return softmax_jacobian_spectral_norm(a, Scalar(1)).template cast<double>();
 }
 
 /// The report's standard columns: sink_mass, entropy, max_attention, max_scaled_logit, mean_jacobian_norm,
