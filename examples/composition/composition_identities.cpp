@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "attnscope/normalize/entropy.hpp"
 #include "attnscope/normalize/softmax.hpp"
 #include "composition_data.hpp"
 #include "support/example.hpp"
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
     const double cos_keep = composition::cosine(a, b)(0);
     const double hb = [](double x) { return -x * std::log(x) - (1 - x) * std::log1p(-x); }(s_reference);
     const double hb_s = -s * std::log(s) - (1 - s) * std::log1p(-s);
-    const double h_c = composition::entropy(c)(0);
+    const double h_c = attnscope::row_entropy(c)(0);
     // predictions from the identities: identical content ⇒ JS = JS_b(s, s′); d_A = |b_S − b′_S| with
     // b_S = √(n−1)/n·(logit s − ln g(c)) ⇒ |Δb_S| = √((n−1)/n)·|Δ logit s|; ΔH = ΔH_b(s) + Δ(1−s)·H(c)
     const double m = 0.5 * (s_reference + s);
@@ -135,7 +136,7 @@ int main(int argc, char** argv) {
                                        s * std::log(s / m) + (1 - s) * std::log((1 - s) / (1 - m)));
     const double n = 32;
     const double d_predicted = std::sqrt((n - 1) / n) * std::abs(std::log(s / (1 - s)) - std::log(s_reference / (1 - s_reference)));
-    const double dh = composition::entropy(b)(0) - composition::entropy(a)(0), dh_predicted = (hb_s - hb) + ((1 - s) - (1 - s_reference)) * h_c;
+    const double dh = attnscope::row_entropy(b)(0) - attnscope::row_entropy(a)(0), dh_predicted = (hb_s - hb) + ((1 - s) - (1 - s_reference)) * h_c;
     const auto drop_js = composition::js_split(a, b).content_divergence(0);
     const auto drop_d = composition::aitchison_split(a, b).content_term(0);
     const auto drop_cos = composition::cosine_conventions(a, b).drop(0);

@@ -75,7 +75,7 @@ TEST_CASE("visibility errors: fully masked rows, mask shape, masked reference or
 
 TEST_CASE("channel functions reject non-distributions, sink mass 1, bad sink sets", "[composition][errors]") {
   expect_invalid("entropy_split", "sums to 1.5", [] { attnscope::composition::entropy_split(row({.5, .5, .5})); });
-  expect_invalid("entropy", "negative part", [] { attnscope::composition::entropy(row({1.5, -.5})); });
+  expect_invalid("entropy_split", "negative part", [] { attnscope::composition::entropy_split(row({1.5, -.5})); });
   expect_invalid("entropy_split", "sink mass 1", [] { attnscope::composition::entropy_split(row({1, 0, 0})); });
   expect_invalid("split_sink", "sink mass 1", [] {
     RowMatrix<double> causal_rows(2, 2);
@@ -94,7 +94,7 @@ TEST_CASE("channel functions reject non-distributions, sink mass 1, bad sink set
     disjoint << true, false, false, true;
     attnscope::composition::argmax_mass_sink(RowMatrix<double>::Identity(2, 2), Visibility{disjoint});
   });
-  expect_invalid("entropy", "tolerance", [] { attnscope::composition::entropy(row({.5, .5}), {}, -1.0); });
+  expect_invalid("entropy_split", "tolerance", [] { attnscope::composition::entropy_split(row({.5, .5}), {}, {}, -1.0); });
   expect_invalid("entropy_attribution", "matched rows", [] {
     attnscope::composition::entropy_attribution(row({.5, .5}), {}, RowMatrix<double>::Constant(2, 2, .5), {});
   });

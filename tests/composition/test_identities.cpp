@@ -67,7 +67,7 @@ TEST_CASE("the content channel is the drop convention: identical to metrics on r
   Mask content_mask = causal.to_mask(rows, cols);
   content_mask.col(0).setConstant(false);
   const Visibility content_keys{content_mask};
-  CHECK((attnscope::composition::entropy(ca, content_keys) - attnscope::composition::entropy_split(a, causal).content_entropy).cwiseAbs().maxCoeff() < 1e-13);
+  CHECK((attnscope::row_entropy(ca, content_keys) - attnscope::composition::entropy_split(a, causal).content_entropy).cwiseAbs().maxCoeff() < 1e-13);
   CHECK((attnscope::composition::jensen_shannon(ca, cb, content_keys) - attnscope::composition::js_split(a, b, causal).content_divergence).cwiseAbs().maxCoeff() < 1e-13);
   CHECK((attnscope::composition::aitchison_distance(ca, cb, content_keys).array().square().matrix() -
          attnscope::composition::aitchison_split(a, b, causal).content_term).cwiseAbs().maxCoeff() < 1e-11);

@@ -16,6 +16,7 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
+#include "attnscope/normalize/entropy.hpp"
 
 namespace attnscope::composition {
 namespace detail {
@@ -33,7 +34,7 @@ struct ChannelSplit {
 /// Entropy decomposition per row, natural log: entropy = binary + sink_mass·within_sink + content_term (exact).
 template <class Scalar>
 struct EntropySplit {
-  Vector<Scalar> entropy;          // H(a)
+  Vector<Scalar> entropy;          // H(a) of the closed row (row_entropy of a/Σa; the keep-convention entropy)
   Vector<Scalar> sink_mass;        // s
   Vector<Scalar> binary;           // H_b(s) = −s ln s − (1−s) ln(1−s)
   Vector<Scalar> within_sink;      // H(a_S / s); 0 for a single sink column
@@ -93,22 +94,32 @@ ClosedChannels<Scalar> close_channels(const SplitRow<Scalar>& parts) {
   return out;
 }
 
-/// −Σ p ln p with 0 ln 0 = 0.
+/// H(p) = −Σ p ln p of a channel's closed parts, 0 ln 0 = 0 (the shared row kernel of normalize/entropy.hpp).
 template <class Scalar>
 Scalar shannon_entropy(const std::vector<Scalar>& p) {
-  Scalar h = 0;
-  for (Scalar v : p)
-    if (v > 0) h -= v * std::log(v);
-  return h;
+  return entropy_of(p.data(), static_cast<Index>(p.size()));
 }
 
 /// H_b(s) from s and 1 − s given separately (1 − s computed without cancellation).
 template <class Scalar>
 Scalar binary_entropy(Scalar s, Scalar one_minus_s) {
-  Scalar h = 0;
-  if (s > 0) h -= s * std::log(s);
-  if (one_minus_s > 0) h -= one_minus_s * std::log(one_minus_s);
-  return h;
+  const Scalar parts[2] = {s, one_minus_s};
+  return entropy_of(parts, Index{2});
+}
+
+/// H(a/t) = H(a)/t + ln t per row, t = Σ_visible a: the entropy of each closed row from the entropy of the row as
+/// given (row_entropy), exact for t = 1 [derived: −Σ (a/t) ln(a/t) = (1/t)·(−Σ a ln a) + ln t since Σ a = t].
+template <class Scalar>
+Vector<Scalar> closed_row_entropy(const RowMatrixView<Scalar>& x, const Visibility& visibility) {
+  Vector<Scalar> out = row_entropy(x, visibility);
+  const Index cols = x.cols();
+  for (Index i = 0; i < x.rows(); ++i) {
+    Scalar total = 0;
+    for (Index j = 0; j < cols; ++j)
+      if (visibility.visible(i, j, cols)) total += x(i, j);
+    if (total != Scalar(1)) out(i) = out(i) / total + std::log(total);
+  }
+  return out;
 }
 
 /// Weighted JS: w·KL(p‖m) + (1−w)·KL(q‖m), m = w·p + (1−w)·q (§5), 0 ln 0 = 0.
@@ -269,25 +280,6 @@ ChannelSplit<detail::ScalarOf<Derived>> split_sink(const Eigen::MatrixBase<Deriv
   return out;
 }
 
-/// Shannon entropy H(a) = −Σ a_j ln a_j of each closed row over its visible keys (0 ln 0 = 0).
-template <class Derived>
-Vector<detail::ScalarOf<Derived>> entropy(const Eigen::MatrixBase<Derived>& attention,
-                                          const Visibility& visibility = {},
-                                          double tolerance = detail::default_row_sum_tolerance) {
-  using Scalar = detail::ScalarOf<Derived>;
-  const RowMatrixView<Scalar> view(attention.derived());
-  detail::validate_distributions<Scalar>("entropy", view, visibility, tolerance);
-  Vector<Scalar> out(view.rows());
-  detail::for_each_visible_row<Scalar>(view, visibility, [&](Index i, const Scalar* values, Index n, const Index*) {
-    Scalar total = 0, h = 0;
-    for (Index k = 0; k < n; ++k) total += values[k];
-    for (Index k = 0; k < n; ++k)
-      if (values[k] > 0) h -= values[k] / total * std::log(values[k] / total);
-    out(i) = h;
-  });
-  return out;
-}
-
 /// Entropy split per row (§2, Shannon grouping): H(a) = H_b(s) + s·H(a_S/s) + (1 − s)·H(c), exact for 0 < s < 1
 /// (s = 0 allowed; s = 1 throws: c undefined). With the default single sink the middle term is 0.
 template <class Derived>
@@ -300,7 +292,7 @@ EntropySplit<detail::ScalarOf<Derived>> entropy_split(const Eigen::MatrixBase<De
   const Index rows = view.rows();
   EntropySplit<Scalar> out{Vector<Scalar>(rows), Vector<Scalar>(rows), Vector<Scalar>(rows),
                            Vector<Scalar>(rows), Vector<Scalar>(rows), Vector<Scalar>(rows)};
-  out.entropy = entropy(view, visibility, tolerance);
+  out.entropy = detail::closed_row_entropy(view, visibility);  // rows validated as distributions above
   detail::for_each_split_row<Scalar>("entropy_split", view, visibility, sinks,
                                      [&](Index i, const detail::SplitRow<Scalar>& parts) {
                                        const auto row = detail::close_channels(parts);

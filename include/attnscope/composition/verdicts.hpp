@@ -54,7 +54,7 @@ Vector<detail::ScalarOf<Derived>> row_metric(Metric metric, const Eigen::MatrixB
   if (convention == Convention::keep) {
     detail::validate_channels<detail::ScalarOf<Derived>>("row_metric", RowMatrixView<detail::ScalarOf<Derived>>(attention.derived()),
                                                          visibility, sinks, tolerance);
-    return entropy(attention, visibility, tolerance);
+    return entropy_split(attention, visibility, sinks, tolerance).entropy;
   }
   return entropy_split(attention, visibility, sinks, tolerance).content_entropy;
 }
