@@ -18,15 +18,7 @@ namespace {
 using attnscope::model::CaptureOptions;
 using attnscope::model::ForwardOptions;
 using attnscope::testing::reference_model;
-
-const nlohmann::json& golden() {
-  static const nlohmann::json value = [] {
-    std::ifstream in(attnscope::testing::data_file("stories260K.greedy.json"));
-    REQUIRE(in.good());
-    return nlohmann::json::parse(in);
-  }();
-  return value;
-}
+using attnscope::testing::reference_outputs;
 
 // The spec's tolerance (1e-4 relative or 1e-6 absolute), with "relative" measured against the largest magnitude
 // of the compared row: the reference is itself float32 and its rounding noise (about 1e-5 absolute on scores of
@@ -47,7 +39,7 @@ double row_scale(const std::vector<double>& row) {
 
 TEST_CASE("stories260K configuration matches the reference") {
   const auto& config = reference_model().config();
-  const auto& expected = golden()["config"];
+  const auto& expected = reference_outputs()["config"];
   CHECK(config.dim == expected["dim"].get<int>());
   CHECK(config.hidden_dim == expected["hidden_dim"].get<int>());
   CHECK(config.n_layers == expected["n_layers"].get<int>());
@@ -58,14 +50,14 @@ TEST_CASE("stories260K configuration matches the reference") {
 }
 
 TEST_CASE("forward agrees with llama2.c run.c: logits, scores and attention at the listed positions") {
-  const auto tokens = golden()["input_tokens"].get<std::vector<int>>();
+  const auto tokens = reference_outputs()["input_tokens"].get<std::vector<int>>();
   ForwardOptions options;
   options.capture = CaptureOptions::attention_only();
   const auto result = reference_model().forward(tokens, options);
   REQUIRE(result.logits.rows() == static_cast<long>(tokens.size()));
 
   int logits_checked = 0, logits_failed = 0;
-  for (const auto& [position_text, values] : golden()["logits"].items()) {
+  for (const auto& [position_text, values] : reference_outputs()["logits"].items()) {
     const int position = std::stoi(position_text);
     const auto reference = values.get<std::vector<double>>();
     REQUIRE(reference.size() == static_cast<std::size_t>(result.logits.cols()));
@@ -82,7 +74,7 @@ TEST_CASE("forward agrees with llama2.c run.c: logits, scores and attention at t
 
   for (const char* field : {"scores", "attention"}) {
     int checked = 0, failed = 0, entries = 0, elementwise_failed = 0;
-    for (const auto& entry : golden()[field]) {
+    for (const auto& entry : reference_outputs()[field]) {
       const int layer = entry["layer"], head = entry["head"], position = entry["pos"];
       const auto reference = entry["values"].get<std::vector<double>>();
       REQUIRE(reference.size() == static_cast<std::size_t>(position + 1));
@@ -109,8 +101,8 @@ TEST_CASE("forward agrees with llama2.c run.c: logits, scores and attention at t
 }
 
 TEST_CASE("greedy decoding from BOS reproduces llama2.c's next_tokens") {
-  const auto input_tokens = golden()["input_tokens"].get<std::vector<int>>();
-  const auto next_tokens = golden()["next_tokens"].get<std::vector<int>>();
+  const auto input_tokens = reference_outputs()["input_tokens"].get<std::vector<int>>();
+  const auto next_tokens = reference_outputs()["next_tokens"].get<std::vector<int>>();
   REQUIRE(input_tokens.size() == 256);
   const auto generated = reference_model().generate_greedy({1}, 256);
   REQUIRE(generated.size() == 257);
@@ -129,7 +121,7 @@ TEST_CASE("greedy decoding from BOS reproduces llama2.c's next_tokens") {
 }
 
 TEST_CASE("compare_with_reference reports the agreement and detects a corrupted reference") {
-  const auto comparison = attnscope::model::compare_with_reference(reference_model(), golden());
+  const auto comparison = attnscope::model::compare_with_reference(reference_model(), reference_outputs());
   CHECK(comparison.logits.rows == 5);
   CHECK(comparison.scores.rows == 200);
   CHECK(comparison.attention.rows == 200);
@@ -142,7 +134,7 @@ TEST_CASE("compare_with_reference reports the agreement and detects a corrupted 
   CHECK(comparison.greedy_mismatches == 0);
   CHECK(comparison.first_greedy_mismatch == -1);
 
-  nlohmann::json corrupted = golden();
+  nlohmann::json corrupted = reference_outputs();
   corrupted["attention"][7]["values"][1] = corrupted["attention"][7]["values"][1].get<double>() + 0.01;
   corrupted["next_tokens"][100] = (corrupted["next_tokens"][100].get<int>() + 1) % 512;
   const auto bad = attnscope::model::compare_with_reference(reference_model(), corrupted);
@@ -151,10 +143,10 @@ TEST_CASE("compare_with_reference reports the agreement and detects a corrupted 
   CHECK(bad.greedy_mismatches == 1);
   CHECK(bad.first_greedy_mismatch == 100);
 
-  nlohmann::json missing = golden();
+  nlohmann::json missing = reference_outputs();
   missing.erase("logits");
   CHECK_THROWS_AS(attnscope::model::compare_with_reference(reference_model(), missing), attnscope::invalid_argument);
-  nlohmann::json out_of_range = golden();
+  nlohmann::json out_of_range = reference_outputs();
   out_of_range["scores"][0]["layer"] = 5;
   CHECK_THROWS_AS(attnscope::model::compare_with_reference(reference_model(), out_of_range),
                   attnscope::invalid_argument);

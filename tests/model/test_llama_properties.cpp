@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "attnscope/core/random.hpp"
@@ -41,6 +43,17 @@ double max_abs_difference(const RowMatrix<float>& a, const RowMatrix<float>& b) 
   REQUIRE(a.rows() == b.rows());
   REQUIRE(a.cols() == b.cols());
   return (a - b).cwiseAbs().maxCoeff();
+}
+
+// Mean over positions p < L − 1 of −log softmax(logits_p)[tokens_{p+1}], in double (the definition of the NLL).
+double mean_nll_from_logits(const RowMatrix<float>& logits, const std::vector<int>& tokens) {
+  double total = 0;
+  for (std::size_t p = 0; p + 1 < tokens.size(); ++p) {
+    const auto row = logits.row(long(p)).cast<double>();
+    const double max_value = row.maxCoeff();
+    total -= row(tokens[p + 1]) - max_value - std::log((row.array() - max_value).exp().sum());
+  }
+  return total / double(tokens.size() - 1);
 }
 
 ForwardOptions capture_everything() {
@@ -270,29 +283,53 @@ TEST_CASE("swapping the normalization map: softmax equals the default, others ch
 
 TEST_CASE("mean negative log-likelihood follows its definition") {
   const auto& tokens = story();
-  const auto logits = reference_model().forward(tokens).logits;
-  double expected = 0;
-  for (std::size_t p = 0; p + 1 < tokens.size(); ++p) {
-    const auto row = logits.row(long(p)).cast<double>();
-    const double max_value = row.maxCoeff();
-    expected -= row(tokens[p + 1]) - max_value - std::log((row.array() - max_value).exp().sum());
-  }
-  expected /= double(tokens.size() - 1);
   const double nll = reference_model().mean_negative_log_likelihood(tokens);
-  CHECK(nll == Approx(expected).epsilon(1e-12));
+  CHECK(nll == Approx(mean_nll_from_logits(reference_model().forward(tokens).logits, tokens)).epsilon(1e-12));
   // The model's own greedy story is far more likely than random tokens (log 512 = 6.24 nats for a uniform guess).
   CHECK(nll < 1.5);
   const double random_nll = reference_model().mean_negative_log_likelihood(random_tokens(96, 3));
   CHECK(random_nll > 6.0);
-  // Ablating heads can only be compared, not predicted; but the NLL must stay finite and positive.
+  // Zero-ablating head (l, h) removes its slice of wo's input: the same NLL comes from a copy of the model whose wo
+  // columns [h·head_size, (h + 1)·head_size) are zeroed, run without ablation.
   ForwardOptions ablated;
   ablated.ablated_heads = {{0, 0}, {0, 1}, {1, 0}};
   const double ablated_nll = reference_model().mean_negative_log_likelihood(tokens, ablated);
-  CHECK(std::isfinite(ablated_nll));
-  CHECK(ablated_nll > 0);
+  auto pruned_weights = reference_model().weights();
+  const long head_size = pruned_weights.config.head_size();
+  for (const auto& [layer, head] : ablated.ablated_heads)
+    pruned_weights.layers[std::size_t(layer)].wo.middleCols(head * head_size, head_size).setZero();
+  const attnscope::model::LlamaModel pruned(std::move(pruned_weights));
+  CHECK(ablated_nll == Approx(mean_nll_from_logits(pruned.forward(tokens).logits, tokens)).epsilon(1e-6));
+  CHECK(std::abs(ablated_nll - nll) > 1e-3);  // the ablation has an effect to check
 }
 
-TEST_CASE("sampling: deterministic per seed, temperature 0 is greedy, frequencies follow softmax") {
+TEST_CASE("per-position NLL agrees with llama2.c run.c's logits at its 5 reference positions") {
+  // NLL at position p = (p + 1)·mean NLL of tokens[0..p+1] − p·mean NLL of tokens[0..p] (the pass is causal);
+  // reference: −log softmax(run.c's logits at p)[next token], in double.
+  const auto& reference = attnscope::testing::reference_outputs();
+  const auto next_tokens = reference["next_tokens"].get<std::vector<int>>();
+  std::vector<int> tokens = reference["input_tokens"].get<std::vector<int>>();
+  tokens.push_back(next_tokens.back());
+  int checked = 0;
+  for (const auto& [position_text, values] : reference["logits"].items()) {
+    const std::size_t p = std::stoul(position_text);
+    const auto logits = values.get<std::vector<double>>();
+    double max_value = -HUGE_VAL, sum = 0;
+    for (double value : logits) max_value = std::max(max_value, value);
+    for (double value : logits) sum += std::exp(value - max_value);
+    const double expected = -(logits[std::size_t(next_tokens[p])] - max_value - std::log(sum));
+    auto mean_nll = [&](std::size_t length) {
+      return reference_model().mean_negative_log_likelihood(std::vector<int>(tokens.begin(), tokens.begin() + long(length)));
+    };
+    const double ours = double(p + 1) * mean_nll(p + 2) - double(p) * mean_nll(p + 1);
+    INFO("position " << p);
+    CHECK(ours == Approx(expected).margin(1e-3));
+    ++checked;
+  }
+  CHECK(checked == 5);
+}
+
+TEST_CASE("sampling: deterministic per seed, different across seeds, temperature 0 is greedy") {
   const auto a = reference_model().generate_sampled({1}, 30, 1.0, 42);
   CHECK(a == reference_model().generate_sampled({1}, 30, 1.0, 42));
   CHECK(a.size() == 31);
@@ -300,7 +337,6 @@ TEST_CASE("sampling: deterministic per seed, temperature 0 is greedy, frequencie
   int differing_seeds = 0;
   for (std::uint64_t seed = 1; seed <= 5; ++seed) differing_seeds += reference_model().generate_sampled({1}, 30, 1.0, seed) != a;
   CHECK(differing_seeds >= 4);
-
 }
 
 TEST_CASE("sample_token follows softmax(logits / T): Kolmogorov-Smirnov on real logit rows") {
