@@ -21,6 +21,7 @@
 #include "attnscope/normalize/maps.hpp"
 #include "support/catch.hpp"
 #include "support/data.hpp"
+#include "support/random_matrices.hpp"
 
 namespace {
 
@@ -237,8 +238,7 @@ TEST_CASE("report reads attention arrays of shape [heads, L, L] and [layers, hea
 
 TEST_CASE("normalize applies a map row-wise, -inf entries are masked, dtype is kept") {
   attnscope::Random random(17);
-  RowMatrix<double> logits(12, 9);
-  for (long i = 0; i < logits.size(); ++i) logits.data()[i] = 3 * random.normal();
+  RowMatrix<double> logits = attnscope_test::random_logits(random, 12, 9, 3.0);
   for (long i = 0; i < 12; ++i)
     for (long j = i + 1; j < 9; ++j) logits(i, j) = -std::numeric_limits<double>::infinity();  // causal
   const std::vector<double> values(logits.data(), logits.data() + logits.size());
@@ -255,7 +255,6 @@ TEST_CASE("normalize applies a map row-wise, -inf entries are masked, dtype is k
     const auto got = result.to_vector<double>();
     CHECK(std::vector<double>(expected.data(), expected.data() + expected.size()) == got);
   }
-  const std::vector<float> single(values.begin(), values.begin() + 9);
   attnscope::io::write_npy(in, attnscope::io::Array::from_vector(std::vector<float>{1.0f, 2.0f, 3.0f}, {3}));
   REQUIRE(attnscope_command("normalize --map softmax " + in + " --out " + out).exit_code == 0);
   const auto result = attnscope::io::read_npy(out);
