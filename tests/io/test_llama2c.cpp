@@ -23,7 +23,7 @@ std::string read_bytes(const std::string& path) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-io::LlamaWeights parse(const std::string& bytes, const std::string& name = "mem.bin") {
+io::LlamaWeights parse_llama2c(const std::string& bytes, const std::string& name = "mem.bin") {
   return io::parse_llama2c(bytes_of(bytes), bytes.size(), name);
 }
 
@@ -117,7 +117,7 @@ TEST_CASE("stories260K.bin: config and weights match an independent read", "[io]
 
 TEST_CASE("stories260K.bin: version-0 writer reproduces the file (RoPE tables to 1 ulp)", "[io][llama2c]") {
   const std::string original = read_bytes(attnscope::testing::data_file("stories260K.bin"));
-  const io::LlamaWeights w = parse(original);
+  const io::LlamaWeights w = parse_llama2c(original);
   const std::string written = io::serialize_llama2c(w, 0);
   REQUIRE(written.size() == original.size());
   // Everything before the two legacy tables is bit-identical.
@@ -138,7 +138,7 @@ TEST_CASE("llama2c v0 -> v1 -> v0 round trips are exact, shared and unshared cla
     const io::LlamaWeights w = attnscope::testing::random_llama_weights(attnscope::testing::small_llama_config(shared), 7);
     for (int version : {0, 1}) {
       const std::string bytes = io::serialize_llama2c(w, version);
-      const io::LlamaWeights back = parse(bytes);
+      const io::LlamaWeights back = parse_llama2c(bytes);
       CHECK(back.version == version);
       require_equal_weights(w, back);
       CHECK(io::serialize_llama2c(back, 1 - version) == io::serialize_llama2c(w, 1 - version));
@@ -146,8 +146,8 @@ TEST_CASE("llama2c v0 -> v1 -> v0 round trips are exact, shared and unshared cla
   }
   // The real model through v1 and back to v0 reproduces the original bytes of the tensors.
   const std::string original = read_bytes(attnscope::testing::data_file("stories260K.bin"));
-  const io::LlamaWeights real = parse(original);
-  const io::LlamaWeights via_v1 = parse(io::serialize_llama2c(real, 1));
+  const io::LlamaWeights real = parse_llama2c(original);
+  const io::LlamaWeights via_v1 = parse_llama2c(io::serialize_llama2c(real, 1));
   CHECK(via_v1.version == 1);
   require_equal_weights(real, via_v1);
   CHECK(io::serialize_llama2c(via_v1, 0) == io::serialize_llama2c(real, 0));
@@ -211,7 +211,7 @@ TEST_CASE("llama2c version 2: hand-built Q8_0 file dequantizes to q * scale", "[
     for (int i = 0; i < counts[t]; ++i) bytes.push_back(static_cast<char>(static_cast<std::int8_t>((i * 37 + t) % 255 - 127)));
     for (int g = 0; g < counts[t] / 2; ++g) io::detail::append_little_endian(bytes, 0.01f * float(t + 1) + 0.001f * float(g));
   }
-  const io::LlamaWeights w = parse(bytes);
+  const io::LlamaWeights w = parse_llama2c(bytes);
   CHECK(w.version == 2);
   CHECK(w.group_size == 2);
   CHECK(w.layers[0].rms_attention(0) == 0.5f);
@@ -229,7 +229,7 @@ TEST_CASE("llama2c version 2: hand-built Q8_0 file dequantizes to q * scale", "[
 TEST_CASE("llama2c version 2 round trip: Q8_0 error within half a step, re-export stable", "[io][llama2c]") {
   for (bool shared : {true, false}) {
     const io::LlamaWeights w = attnscope::testing::random_llama_weights(attnscope::testing::small_llama_config(shared), 11);
-    const io::LlamaWeights q = parse(io::serialize_llama2c(w, 2, 4));
+    const io::LlamaWeights q = parse_llama2c(io::serialize_llama2c(w, 2, 4));
     CHECK(q.version == 2);
     CHECK(q.group_size == 4);
     CHECK(q.layers[1].rms_ffn == w.layers[1].rms_ffn);  // norms stay fp32
@@ -241,14 +241,14 @@ TEST_CASE("llama2c version 2 round trip: Q8_0 error within half a step, re-expor
                           &io::LlamaLayerWeights::w3})
         check_q8_error((w.layers[l].*member).data(), (q.layers[l].*member).data(), (w.layers[l].*member).size(), 4);
     // Quantizing already-quantized weights changes them by at most one float rounding.
-    const io::LlamaWeights twice = parse(io::serialize_llama2c(q, 2, 4));
+    const io::LlamaWeights twice = parse_llama2c(io::serialize_llama2c(q, 2, 4));
     CHECK((twice.layers[0].w2 - q.layers[0].w2).cwiseAbs().maxCoeff() <= 1e-6f * q.layers[0].w2.cwiseAbs().maxCoeff());
   }
   // The real model quantized with group size 64 (export.py default).
   const io::LlamaWeights real = io::read_llama2c(attnscope::testing::data_file("stories260K.bin"));
   const std::string v2 = io::serialize_llama2c(real, 2);
   CHECK(v2.size() == 256 + 4 * (11 * 64) + (512 * 64 + 5 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 172 * 64)) * (1 + 4.0 / 64));
-  const io::LlamaWeights q = parse(v2);
+  const io::LlamaWeights q = parse_llama2c(v2);
   check_q8_error(real.layers[2].w1.data(), q.layers[2].w1.data(), real.layers[2].w1.size(), 64);
   check_q8_error(real.token_embedding.data(), q.token_embedding.data(), real.token_embedding.size(), 64);
 }
@@ -256,18 +256,18 @@ TEST_CASE("llama2c version 2 round trip: Q8_0 error within half a step, re-expor
 TEST_CASE("llama2c: truncation at any offset and trailing bytes give io_error", "[io][llama2c][errors]") {
   const std::string real = read_bytes(attnscope::testing::data_file("stories260K.bin"));
   for (std::size_t cut = 0; cut < real.size(); cut += 997) {
-    const std::string message = error_message<io_error>([&] { parse(real.substr(0, cut), "cut.bin"); });
+    const std::string message = error_message<io_error>([&] { parse_llama2c(real.substr(0, cut), "cut.bin"); });
     INFO("cut at " << cut << ": " << message);
     CHECK(message.find("attnscope::parse_llama2c: cut.bin: ") == 0);
   }
-  CHECK(error_message<io_error>([&] { parse(real + std::string(1, '\0')); }).find("does not match") != std::string::npos);
+  CHECK(error_message<io_error>([&] { parse_llama2c(real + std::string(1, '\0')); }).find("does not match") != std::string::npos);
   const io::LlamaWeights w = attnscope::testing::random_llama_weights(attnscope::testing::small_llama_config(false), 5);
   for (int version : {0, 1, 2}) {
     const std::string bytes = io::serialize_llama2c(w, version, 4);
     for (std::size_t cut = 0; cut < bytes.size(); ++cut)
-      REQUIRE_THROWS_AS(parse(bytes.substr(0, cut)), io_error);
-    REQUIRE_THROWS_AS(parse(bytes + "x"), io_error);
-    CHECK_NOTHROW(parse(bytes));
+      REQUIRE_THROWS_AS(parse_llama2c(bytes.substr(0, cut)), io_error);
+    REQUIRE_THROWS_AS(parse_llama2c(bytes + "x"), io_error);
+    CHECK_NOTHROW(parse_llama2c(bytes));
   }
 }
 
@@ -276,7 +276,7 @@ TEST_CASE("llama2c: corrupt headers give io_error naming the problem", "[io][lla
   const std::string v0 = io::serialize_llama2c(w, 0), v1 = io::serialize_llama2c(w, 1), v2 = io::serialize_llama2c(w, 2, 4);
   auto message_after = [&](std::string bytes, std::size_t offset, std::int32_t value) {
     poke_int32(bytes, offset, value);
-    return error_message<io_error>([&] { parse(bytes, "bad.bin"); });
+    return error_message<io_error>([&] { parse_llama2c(bytes, "bad.bin"); });
   };
   using Catch::Matchers::Contains;
   CHECK_THAT(message_after(v0, 12, -2), Contains("bad.bin") && Contains("n_heads = -2"));
@@ -292,20 +292,20 @@ TEST_CASE("llama2c: corrupt headers give io_error naming the problem", "[io][lla
   poke_int32(absurd, 8, 4096);
   poke_int32(absurd, 12, 1 << 10);
   poke_int32(absurd, 16, 1 << 10);
-  CHECK_THAT(error_message<io_error>([&] { parse(absurd); }), Contains("does not match"));
+  CHECK_THAT(error_message<io_error>([&] { parse_llama2c(absurd); }), Contains("does not match"));
   // Versioned headers: version, flag, group size, padding, magic.
   CHECK_THAT(message_after(v1, 4, 3), Contains("unsupported llama2c checkpoint version 3"));
   std::string flag = v1;
   flag[36] = 2;
-  CHECK_THAT(error_message<io_error>([&] { parse(flag); }), Contains("shared_classifier flag must be 0 or 1"));
+  CHECK_THAT(error_message<io_error>([&] { parse_llama2c(flag); }), Contains("shared_classifier flag must be 0 or 1"));
   CHECK_THAT(message_after(v2, 37, 0), Contains("group_size = 0"));
   CHECK_THAT(message_after(v2, 37, 3), Contains("not a multiple of group_size 3"));
   std::string padding = v1;
   padding[200] = 1;
-  CHECK_THAT(error_message<io_error>([&] { parse(padding); }), Contains("nonzero header padding byte at offset 200"));
+  CHECK_THAT(error_message<io_error>([&] { parse_llama2c(padding); }), Contains("nonzero header padding byte at offset 200"));
   std::string magic = v1;
   magic[0] = 'x';  // no longer versioned: read as version 0 with an absurd dim
-  CHECK_THAT(error_message<io_error>([&] { parse(magic); }), Contains("invalid configuration"));
+  CHECK_THAT(error_message<io_error>([&] { parse_llama2c(magic); }), Contains("invalid configuration"));
   CHECK_THAT(message_after(v0, 24, 7), Contains("does not match"));  // seq_len changes the RoPE table size
   // Every single header byte flipped: either still valid or an io_error, never anything else.
   for (const std::string* bytes : {&v0, &v1, &v2})
@@ -314,7 +314,7 @@ TEST_CASE("llama2c: corrupt headers give io_error naming the problem", "[io][lla
         std::string flipped = *bytes;
         flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
         try {
-          parse(flipped);
+          parse_llama2c(flipped);
         } catch (const io_error&) {
         }
       }
@@ -325,12 +325,12 @@ TEST_CASE("llama2c: non-finite weights and scales are rejected", "[io][llama2c][
   std::string v1 = io::serialize_llama2c(w, 1);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::memcpy(&v1[256 + 4 * 3], &nan, 4);  // layer 0 rms_attention[3]
-  CHECK_THAT(error_message<io_error>([&] { parse(v1); }), Catch::Matchers::Contains("layers[0].rms_attention at flat index 3"));
+  CHECK_THAT(error_message<io_error>([&] { parse_llama2c(v1); }), Catch::Matchers::Contains("layers[0].rms_attention at flat index 3"));
   std::string v2 = io::serialize_llama2c(w, 2, 4);
   const float inf = std::numeric_limits<float>::infinity();
   const std::size_t embedding_scales = 256 + 4 * (2 * 2 * 8 + 8) + 16 * 8;
   std::memcpy(&v2[embedding_scales + 4], &inf, 4);
-  CHECK_THAT(error_message<io_error>([&] { parse(v2); }), Catch::Matchers::Contains("non-finite Q8_0 scale inf in token_embedding at group 1"));
+  CHECK_THAT(error_message<io_error>([&] { parse_llama2c(v2); }), Catch::Matchers::Contains("non-finite Q8_0 scale inf in token_embedding at group 1"));
 }
 
 TEST_CASE("llama2c writer and file errors", "[io][llama2c][errors]") {

@@ -21,7 +21,7 @@ namespace golden = attnscope::testing::golden;
 
 namespace {
 
-io::Array parse(const std::string& bytes, const std::string& name = "mem.npy") {
+io::Array parse_npy(const std::string& bytes, const std::string& name = "mem.npy") {
   return io::parse_npy(bytes_of(bytes), bytes.size(), name);
 }
 
@@ -56,7 +56,7 @@ io::Array random_array(io::DType dtype, const std::vector<std::int64_t>& shape, 
 }  // namespace
 
 TEST_CASE("NPY: numpy-written files are read with the right dtype, shape and values", "[io][npy]") {
-  const io::Array a = parse(golden::npy_f8_2x3);
+  const io::Array a = parse_npy(golden::npy_f8_2x3);
   CHECK(a.dtype() == io::DType::float64);
   CHECK(a.shape() == std::vector<std::int64_t>{2, 3});
   CHECK(a.to_vector<double>() == std::vector<double>{-1, -0.5, 0, 0.5, 1, 1.5});
@@ -65,37 +65,37 @@ TEST_CASE("NPY: numpy-written files are read with the right dtype, shape and val
   CHECK(a.to_matrix<double>() == expected);
   CHECK(a.to_matrix<float>() == expected.cast<float>());
 
-  const io::Array i = parse(golden::npy_i4_3);
+  const io::Array i = parse_npy(golden::npy_i4_3);
   CHECK(i.dtype() == io::DType::int32);
   CHECK(i.to_vector<std::int32_t>() == std::vector<std::int32_t>{1, -2, 2147483647});
   CHECK(i.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, -2, 2147483647});
 
-  const io::Array f = parse(golden::npy_f4_fortran);  // Fortran order on disk, C order in memory
+  const io::Array f = parse_npy(golden::npy_f4_fortran);  // Fortran order on disk, C order in memory
   CHECK(f.dtype() == io::DType::float32);
   CHECK(f.to_vector<float>() == std::vector<float>{1.5f, 2, 3, 4, 5, -6.25f});
 
-  const io::Array b = parse(golden::npy_b1_2x2);
+  const io::Array b = parse_npy(golden::npy_b1_2x2);
   CHECK(b.dtype() == io::DType::boolean);
   CHECK(b.to_vector<bool>() == std::vector<bool>{true, false, false, true});
   CHECK(b.to_vector<int>() == std::vector<int>{1, 0, 0, 1});
 
-  const io::Array s = parse(golden::npy_f8_scalar);
+  const io::Array s = parse_npy(golden::npy_f8_scalar);
   CHECK(s.rank() == 0);
   CHECK(s.element_count() == 1);
   CHECK(s.to_vector<double>() == std::vector<double>{3.5});
 
-  const io::Array l = parse(golden::npy_i8_2x1x2);
+  const io::Array l = parse_npy(golden::npy_i8_2x1x2);
   CHECK(l.shape() == std::vector<std::int64_t>{2, 1, 2});
   CHECK(l.to_vector<std::int64_t>() ==
         std::vector<std::int64_t>{1, -1, std::int64_t{1} << 40, -(std::int64_t{1} << 62)});
   CHECK(l.slice_matrix<std::int64_t>({1})(0, 0) == std::int64_t{1} << 40);
 
-  const io::Array h = parse(golden::npy_f2_3);
+  const io::Array h = parse_npy(golden::npy_f2_3);
   CHECK(h.dtype() == io::DType::float16);
   CHECK(h.to_vector<float>() == std::vector<float>{1, 0.5f, -65504});
 
   for (const std::string* versioned : {&golden::npy_v2, &golden::npy_v3}) {
-    const io::Array v = parse(*versioned);
+    const io::Array v = parse_npy(*versioned);
     CHECK(v.shape() == std::vector<std::int64_t>{2, 2});
     CHECK(v.to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 2, 3, 4});
   }
@@ -129,7 +129,7 @@ TEST_CASE("NPY: the writer reproduces numpy's bytes exactly", "[io][npy]") {
     std::memcpy(&header_length, bytes.data() + 8, 2);
     CHECK((10 + header_length) % 64 == 0);
     CHECK(bytes.back() == '\n');
-    CHECK(parse(bytes).shape() == std::vector<std::int64_t>{0, dim});
+    CHECK(parse_npy(bytes).shape() == std::vector<std::int64_t>{0, dim});
   }
 }
 
@@ -143,7 +143,7 @@ TEST_CASE("NPY: round trips of every dtype, order and rank (seeded random shapes
     for (auto& d : shape) d = static_cast<std::int64_t>(random.below(5));
     const io::Array array = random_array(dtype, shape, random);
     for (bool fortran : {false, true}) {
-      const io::Array back = parse(io::serialize_npy(array, fortran));
+      const io::Array back = parse_npy(io::serialize_npy(array, fortran));
       REQUIRE(back.dtype() == dtype);
       REQUIRE(back.shape() == shape);
       REQUIRE(back.bytes() == array.bytes());
@@ -205,8 +205,8 @@ TEST_CASE("Array: conversions, slices and their errors", "[io][npy]") {
 TEST_CASE("NPY: every truncation, corrupt header and unsupported dtype gives io_error", "[io][npy][errors]") {
   for (const std::string* file : {&golden::npy_f8_2x3, &golden::npy_f4_fortran, &golden::npy_v2, &golden::npy_v3}) {
     for (std::size_t cut = 0; cut < file->size(); ++cut)
-      CHECK_THAT(error_message<io_error>([&] { parse(file->substr(0, cut), "cut.npy"); }), Contains("cut.npy"));
-    CHECK_THAT(error_message<io_error>([&] { parse(*file + "x"); }), Contains("follow the header"));
+      CHECK_THAT(error_message<io_error>([&] { parse_npy(file->substr(0, cut), "cut.npy"); }), Contains("cut.npy"));
+    CHECK_THAT(error_message<io_error>([&] { parse_npy(*file + "x"); }), Contains("follow the header"));
   }
   auto with_header = [](const std::string& dict) {
     std::string header = dict;
@@ -217,7 +217,7 @@ TEST_CASE("NPY: every truncation, corrupt header and unsupported dtype gives io_
     return bytes + header;
   };
   auto message = [&](const std::string& dict, const std::string& data = std::string(16, '\0')) {
-    return error_message<io_error>([&] { parse(with_header(dict) + data, "bad.npy"); });
+    return error_message<io_error>([&] { parse_npy(with_header(dict) + data, "bad.npy"); });
   };
   CHECK(message("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }").empty());
   CHECK_THAT(message("{'descr': '>f8', 'fortran_order': False, 'shape': (2,), }"), Contains("big-endian dtype '>f8'"));
@@ -239,20 +239,20 @@ TEST_CASE("NPY: every truncation, corrupt header and unsupported dtype gives io_
              Contains("too large"));
   std::string bad_magic = golden::npy_f8_2x3;
   bad_magic[1] = 'M';
-  CHECK_THAT(error_message<io_error>([&] { parse(bad_magic); }), Contains("bad magic"));
+  CHECK_THAT(error_message<io_error>([&] { parse_npy(bad_magic); }), Contains("bad magic"));
   std::string bad_version = golden::npy_f8_2x3;
   bad_version[6] = 4;
-  CHECK_THAT(error_message<io_error>([&] { parse(bad_version); }), Contains("unsupported NPY format version 4.0"));
+  CHECK_THAT(error_message<io_error>([&] { parse_npy(bad_version); }), Contains("unsupported NPY format version 4.0"));
   std::string long_header = golden::npy_f8_2x3;
   long_header[8] = '\xff';
-  CHECK_THAT(error_message<io_error>([&] { parse(long_header); }), Contains("truncated: header needs"));
+  CHECK_THAT(error_message<io_error>([&] { parse_npy(long_header); }), Contains("truncated: header needs"));
   // Every single bit of the header flipped: valid or io_error, nothing else.
   for (std::size_t i = 0; i < 128; ++i)
     for (int bit = 0; bit < 8; ++bit) {
       std::string flipped = golden::npy_i8_2x1x2;
       flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
       try {
-        parse(flipped);
+        parse_npy(flipped);
       } catch (const io_error&) {
       }
     }

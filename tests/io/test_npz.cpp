@@ -20,7 +20,7 @@ namespace golden = attnscope::testing::golden;
 
 namespace {
 
-io::NamedArrays parse(const std::string& bytes, const std::string& name = "mem.npz") {
+io::NamedArrays parse_npz(const std::string& bytes, const std::string& name = "mem.npz") {
   return io::parse_npz_ordered(bytes_of(bytes), bytes.size(), name);
 }
 
@@ -40,7 +40,7 @@ std::uint32_t u32_at(const std::string& bytes, std::size_t offset) {
 
 TEST_CASE("NPZ: numpy's savez and savez_compressed archives are read", "[io][npz]") {
   for (const std::string* file : {&golden::npz_savez, &golden::npz_savez_compressed}) {
-    const io::NamedArrays arrays = parse(*file);
+    const io::NamedArrays arrays = parse_npz(*file);
     REQUIRE(arrays.size() == 2);
     CHECK(arrays[0].first == "a");
     CHECK(arrays[1].first == "b");
@@ -56,7 +56,7 @@ TEST_CASE("NPZ: stored and deflated archives round-trip and have the ZIP layout"
   const std::string stored = io::serialize_npz(arrays, io::Compression::stored);
   const std::string deflated = io::serialize_npz(arrays);
   for (const std::string* bytes : {&stored, &deflated}) {
-    const io::NamedArrays back = parse(*bytes);
+    const io::NamedArrays back = parse_npz(*bytes);
     REQUIRE(back.size() == 2);
     CHECK(back[0].first == "a");
     CHECK(back[0].second.bytes() == arrays[0].second.bytes());
@@ -81,7 +81,7 @@ TEST_CASE("NPZ: stored and deflated archives round-trip and have the ZIP layout"
     many.emplace_back("layer" + std::to_string(i) + ".attention", io::Array::from_vector(values, {std::int64_t(values.size())}));
   }
   for (auto compression : {io::Compression::stored, io::Compression::deflated}) {
-    const io::NamedArrays back = parse(io::serialize_npz(many, compression));
+    const io::NamedArrays back = parse_npz(io::serialize_npz(many, compression));
     REQUIRE(back.size() == many.size());
     for (std::size_t i = 0; i < many.size(); ++i) {
       CHECK(back[i].first == many[i].first);
@@ -100,21 +100,21 @@ TEST_CASE("NPZ: truncation, bad CRC, ZIP64 and other corruption give io_error", 
   const std::string deflated = io::serialize_npz(sample_arrays());
   for (const std::string* file : {&stored, &deflated, &golden::npz_savez, &golden::npz_savez_compressed})
     for (std::size_t cut = 0; cut < file->size(); ++cut)
-      REQUIRE_THAT(error_message<io_error>([&] { parse(file->substr(0, cut), "cut.npz"); }), Contains("cut.npz"));
+      REQUIRE_THAT(error_message<io_error>([&] { parse_npz(file->substr(0, cut), "cut.npz"); }), Contains("cut.npz"));
   // A flipped data byte: CRC mismatch (stored) or a broken deflate stream / CRC mismatch (deflated).
   std::string bad_crc = stored;
   bad_crc[35 + 130] ^= 0x40;
-  CHECK_THAT(error_message<io_error>([&] { parse(bad_crc, "crc.npz"); }), Contains("crc.npz") && Contains("CRC-32 mismatch in member 'a.npy'"));
+  CHECK_THAT(error_message<io_error>([&] { parse_npz(bad_crc, "crc.npz"); }), Contains("crc.npz") && Contains("CRC-32 mismatch in member 'a.npy'"));
   for (std::size_t offset = 40; offset < 120; ++offset) {
     std::string corrupt = deflated;
     corrupt[offset] ^= 0x10;
-    CHECK_FALSE(error_message<io_error>([&] { parse(corrupt); }).empty());
+    CHECK_FALSE(error_message<io_error>([&] { parse_npz(corrupt); }).empty());
   }
   const std::size_t end = stored.size() - 22, directory = u32_at(stored, end + 16);
   auto corrupt_at = [&](std::size_t offset, std::uint32_t value, int width) {
     std::string bytes = stored;
     std::memcpy(&bytes[offset], &value, static_cast<std::size_t>(width));
-    return error_message<io_error>([&] { parse(bytes); });
+    return error_message<io_error>([&] { parse_npz(bytes); });
   };
   CHECK_THAT(corrupt_at(end + 10, 0xFFFF, 2), Contains("ZIP64"));
   CHECK_THAT(corrupt_at(end + 16, 0xFFFFFFFF, 4), Contains("ZIP64"));
@@ -136,14 +136,14 @@ TEST_CASE("NPZ: truncation, bad CRC, ZIP64 and other corruption give io_error", 
   const std::size_t deflated_directory = u32_at(deflated, deflated.size() - 6);
   const std::uint32_t big = 0xF0000000u;
   std::memcpy(&huge[deflated_directory + 24], &big, 4);
-  CHECK_THAT(error_message<io_error>([&] { parse(huge); }), Contains("impossible for deflate"));
+  CHECK_THAT(error_message<io_error>([&] { parse_npz(huge); }), Contains("impossible for deflate"));
   // Duplicate members and a ZIP64 end-of-directory locator.
   io::NamedArrays twice = sample_arrays();
   twice[1].first = "a";
   CHECK_THROWS_AS(io::serialize_npz(twice), invalid_argument);
   std::string duplicated = stored;
   duplicated[directory + 46 + 46 + 5] = 'a';  // second directory name "b.npy" -> "a.npy"
-  CHECK_THAT(error_message<io_error>([&] { parse(duplicated); }), Contains("local header name differs") || Contains("duplicate member"));
+  CHECK_THAT(error_message<io_error>([&] { parse_npz(duplicated); }), Contains("local header name differs") || Contains("duplicate member"));
   // Overlapping members (the classic ZIP bomb): a second directory entry "b.npy" whose local header lies inside
   // member "a"'s data, where a fake local header and a valid NPY file for "b" were planted.
   const std::string planted_npy = io::serialize_npy(io::Array::from_vector(std::vector<float>{1}, {1}));
@@ -174,13 +174,13 @@ TEST_CASE("NPZ: truncation, bad CRC, ZIP64 and other corruption give io_error", 
   std::memcpy(&bomb[bomb.size() - 22 + 8], &two, 2);
   std::memcpy(&bomb[bomb.size() - 22 + 10], &two, 2);
   std::memcpy(&bomb[bomb.size() - 22 + 12], &directory_bytes, 4);
-  CHECK_THAT(error_message<io_error>([&] { parse(bomb, "bomb.npz"); }), Contains("member 'b.npy' overlaps another member's bytes"));
+  CHECK_THAT(error_message<io_error>([&] { parse_npz(bomb, "bomb.npz"); }), Contains("member 'b.npy' overlaps another member's bytes"));
   std::string zip64 = stored;
   const std::uint32_t locator = 0x07064b50;
   zip64.insert(end, std::string(20, '\0'));
   std::memcpy(&zip64[end], &locator, 4);
-  CHECK_THAT(error_message<io_error>([&] { parse(zip64); }), Contains("ZIP64"));
-  CHECK_THAT(error_message<io_error>([&] { parse("PK"); }), Contains("too short"));
+  CHECK_THAT(error_message<io_error>([&] { parse_npz(zip64); }), Contains("ZIP64"));
+  CHECK_THAT(error_message<io_error>([&] { parse_npz("PK"); }), Contains("too short"));
   CHECK_THROWS_AS(io::read_npz("/nonexistent.npz"), io_error);
   CHECK_THROWS_AS(io::serialize_npz({{"", io::Array()}}), invalid_argument);
   // A member that is not valid NPY names the archive and member.
@@ -190,5 +190,5 @@ TEST_CASE("NPZ: truncation, bad CRC, ZIP64 and other corruption give io_error", 
   const std::uint32_t crc = io::detail::zip_crc32(bytes_of(inner) + 35, inner.size() - 35 - 22 - 51);
   std::memcpy(&inner[14], &crc, 4);
   std::memcpy(&inner[inner.size() - 22 - 51 + 16], &crc, 4);
-  CHECK_THAT(error_message<io_error>([&] { parse(inner, "w.npz"); }), Contains("parse_npy: w.npz:x.npy: not an NPY file"));
+  CHECK_THAT(error_message<io_error>([&] { parse_npz(inner, "w.npz"); }), Contains("parse_npy: w.npz:x.npy: not an NPY file"));
 }

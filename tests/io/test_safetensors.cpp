@@ -25,7 +25,7 @@ std::string file_of(const std::string& json, const std::string& buffer) {
   return bytes + json + buffer;
 }
 
-io::SafetensorsContents parse(const std::string& bytes, const std::string& name = "mem.safetensors") {
+io::SafetensorsContents parse_safetensors(const std::string& bytes, const std::string& name = "mem.safetensors") {
   return io::parse_safetensors_contents(bytes_of(bytes), bytes.size(), name);
 }
 
@@ -48,7 +48,7 @@ TEST_CASE("safetensors: a hand-built file with F16, BF16, F32, I64 and metadata"
       R"( "h": {"dtype": "F16", "shape": [1, 2], "data_offsets": [0, 4]},)"
       R"( "i": {"dtype": "I64", "shape": [], "data_offsets": [14, 22]},)"
       R"( "f": {"dtype": "F32", "shape": [1], "data_offsets": [10, 14]}}   )";
-  const io::SafetensorsContents contents = parse(file_of(json, buffer));
+  const io::SafetensorsContents contents = parse_safetensors(file_of(json, buffer));
   REQUIRE(contents.tensors.size() == 4);
   CHECK(contents.tensors[0].first == "h");  // buffer order
   CHECK(contents.tensors[1].first == "bf");
@@ -94,7 +94,7 @@ TEST_CASE("safetensors: the writer's exact bytes and round trips of every dtype"
     all.emplace_back("t" + std::to_string(i), io::Array(dtype, shape, bytes));
   }
   const std::map<std::string, std::string> metadata = {{"model", "stories260K"}, {"ünïcode", "✓"}};
-  const io::SafetensorsContents back = parse(io::serialize_safetensors(all, metadata));
+  const io::SafetensorsContents back = parse_safetensors(io::serialize_safetensors(all, metadata));
   CHECK(back.metadata == metadata);
   // Zero-size tensors share an offset with their neighbour; compare by name.
   const auto map = io::parse_safetensors(bytes_of(io::serialize_safetensors(all)), io::serialize_safetensors(all).size(), "m");
@@ -117,7 +117,7 @@ TEST_CASE("safetensors: the writer's exact bytes and round trips of every dtype"
 TEST_CASE("safetensors: malformed headers, offsets and buffers give io_error", "[io][safetensors][errors]") {
   const std::string eight(8, '\0');
   auto message = [](const std::string& json, const std::string& buffer) {
-    return error_message<io_error>([&] { parse(file_of(json, buffer), "bad.safetensors"); });
+    return error_message<io_error>([&] { parse_safetensors(file_of(json, buffer), "bad.safetensors"); });
   };
   auto tensor = [](const std::string& name, const std::string& dtype, const std::string& shape, const std::string& offsets) {
     return "\"" + name + "\": {\"dtype\": \"" + dtype + "\", \"shape\": " + shape + ", \"data_offsets\": " + offsets + "}";
@@ -152,23 +152,23 @@ TEST_CASE("safetensors: malformed headers, offsets and buffers give io_error", "
   // Header length past the end, absurd header length, truncation at every offset of a valid file.
   std::string bytes;
   io::detail::append_little_endian<std::uint64_t>(bytes, 1000);
-  CHECK_THAT(error_message<io_error>([&] { parse(bytes + "{}"); }), Contains("truncated: JSON header needs 1000 bytes"));
+  CHECK_THAT(error_message<io_error>([&] { parse_safetensors(bytes + "{}"); }), Contains("truncated: JSON header needs 1000 bytes"));
   bytes.clear();
   io::detail::append_little_endian<std::uint64_t>(bytes, ~std::uint64_t{0});
-  CHECK_THAT(error_message<io_error>([&] { parse(bytes + "{}"); }), Contains("exceeds the limit"));
+  CHECK_THAT(error_message<io_error>([&] { parse_safetensors(bytes + "{}"); }), Contains("exceeds the limit"));
   const std::string valid = io::serialize_safetensors(
       {{"a", io::Array::from_vector(std::vector<double>{1, 2, 3}, {3})},
        {"b", io::Array::from_vector(std::vector<std::int64_t>{4, 5}, {1, 2})}},
       {{"k", "v"}});
   for (std::size_t cut = 0; cut < valid.size(); ++cut)
-    REQUIRE_THAT(error_message<io_error>([&] { parse(valid.substr(0, cut), "cut.safetensors"); }), Contains("cut.safetensors"));
+    REQUIRE_THAT(error_message<io_error>([&] { parse_safetensors(valid.substr(0, cut), "cut.safetensors"); }), Contains("cut.safetensors"));
   // Every single bit of the header flipped: valid or io_error, nothing else.
   for (std::size_t i = 0; i < valid.size() - 40; ++i)
     for (int bit = 0; bit < 8; ++bit) {
       std::string flipped = valid;
       flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
       try {
-        parse(flipped);
+        parse_safetensors(flipped);
       } catch (const io_error&) {
       }
     }
