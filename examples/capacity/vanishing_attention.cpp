@@ -119,7 +119,7 @@ int main(int argc, char** argv) try {
                 smallest_l_max >= 1 && largest_l_max <= std::exp(4.0) ? "agrees: L·max stays within [1, e^{2Δ/T}]"
                                                                        : "disagrees"});
   report.claim({"SSMax (s = 0.43) and sparsemax escape the 1/L decay",
-                "SSMax keeps the max weight from fading (normalization-maps §2); Lemma 1 needs F independent of L",
+                "SSMax keeps the max weight from fading (docs/theory/normalization-maps.md §2); Lemma 1 needs F independent of L",
                 "SSMax " + format(ssmax_max.front()) + " → " + format(ssmax_max.back()) + ", sparsemax " +
                     format(sparsemax_max.front()) + " → " + format(sparsemax_max.back()),
                 ssmax_max.back() / ssmax_max.front() > last / first * 2

@@ -21,7 +21,7 @@ constexpr int kBos = 1;
 constexpr int kSequenceLength = 256;                       // BOS + 255 generated tokens
 constexpr std::uint64_t kSampleSeeds[] = {1, 2, 3};        // sampled sequences used for the analyses
 constexpr std::uint64_t kHeldOutSeeds[] = {101, 102, 103};  // held-out sampled text for the pruning NLL
-constexpr Index kFirstRow = 2;  // causal rows 0 and 1 have fewer than 2 content keys: skipped (spec §7)
+constexpr Index kFirstRow = 2;  // causal rows 0 and 1 have fewer than 2 content keys: skipped (docs/theory/composition.md §7)
 
 /// The rows analysed per head: query rows kFirstRow..L−1 of the causal attention (row r sees keys 0..r+kFirstRow).
 inline Visibility analysed_rows() { return Visibility{Causal{kFirstRow}}; }

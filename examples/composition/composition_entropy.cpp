@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
                binary.segment(l * heads_per_layer, heads_per_layer).mean(),
                content_term.segment(l * heads_per_layer, heads_per_layer).mean());
 
-  // Synthetic checks (spec §2): a′ → a, a pure sink change, a pure content change.
+  // Synthetic checks (docs/theory/composition.md §2): a′ → a, a pure sink change, a pure content change.
   RowMatrix<double> a(1, 5), a_prime(1, 5), grown(1, 5), recontent(1, 5);
   a << 0.85, 0.06, 0.05, 0.03, 0.01;
   a_prime << 0.60, 0.10, 0.12, 0.08, 0.10;

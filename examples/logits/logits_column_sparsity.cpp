@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   for (std::size_t k = 0; k < lengths.size(); ++k)
     if (reference_sparse.count(lengths[k]))
       report.claim({"max |logit| at step 400 with 10% of columns kept, n = " + std::to_string(lengths[k]),
-                    "spec §5.3 reference: " + format(reference_sparse.at(lengths[k]), 3) + " (dense " +
+                    "docs/theory/logits.md §5.3 reference: " + format(reference_sparse.at(lengths[k]), 3) + " (dense " +
                         format(reference_dense.at(lengths[k]), 3) + ")",
                     format(sparse[k], 3) + " (dense " + format(dense[k], 3) + ")",
                     lab::compare_to_reference(sparse[k], reference_sparse.at(lengths[k]), 0.2)});
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
                 "     '' using 1:5 with points pt 5 ps 1.5 title 'sparse, spec reference'",
                 "Max |logit| at step 400 for the dense band and the column-sparse band (keep 10%, w = 4 nearest "
                 "visible keys), d = 8.");
-  report.text("Setting ([derived], spec §2/§5.2): the same key columns are dropped for every query (column 0 always "
+  report.text("Setting ([derived], docs/theory/logits.md §2/§5.2): the same key columns are dropped for every query (column 0 always "
               "kept so no row is empty; our choice — the author's code can empty a row); the target is uniform over "
               "the w = 4 nearest visible keys j ≤ i; the fit uses the column-drop mask. Free Q, K, d = 8, CE, Adam "
               "lr 0.05, 400 steps, " + std::to_string(seeds.size()) + " seeds. Caveat: with 10% of the columns kept "

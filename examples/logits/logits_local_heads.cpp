@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   report.json("local_heads.json", json);
 
   report.claim({"a window head (mask = band) fits the dense band: KL → 0 by step 100, logits stay at init scale",
-                "spec §5.3 reference (n=128, d=8): KL .0000 at step 100, max |logit| 1.09 = its initial value; "
+                "docs/theory/logits.md §5.3 reference (n=128, d=8): KL .0000 at step 100, max |logit| 1.09 = its initial value; "
                 "S ≡ 0 is an exact optimum (F2)",
                 "KL " + format(window_kl_100, 3) + " at step 100, " + format(window_kl, 3) + " at step 400; max |logit| " +
                     format(window_init, 3) + " at init → " + format(window_final, 3) + " at step 400",

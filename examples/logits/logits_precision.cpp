@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
                                     " at these logits, is as large as the remaining in-band differences) and is noisier, "
                                     "but this full-batch synthetic fit does not diverge"});
   report.claim({"bf16 rounding error of S grows with |S|",
-                "(spec §6 unit test; the reviewer's FlashAttention-BF16 explanation, arXiv:2405.02803)",
+                "(docs/theory/logits.md §6 unit test; the reviewer's FlashAttention-BF16 explanation, arXiv:2405.02803)",
                 "max |round(S) − S| " + format(bf16.fit.log[10].logit_rounding_error, 3) + " at max |S| " +
                     format(bf16.fit.log[10].max_visible_logit, 3) + " → " +
                     format(bf16.fit.final_step().logit_rounding_error, 3) + " at max |S| " +

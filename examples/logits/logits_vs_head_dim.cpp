@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   for (const Index d : {Index{8}, Index{32}}) {
     const std::size_t k = static_cast<std::size_t>(std::find(dims.begin(), dims.end(), d) - dims.begin());
     report.claim({"max |logit| at step 400, n = 128, d = " + std::to_string(d),
-                  "spec §5.3 reference run: " + format(reference_400.at(d), 3), format(at_400[k], 3),
+                  "docs/theory/logits.md §5.3 reference run: " + format(reference_400.at(d), 3), format(at_400[k], 3),
                   lab::compare_to_reference(at_400[k], reference_400.at(d), 0.2)});
   }
   report.figure("max_logit_vs_d.png",

@@ -77,13 +77,13 @@ int main(int argc, char** argv) {
     const Index n = lengths[k];
     if (reference_400.count(n))
       report.claim({"max |logit| at step 400, d = 8, n = " + std::to_string(n),
-                    "spec §5.3 reference run (seed 0, Python): " + format(reference_400.at(n), 3),
+                    "docs/theory/logits.md §5.3 reference run (seed 0, Python): " + format(reference_400.at(n), 3),
                     format(at_400[k], 3) + " (mean of " + std::to_string(seeds.size()) + " seeds)",
                     lab::compare_to_reference(at_400[k], reference_400.at(n), 0.2) +
                         "; our N(0,1) draws differ from NumPy's, so only the trend is comparable"});
     if (reference_400_d4.count(n))
       report.claim({"max |logit| at step 400, d = 4, n = " + std::to_string(n),
-                    "spec §5.3 reference: " + format(reference_400_d4.at(n), 3), format(d4_at_400[k], 3),
+                    "docs/theory/logits.md §5.3 reference: " + format(reference_400_d4.at(n), 3), format(d4_at_400[k], 3),
                     lab::compare_to_reference(d4_at_400[k], reference_400_d4.at(n), 0.2)});
   }
   report.figure("max_logit_vs_n.png",
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
                 "     '' using 1:6 with points pt 5 ps 1.5 title 'd=4, step 400, spec reference'",
                 "Max |logit| needed for a dense causal band (w = 4) against n: free Q, K, CE, Adam lr 0.05, " +
                     std::to_string(seeds.size()) + " seeds.");
-  report.text("Setting ([derived], spec §2/§5.3): causal band target w = 4, free Q, K ∈ ℝ^{n×d}, cross-entropy, Adam "
+  report.text("Setting ([derived], docs/theory/logits.md §2/§5.3): causal band target w = 4, free Q, K ∈ ℝ^{n×d}, cross-entropy, Adam "
               "(lr 0.05, β = 0.9/0.999), N(0, 1) init, full batch, " + std::to_string(steps) + " steps; the "
               "'required' max logit is max |S_ij| over visible entries at the first step whose mean in-band mass "
               "reaches 0.99. The paper publishes no numbers for this experiment; the comparison is with the "

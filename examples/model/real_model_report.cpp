@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
     mean_sink += row.values[column("sink_mass")] / static_cast<double>(heads.rows.size());
     max_norm = std::max(max_norm, row.values[column("max_jacobian_norm")]);
   }
-  report.claim({"softmax Jacobian norm of every attention row", "<= 1/2 (normalization-maps.md §4.1, attained at two tied top logits)",
+  report.claim({"softmax Jacobian norm of every attention row", "<= 1/2 (docs/theory/normalization-maps.md §4.1, attained at two tied top logits)",
                 "largest over all 40 heads and 256 rows: " + format(max_norm, 4), max_norm <= 0.5 ? "agrees" : "disagrees"});
 
   // 4. Heat maps of four heads: the most sink-like, the sharpest, the most diffuse, and layer 0 head 0.

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     std::nth_element(random_norms.begin(), random_norms.begin() + random_rows / 2, random_norms.end());
     const double median = random_norms[static_cast<std::size_t>(random_rows / 2)];
     if (k == grid / 2) fraction_above_at_one = above;
-    // Tied top pair: the eigenvalue p_(1) is exact by deflation (spec §5.2), so ‖J‖₂ = p_(1)/T ≤ 1/(2T).
+    // Tied top pair: the eigenvalue p_(1) is exact by deflation (docs/theory/normalization-maps.md §5.2), so ‖J‖₂ = p_(1)/T ≤ 1/(2T).
     const RowMatrix<double> probabilities = attnscope::softmax(logits, temperature, visibility);
     for (Index i = random_rows; i < rows; ++i) {
       const double expected = probabilities(i, 0) / temperature;
@@ -96,9 +96,9 @@ int main(int argc, char** argv) {
   tied << 1, 1, 0, 0, 0;
   const double tied_norm = attnscope::jacobian_spectral_norm(tied, attnscope::SoftmaxMap{0.01})(0);
   report.claim({"Cor. 3: ‖∇α‖₂ ≤ min{1/(4T), √2}; row (1,1,0,0,0) at T = 0.01",
-                "≤ min{25, √2} = 1.414 (normalization-limits Cor. 3)", "exact ‖J‖₂ = " + format(tied_norm, 10),
+                "≤ min{25, √2} = 1.414 (arXiv:2508.17821 Cor. 3)", "exact ‖J‖₂ = " + format(tied_norm, 10),
                 tied_norm > attnscope::corollary3_bound(0.01)
-                    ? "disagrees: 1/(4T) is the largest diagonal entry of J, not a spectral-norm bound (spec §5.5); "
+                    ? "disagrees: 1/(4T) is the largest diagonal entry of J, not a spectral-norm bound (docs/theory/normalization-maps.md §5.5); "
                       "two tied top logits give 1/(2T) = 50"
                     : "agrees"});
   report.claim({"max over rows of ‖J‖₂ / (1/(4T)), T ∈ [0.01, 100]", "≤ 1 (Cor. 3)", format(best_ratio_to_quarter, 8),
@@ -106,9 +106,9 @@ int main(int argc, char** argv) {
   report.claim({"share of random rows with ‖J‖₂ > 1/(4T) at T = 1", "0 (Cor. 3 as a spectral-norm bound)",
                 format(100 * fraction_above_at_one, 4) + "% of " + std::to_string(random_rows) + " rows",
                 fraction_above_at_one > 0 ? "disagrees: near-tied top pairs exceed 1/(4T)" : "agrees on these rows"});
-  report.claim({"‖J‖₂ ≤ 1/(2T) for every row and T (spec §4.1, Popoviciu)", "max ratio ≤ 1",
+  report.claim({"‖J‖₂ ≤ 1/(2T) for every row and T (docs/theory/normalization-maps.md §4.1, Popoviciu)", "max ratio ≤ 1",
                 "max ratio " + format(worst_ratio_to_half, 15), worst_ratio_to_half <= 1 + 1e-12 ? "agrees" : "disagrees"});
-  report.claim({"two tied top logits: ‖J‖₂ = p_(1)/T exactly (tie deflation, spec §5.2)", "relative error 0",
+  report.claim({"two tied top logits: ‖J‖₂ = p_(1)/T exactly (tie deflation, docs/theory/normalization-maps.md §5.2)", "relative error 0",
                 "max relative error " + format(worst_tied_deviation, 3) + " over " + std::to_string(tied_rows) +
                     " rows × " + std::to_string(grid) + " temperatures",
                 worst_tied_deviation <= 1e-12 ? "agrees" : "disagrees"});

@@ -70,12 +70,12 @@ int main(int argc, char** argv) {
     if (!expected.values.empty()) {
       double worst = 0;
       for (std::size_t i = 0; i < values.size(); ++i) worst = std::max(worst, std::abs(values[i] - expected.values[i]));
-      report.claim({text + " on x (spec §1.3, 4 decimals)", vector_text(expected.values, 4), vector_text(values, 6),
+      report.claim({text + " on x (docs/theory/normalization-maps.md §1.3, 4 decimals)", vector_text(expected.values, 4), vector_text(values, 6),
                     worst <= 5e-5 ? "agrees (max abs. diff " + format(worst, 2) + ")" : "disagrees (max abs. diff " + format(worst, 3) + ")"});
     }
     if (!std::isnan(expected.norm)) {
       const double relative = std::abs(norm - expected.norm) / expected.norm;
-      report.claim({"exact ‖J‖₂ of " + text + " (spec §1.3 [derived])", format(expected.norm, 10), format(norm, 12),
+      report.claim({"exact ‖J‖₂ of " + text + " (docs/theory/normalization-maps.md §1.3 [derived])", format(expected.norm, 10), format(norm, 12),
                     relative <= 1e-9 ? "agrees (rel. diff " + format(relative, 2) + ")"
                                      : "disagrees (rel. diff " + format(relative, 3) + ")"});
     }

@@ -20,7 +20,8 @@
 namespace attnscope::analysis {
 namespace detail {
 
-inline bool is_lower_triangular(const RowMatrix<double>& matrix) {
+template <class Derived>
+bool is_lower_triangular(const Eigen::MatrixBase<Derived>& matrix) {
   for (Index i = 0; i < matrix.rows(); ++i)
     for (Index j = i + 1; j < matrix.cols(); ++j)
       if (matrix(i, j) != 0) return false;
@@ -34,24 +35,28 @@ struct EntropyChannels {
   double sink_share = std::numeric_limits<double>::quiet_NaN();
 };
 
-inline EntropyChannels entropy_channels(const RowMatrix<double>& attention) {
+template <class Derived>
+EntropyChannels entropy_channels(const Eigen::MatrixBase<Derived>& attention) {
   EntropyChannels result;
   const bool causal = is_lower_triangular(attention);
   if (attention.rows() < (causal ? 2 : 1) || attention.cols() < 2) return result;
-  const RowMatrix<double> rows = causal ? RowMatrix<double>(attention.bottomRows(attention.rows() - 1)) : attention;
+  const Index first_row = causal ? 1 : 0;  // causal row 0 sees only the sink: no content channel
   const Visibility visibility = causal ? Visibility(Causal{1}) : Visibility();
   try {
-    const auto split = composition::entropy_split(rows, visibility);
-    result.content_entropy = split.content_entropy.mean();
-    const double total = split.entropy.sum();
-    result.sink_share = total > 0 ? split.sink_term().sum() / total : std::numeric_limits<double>::quiet_NaN();
+    const auto split =
+        composition::entropy_split(attention.bottomRows(attention.rows() - first_row), visibility);
+    result.content_entropy = static_cast<double>(split.content_entropy.mean());
+    const double total = static_cast<double>(split.entropy.sum());
+    result.sink_share = total > 0 ? static_cast<double>(split.sink_term().sum()) / total
+                                  : std::numeric_limits<double>::quiet_NaN();
   } catch (const attnscope::invalid_argument&) {  // a row with all mass on the sink, or not a distribution
   }
   return result;
 }
 
-/// head_capacity() of one head, computed once for the two capacity columns: the last head's matrices are kept and
-/// compared by value, so a stale result is never returned.
+/// head_capacity() of one head in Scalar precision, computed once for the two capacity columns: the last head's
+/// matrices are kept and compared by value, so a stale result is never returned.
+template <class Scalar>
 class CapacityCache {
  public:
   const capacity::HeadCapacity* get(const HeadInput& head) {
@@ -63,7 +68,8 @@ class CapacityCache {
       have_ = true;
       valid_ = false;
       try {
-        value_ = capacity::head_capacity(head.attention, head.scores, head.values, causal);
+        value_ = capacity::head_capacity(head.attention.template cast<Scalar>(), head.scores.template cast<Scalar>(),
+                                         head.values.template cast<Scalar>(), causal);
         valid_ = true;
       } catch (const attnscope::invalid_argument&) {
       }
@@ -89,19 +95,22 @@ class CapacityCache {
 /// - `separability_at_critical_n`: mean N_s/N at the head's critical top-N (needs scores and values; capacity);
 /// - `gradient_sensitivity`: g(T = 1, ε = 1e−3), mean finite-difference ‖Δ softmax‖/ε (needs scores and values).
 /// The capacity columns assume causal attention. Cost per head: O(L²) + one SVD of L × L + O(|grid|·L²·d).
-inline std::vector<ReportColumn> analysis_report_columns() {
+/// Scalar is the precision the columns compute in (the head inputs are double; float roughly halves the time at
+/// float accuracy). A template, so that only programs which build these columns compile the analyses behind them.
+template <class Scalar = double>
+std::vector<ReportColumn> analysis_report_columns() {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  auto capacity = std::make_shared<detail::CapacityCache>();
+  auto capacity = std::make_shared<detail::CapacityCache<Scalar>>();
   return {
       {"content_entropy", "mean entropy of the content composition (sink = key 0), nats",
-       [](const HeadInput& h) { return detail::entropy_channels(h.attention).content_entropy; }},
+       [](const HeadInput& h) { return detail::entropy_channels(h.attention.template cast<Scalar>()).content_entropy; }},
       {"sink_entropy_share", "share of the attention entropy carried by the sink channel",
-       [](const HeadInput& h) { return detail::entropy_channels(h.attention).sink_share; }},
+       [](const HeadInput& h) { return detail::entropy_channels(h.attention.template cast<Scalar>()).sink_share; }},
       {"causal_stable_rank", "stable rank of the causal scaled-score matrix (needs scores)",
        [nan](const HeadInput& h) {
          if (h.scores.size() == 0) return nan;
          try {
-           return logits::causal_stable_rank(h.scores);
+           return logits::causal_stable_rank(h.scores.template cast<Scalar>());
          } catch (const attnscope::invalid_argument&) {
            return nan;
          }
@@ -119,10 +128,11 @@ inline std::vector<ReportColumn> analysis_report_columns() {
   };
 }
 
-/// default_report_columns() followed by analysis_report_columns().
-inline std::vector<ReportColumn> all_report_columns() {
+/// default_report_columns() followed by analysis_report_columns<Scalar>().
+template <class Scalar = double>
+std::vector<ReportColumn> all_report_columns() {
   std::vector<ReportColumn> columns = default_report_columns();
-  for (auto& column : analysis_report_columns()) columns.push_back(std::move(column));
+  for (auto& column : analysis_report_columns<Scalar>()) columns.push_back(std::move(column));
   return columns;
 }
 
