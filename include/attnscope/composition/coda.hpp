@@ -17,6 +17,7 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
+#include "attnscope/normalize/softmax.hpp"
 
 namespace attnscope::composition {
 namespace detail {
@@ -103,14 +104,11 @@ void clr_row_from_ilr(const Scalar* coordinates, Index n, Scalar sign, Scalar* c
   }
 }
 
-/// Row kernel: closed exp of clr-like values, C(exp(z − max z)) (skbio clr_inv).
+/// Row kernel: closed exp of clr-like values, C(exp z) = softmax(z) (skbio clr_inv), by the normalize module's
+/// softmax row kernel. z must be finite (callers validate their inputs first).
 template <class Scalar>
 void closed_exp_row(const Scalar* z, Index n, Scalar* out) {
-  Scalar max_value = z[0];
-  for (Index k = 1; k < n; ++k) max_value = z[k] > max_value ? z[k] : max_value;
-  Scalar sum = 0;
-  for (Index k = 0; k < n; ++k) sum += (out[k] = std::exp(z[k] - max_value));
-  for (Index k = 0; k < n; ++k) out[k] /= sum;
+  attnscope::detail::softmax_row(z, n, Scalar(1), out);
 }
 
 /// Row kernel: centred values v − mean(v).

@@ -14,6 +14,7 @@
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/logits/masks.hpp"
 #include "attnscope/logits/targets.hpp"
+#include "attnscope/normalize/softmax.hpp"
 
 namespace attnscope::logits {
 namespace detail {
@@ -102,25 +103,29 @@ std::vector<LogitGapRow> logit_gap_rows(const Eigen::MatrixBase<LogitsDerived>& 
   std::vector<LogitGapRow> rows;
   const Index cols = logits.cols();
   for (Index i = 0; i < logits.rows(); ++i) {
-    double row_max = -HUGE_VAL, band_max = -HUGE_VAL, outside_min = HUGE_VAL;
+    double band_max = -HUGE_VAL, outside_min = HUGE_VAL;
     Index in_band = 0, outside = 0;
     for (Index j = 0; j < cols; ++j) {
       if (!visibility.visible(i, j, cols)) continue;
       const double s = static_cast<double>(logits(i, j));
       if (!std::isfinite(s)) detail::throw_invalid_argument("logit_gap_rows", "non-finite logit ", s, " at row ", i, ", column ", j);
-      row_max = std::max(row_max, s);
       if (band_target(i, j) > 0) ++in_band, band_max = std::max(band_max, s);
       else ++outside, outside_min = std::min(outside_min, s);
     }
     if (in_band == 0 || outside == 0) continue;
-    double total = 0, outside_mass = 0;
+    // ε = the softmax mass of the row's visible out-of-band keys (the normalize module's softmax row kernel).
+    std::vector<double> visible_logits, weights;
+    std::vector<bool> out_of_band;
     for (Index j = 0; j < cols; ++j) {
       if (!visibility.visible(i, j, cols)) continue;
-      const double e = std::exp(static_cast<double>(logits(i, j)) - row_max);
-      total += e;
-      if (!(band_target(i, j) > 0)) outside_mass += e;
+      visible_logits.push_back(static_cast<double>(logits(i, j)));
+      out_of_band.push_back(!(band_target(i, j) > 0));
     }
-    const double epsilon = outside_mass / total;
+    weights.resize(visible_logits.size());
+    detail::softmax_row(visible_logits.data(), static_cast<Index>(visible_logits.size()), 1.0, weights.data());
+    double epsilon = 0;
+    for (std::size_t k = 0; k < weights.size(); ++k)
+      if (out_of_band[k]) epsilon += weights[k];
     if (!(epsilon > 0.0 && epsilon < 1.0)) continue;
     rows.push_back({i, band_max - outside_min, epsilon, logit_gap_lower_bound(outside, in_band, epsilon)});
   }

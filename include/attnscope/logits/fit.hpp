@@ -20,6 +20,7 @@
 #include "attnscope/logits/attention.hpp"
 #include "attnscope/logits/precision.hpp"
 #include "attnscope/normalize/entropy.hpp"
+#include "attnscope/normalize/softmax.hpp"
 
 namespace attnscope::logits {
 namespace detail {
@@ -371,11 +372,8 @@ class AttentionFitter {
     FitStep record;
     record.step = step;
     if (mixture_learned()) {
-      const RowMatrix<Scalar>& gamma = parameters_.back();
-      const double top = static_cast<double>(gamma.maxCoeff());
-      double sum = 0;
-      for (Index h = 0; h < head_count_; ++h) sum += (head_weights_(h) = std::exp(static_cast<double>(gamma(h, 0)) - top));
-      head_weights_ /= sum;
+      const Vector<double> gamma = parameters_.back().col(0).template cast<double>();
+      attnscope::detail::softmax_row(gamma.data(), head_count_, 1.0, head_weights_.data());  // mixture weights softmax(γ)
     }
     for (Index h = 0; h < head_count_; ++h) forward_head(h, record);
     record.head_weight.assign(head_weights_.data(), head_weights_.data() + head_count_);

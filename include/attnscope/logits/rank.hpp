@@ -11,6 +11,7 @@
 #include "attnscope/core/check.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
+#include "attnscope/normalize/entropy.hpp"
 
 namespace attnscope::logits {
 namespace detail {
@@ -74,13 +75,8 @@ inline double entropy_effective_rank_from_singular_values(const Vector<double>& 
   if (sigma.size() == 0)
     detail::throw_invalid_argument("entropy_effective_rank_from_singular_values", "no singular values");
   detail::require_nonzero_spectrum("entropy_effective_rank", sigma);
-  const double total = sigma.sum();
-  double entropy = 0;
-  for (Index k = 0; k < sigma.size(); ++k) {
-    const double p = sigma(k) / total;
-    if (p > 0) entropy -= p * std::log(p);
-  }
-  return std::exp(entropy);
+  const Vector<double> p = sigma / sigma.sum();
+  return std::exp(attnscope::detail::entropy_of(p.data(), p.size()));  // the one −Σ p ln p (normalize/entropy.hpp)
 }
 
 /// Stable rank srank(M) = ‖M‖_F² / ‖M‖₂² ∈ [1, rank M] (docs/theory/logits.md §4.3 F4). Throws for M = 0.

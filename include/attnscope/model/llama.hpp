@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <numeric>
 #include <vector>
 
 #include <Eigen/Core>
@@ -127,16 +128,14 @@ int sample_token(const Eigen::MatrixBase<Derived>& logits, double temperature, R
   const char* fn = "sample_token";
   if (logits.size() == 0) attnscope::detail::throw_invalid_argument(fn, "empty logits");
   attnscope::detail::require_positive(fn, "temperature", temperature);
-  double max_value = -std::numeric_limits<double>::infinity();
+  std::vector<double> row(static_cast<std::size_t>(logits.size())), weights(row.size());
   for (Index j = 0; j < logits.size(); ++j) {
-    if (!std::isfinite(double(logits(j))))
+    row[std::size_t(j)] = double(logits(j));
+    if (!std::isfinite(row[std::size_t(j)]))
       attnscope::detail::throw_invalid_argument(fn, "non-finite logit ", logits(j), " at index ", j);
-    max_value = std::max(max_value, double(logits(j)));
   }
-  std::vector<double> weights(static_cast<std::size_t>(logits.size()));
-  double sum = 0;
-  for (Index j = 0; j < logits.size(); ++j)
-    sum += weights[std::size_t(j)] = std::exp((double(logits(j)) - max_value) / temperature);
+  attnscope::detail::softmax_row(row.data(), logits.size(), 1.0 / temperature, weights.data());  // softmax(z / T)
+  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);  // 1 up to rounding
   const double coin = random.uniform() * sum;
   double cumulative = 0;
   for (Index j = 0; j < logits.size(); ++j) {
