@@ -1,4 +1,4 @@
-// Seeded random instances for the capacity tests: spherical embeddings and softmax weights as in the spec's synthetic
+// Seeded random instances for the capacity tests: spherical embeddings and softmax weights as in the synthetic
 // protocol (docs/theory/capacity.md "Reproduction targets": x_i = M g_i/‖g_i‖, l_i = qᵀx_i, α = softmax(l/√d)).
 #pragma once
 

@@ -55,7 +55,7 @@ TEST_CASE("Corollary 2(ii): with every token selected the sum_of_norms distance 
   CHECK(expected_distance_main_sum(e.w, e.x, 3, MainSum::a) == 0.0);
   CHECK(expected_distance_main_sum(e.w, e.x, 3, MainSum::b) == 0.0);
   CHECK(expected_distance_exhaustive(e.w, e.x, 3) == 0.0);
-  // norm_of_sum tends to ‖s‖ instead (one of the spec's reasons to prefer sum_of_norms).
+  // norm_of_sum tends to ‖s‖ instead (one of the reasons to prefer sum_of_norms).
   CHECK(top_n_distance(e.w, e.x, 3, DistanceReading::norm_of_sum) == Approx(norm2(0.3, 0.4)));
 }
 
@@ -129,7 +129,7 @@ TEST_CASE("sum_of_norms is (L−N)‖s‖ up to Σ α_i‖x_i‖; norm_of_sum st
 
 TEST_CASE("sum_of_norms grows linearly in L only when the top-N mass does not vanish", "[capacity][distance]") {
   Random random(35);
-  // Synthetic protocol (spec): N = 5, sphere data in R^64, ‖q‖ = 4, α = softmax(qᵀx/8). Bounded logits give
+  // Synthetic protocol (docs/theory/capacity.md): N = 5, sphere data in R^64, ‖q‖ = 4, α = softmax(qᵀx/8). Bounded logits give
   // weights Θ(1/L) (Lemma 1), so ‖s‖ = O(N/L) and d~ stays O(N): no growth from L = 256 to 2048.
   // With a sink token whose logit is log L (weight ≈ 1/2 at every L), ‖s‖ stays ≈ 1/2 and d~ ≈ (L−N)/2: ×8.
   double bounded_short = 0, bounded_long = 0, sink_short = 0, sink_long = 0, norm_of_sum_long = 0;

@@ -118,7 +118,7 @@ TEST_CASE("two tied top logits: the ratio reaches 1/(2T), above Corollary 3's 1/
   const double along_eigenvector = finite_difference_jacobian_norm(logits, v, temperature, 1e-4);
   CHECK(along_eigenvector == Approx(1 / (2 * temperature)).epsilon(1e-4));
   CHECK(along_eigenvector > 1 / (4 * temperature));
-  // Some random unit directions exceed 1/(4T) as well (the spec found 26.0 > 25 for one).
+  // Some random unit directions exceed 1/(4T) as well (the reference check found 26.0 > 25 for one).
   Random random(63);
   double largest = 0;
   for (int trial = 0; trial < 1000; ++trial)

@@ -1,5 +1,5 @@
 // Golden values: scikit-bio skbio.stats.composition doctest/docstring vectors and the verified test vectors of
-// docs/theory/composition.md §2–§7 (independent sources: scikit-bio, and the spec's double-precision checks).
+// docs/theory/composition.md §2–§7 (independent sources: scikit-bio, and the double-precision checks of docs/theory/composition.md).
 #include <Eigen/Core>
 
 #include "attnscope/composition.hpp"
@@ -76,7 +76,7 @@ TEST_CASE("R compositions' ilrBase is minus the scikit-bio basis", "[composition
   CHECK((attnscope::composition::ilr_inv(r, {}, attnscope::composition::IlrSign::r_compositions) - x).cwiseAbs().maxCoeff() < 1e-15);
 }
 
-TEST_CASE("entropy split reproduces the spec's test vectors", "[composition][golden]") {
+TEST_CASE("entropy split reproduces the test vectors of docs/theory/composition.md", "[composition][golden]") {
   const auto split = attnscope::composition::entropy_split(spec_a);
   CHECK(split.entropy(0) == Approx(0.6079808).margin(5e-8));
   CHECK(split.sink_mass(0) == Approx(0.85).margin(1e-15));
@@ -86,7 +86,7 @@ TEST_CASE("entropy split reproduces the spec's test vectors", "[composition][gol
   CHECK(attnscope::composition::entropy_split(spec_a2).entropy(0) == Approx(1.2235023).margin(5e-8));
 }
 
-TEST_CASE("Aitchison split reproduces the spec's test vectors", "[composition][golden]") {
+TEST_CASE("Aitchison split reproduces the test vectors of docs/theory/composition.md", "[composition][golden]") {
   const auto split = attnscope::composition::aitchison_split(spec_a, spec_a2);
   CHECK(split.distance_squared(0) == Approx(3.677727).margin(5e-7));
   CHECK(split.sink_term(0) == Approx(1.837959).margin(5e-7));
@@ -97,7 +97,7 @@ TEST_CASE("Aitchison split reproduces the spec's test vectors", "[composition][g
   CHECK(attnscope::composition::sink_balance(spec_a)(0) == Approx(std::sqrt(0.8) * std::log(0.85 / g)).margin(1e-14));
 }
 
-TEST_CASE("Jensen-Shannon chain rule and cosine conventions reproduce the spec's test vectors", "[composition][golden]") {
+TEST_CASE("Jensen-Shannon chain rule and cosine conventions reproduce the test vectors of docs/theory/composition.md", "[composition][golden]") {
   const auto js = attnscope::composition::js_split(spec_a, spec_a2);
   CHECK(js.divergence(0) == Approx(0.0480451).margin(5e-8));
   CHECK(js.sink_term(0) + js.content_term(0) == Approx(0.0480451).margin(5e-8));
@@ -107,7 +107,7 @@ TEST_CASE("Jensen-Shannon chain rule and cosine conventions reproduce the spec's
   CHECK(cos.drop(0) == Approx(0.90482).margin(5e-6));
 }
 
-TEST_CASE("entropy-collapse attribution reproduces the spec's a' -> a example", "[composition][golden]") {
+TEST_CASE("entropy-collapse attribution reproduces the a' -> a example of docs/theory/composition.md", "[composition][golden]") {
   const auto result = attnscope::composition::entropy_attribution(spec_a2, {}, spec_a, {});
   CHECK(result.delta_entropy == Approx(-0.61552).margin(5e-6));
   CHECK(result.sink_part == Approx(-0.57672).margin(5e-6));

@@ -90,7 +90,7 @@ TEST_CASE("flip rate from matrices: counts, agreement 0, reversal 1, ties, sampl
   CHECK(exact < 0.8);
 }
 
-TEST_CASE("equal sink masses never flip the entropy verdict (spec section 11 safe condition)", "[composition][flips]") {
+TEST_CASE("equal sink masses never flip the entropy verdict (docs/theory/composition.md §11 safe condition)", "[composition][flips]") {
   // With s the same in every row and head, mean H(a) = H_b(s) + (1 − s)·mean H(c): keep and drop orders agree.
   Random random(22);
   std::vector<RowMatrix<double>> heads;

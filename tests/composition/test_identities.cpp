@@ -164,7 +164,7 @@ TEST_CASE("inverse transforms round-trip, with and without masks", "[composition
   CHECK(masked(0, 3) == 0.0);
 }
 
-TEST_CASE("closure, perturbation and distances are the invariances of spec section 8", "[composition][invariance]") {
+TEST_CASE("closure, perturbation and distances are the invariances of docs/theory/composition.md §8", "[composition][invariance]") {
   Random random(15);
   const Index rows = 200, cols = 20;
   const auto z = random_logits(random, rows, cols), w = random_logits(random, rows, cols);
@@ -202,7 +202,7 @@ TEST_CASE("closure, perturbation and distances are the invariances of spec secti
   CHECK((attnscope::composition::js_split(resunk, resunk_b).content_divergence - attnscope::composition::js_split(a, b).content_divergence).cwiseAbs().maxCoeff() < 1e-13);
 }
 
-TEST_CASE("equal sinks: keep-convention JS is (1 - s) times the content JS (spec section 5)", "[composition][identity]") {
+TEST_CASE("equal sinks: keep-convention JS is (1 - s) times the content JS (docs/theory/composition.md §5)", "[composition][identity]") {
   Random random(16);
   auto a = random_attention(random, 400, 12), b = random_attention(random, 400, 12);
   for (Index i = 0; i < a.rows(); ++i) {  // give b the sink mass of a

@@ -115,7 +115,7 @@ TEST_CASE("F4: band energy is exact and the band's stable rank and Eckart-Young 
       const auto band = attnscope::logits::symmetric_band_indicator(n, k);
       CHECK(band.squaredNorm() == attnscope::logits::symmetric_band_frobenius_norm_squared(n, k));
       CHECK(attnscope::logits::stable_rank(band) >= attnscope::logits::symmetric_band_stable_rank_lower_bound(n, k) - 1e-9);
-      // the bound with w -> 2k + 1 substituted (the spec's form) is weaker
+      // the bound with w -> 2k + 1 substituted (the form in docs/theory/logits.md) is weaker
       const double w = 2.0 * static_cast<double>(k) + 1;
       CHECK(attnscope::logits::symmetric_band_stable_rank_lower_bound(n, k) >= static_cast<double>(n) / w - (w - 1) / (2 * w) - 1e-12);
     }

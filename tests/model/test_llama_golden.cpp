@@ -20,7 +20,7 @@ using attnscope::model::ForwardOptions;
 using attnscope::testing::reference_model;
 using attnscope::testing::reference_outputs;
 
-// The spec's tolerance (1e-4 relative or 1e-6 absolute), with "relative" measured against the largest magnitude
+// The reference comparison's tolerance (1e-4 relative or 1e-6 absolute), with "relative" measured against the largest magnitude
 // of the compared row: the reference is itself float32 and its rounding noise (about 1e-5 absolute on scores of
 // magnitude ~1, the same when we compute in double) makes scores and logits that cancel to ~1e-2 miss a purely
 // element-wise 1e-4 relative test. Attention weights pass the element-wise test (checked separately below).

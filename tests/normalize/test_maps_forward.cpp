@@ -1,4 +1,4 @@
-// Forward maps as the executable spec (docs/theory/normalization-maps.md §1-§4, targets 1, 3, 9): golden vectors, sums and
+// Forward maps as the executable specification (docs/theory/normalization-maps.md §1-§4, targets 1, 3, 9): golden vectors, sums and
 // signs, shift invariance where it holds (and where it does not), sparsemax supports, sort vs pivot sparsemax,
 // exact vs bisection entmax, SSMax = softmax with T = 1/(s log n), SSMax Fig. 1, visibility.
 #include <algorithm>
@@ -34,7 +34,7 @@ Scalar tolerance_for() {
 
 }  // namespace
 
-TEST_CASE("golden vectors of the deep-spin/entmax README (spec target 1)", "[normalize][golden]") {
+TEST_CASE("golden vectors of the deep-spin/entmax README (theory target 1)", "[normalize][golden]") {
   const RowMatrix<double> x = golden_row();
   const RowMatrix<double> sparse = attnscope::sparsemax(x);
   CHECK(sparse(0, 0) == 0.0);
@@ -119,7 +119,7 @@ TEST_CASE("sparsemax support sizes on constructed rows", "[normalize][sparsemax]
   }
 }
 
-TEMPLATE_TEST_CASE("pivot sparsemax equals the sort-based reference (spec target 3 scales)", "[normalize][sparsemax]",
+TEMPLATE_TEST_CASE("pivot sparsemax equals the sort-based reference (theory target 3 scales)", "[normalize][sparsemax]",
                    float, double) {
   using Scalar = TestType;
   Random random(99);
@@ -145,7 +145,7 @@ TEMPLATE_TEST_CASE("pivot sparsemax equals the sort-based reference (spec target
   }
 }
 
-TEMPLATE_TEST_CASE("entmax15 equals entmax_bisect(1.5) (spec target 3)", "[normalize][entmax]", float, double) {
+TEMPLATE_TEST_CASE("entmax15 equals entmax_bisect(1.5) (theory target 3)", "[normalize][entmax]", float, double) {
   using Scalar = TestType;
   Random random(1234);
   // deep-spin's check: Σ(p1 − p2)² < 1e-7 on float32 4×6.
@@ -196,7 +196,7 @@ TEMPLATE_TEST_CASE("SSMax is softmax with T = 1/(s log n), n = visible keys", "[
   }
 }
 
-TEST_CASE("SSMax keeps attention on the +3 key as n grows (Nakanishi Fig. 1, spec target 9)", "[normalize][ssmax]") {
+TEST_CASE("SSMax keeps attention on the +3 key as n grows (Nakanishi Fig. 1, theory target 9)", "[normalize][ssmax]") {
   const double softmax_max[] = {0.942826, 0.599860, 0.129346, 0.014626};
   const double ssmax_max[] = {0.940101, 0.995063, 0.999646, 0.999975};
   const Index sizes[] = {10, 100, 1000, 10000};
@@ -264,7 +264,7 @@ TEST_CASE("SA-Softmax matches its definitions and is not a distribution", "[norm
 
 TEST_CASE("sink softmax: off-by-one values and mass below one", "[normalize][sink]") {
   RowMatrix<double> zeros = RowMatrix<double>::Zero(1, 2);
-  const RowMatrix<double> p = attnscope::softmax_with_sink(zeros);  // softmax₁(0, 0) = (1/3, 1/3) (spec target 6)
+  const RowMatrix<double> p = attnscope::softmax_with_sink(zeros);  // softmax₁(0, 0) = (1/3, 1/3) (theory target 6)
   CHECK(p(0, 0) == Approx(1.0 / 3).epsilon(1e-15));
   CHECK(p(0, 1) == Approx(1.0 / 3).epsilon(1e-15));
   RowMatrix<double> z(1, 3);

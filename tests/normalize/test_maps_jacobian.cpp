@@ -1,4 +1,4 @@
-// Jacobians of every map as the executable spec (docs/theory/normalization-maps.md §1-§5, targets 2, 4, 6, 8): dense Jacobian,
+// Jacobians of every map as the executable specification (docs/theory/normalization-maps.md §1-§5, targets 2, 4, 6, 8): dense Jacobian,
 // JVP and VJP against central finite differences (< 5e-11 abs in double), adjointness, masks, float vs double,
 // ‖J‖₂ from jacobian_spectral_norm against a dense SVD, golden norms, the 1/(4T) counterexample.
 #include <algorithm>
@@ -31,7 +31,7 @@ const auto softplus_map = attnscope::make_generalized_map([](double x) { return 
 const auto exponential_map = attnscope::make_generalized_map([](double x) { return std::exp(x / 0.8); },
                                                              [](double x) { return std::exp(x / 0.8) / 0.8; });
 
-/// Every built-in map with the parameters the spec asks for (entmax α ∈ {1.2, 1.5, 1.75, 2.25}).
+/// Every built-in map with the parameters of docs/theory/normalization-maps.md (entmax α ∈ {1.2, 1.5, 1.75, 2.25}).
 std::vector<NormalizationMap> all_maps() {
   return {attnscope::SoftmaxMap{}, attnscope::SoftmaxMap{0.35}, attnscope::SparsemaxMap{}, attnscope::Entmax15Map{},
           attnscope::EntmaxBisectMap{1.2}, attnscope::EntmaxBisectMap{1.5}, attnscope::EntmaxBisectMap{1.75},
@@ -155,7 +155,7 @@ TEST_CASE("masked JVP/VJP equal the dense masked Jacobian times the vector; floa
   }
 }
 
-TEST_CASE("golden exact ‖J‖₂ at x = [−2, 0, 0.5] (spec target 2)", "[normalize][spectral]") {
+TEST_CASE("golden exact ‖J‖₂ at x = [−2, 0, 0.5] (theory target 2)", "[normalize][spectral]") {
   RowMatrix<double> x(1, 3);
   x << -2, 0, 0.5;
   CHECK(attnscope::jacobian_spectral_norm(x, attnscope::SoftmaxMap{})(0) == Approx(0.448800672).epsilon(2e-9));
@@ -224,7 +224,7 @@ TEST_CASE("SSMax norm is the softmax norm at T = 1/(s log n); sink softmax norm 
   }
 }
 
-TEST_CASE("two tied top logits exceed Corollary 3's 1/(4T) and reach 1/(2T) (spec §5.5, target 8)",
+TEST_CASE("two tied top logits exceed Corollary 3's 1/(4T) and reach 1/(2T) (docs/theory/normalization-maps.md §5.5, target 8)",
           "[normalize][spectral]") {
   RowMatrix<double> tied(1, 2);
   tied << 0.3, 0.3;

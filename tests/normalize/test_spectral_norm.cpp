@@ -80,12 +80,12 @@ std::vector<Scalar> softmax_of(const std::vector<double>& logits, double tempera
   return std::vector<Scalar>(p.data(), p.data() + p.size());
 }
 
-/// Random logit rows as in the spec's reproduction targets: N(0,1)·c with c log-uniform in [0.01, 30].
+/// Random logit rows as in the reproduction targets of docs/theory/normalization-maps.md: N(0,1)·c with c log-uniform in [0.01, 30].
 
 
 }  // namespace
 
-TEST_CASE("golden ||J||_2 for x = [-2, 0, 0.5]: softmax, its bound, entmax15, sparsemax (spec §1.3)",
+TEST_CASE("golden ||J||_2 for x = [-2, 0, 0.5]: softmax, its bound, entmax15, sparsemax (docs/theory/normalization-maps.md §1.3)",
           "[normalize][spectral_norm]") {
   const std::vector<double> p = softmax_of<double>({-2, 0, 0.5});
   CHECK(attnscope::softmax_jacobian_spectral_norm(as_row(p))(0) == Approx(0.448800672).epsilon(1e-9));
@@ -123,7 +123,7 @@ TEMPLATE_TEST_CASE("softmax ||J||_2 agrees with SelfAdjointEigenSolver on modera
 TEMPLATE_TEST_CASE("softmax ||J||_2 matches a long-double reference on rows with logit scales up to 30 and n up to 4096",
                    "[normalize][spectral_norm]", float, double) {
   attnscope::Random random(102);
-  // spec §5.2: fp64 rel. error ~1e-14, fp32 ~7e-7 (rows whose norm is a normal float)
+  // docs/theory/normalization-maps.md §5.2: fp64 rel. error ~1e-14, fp32 ~7e-7 (rows whose norm is a normal float)
   const double tolerance = sizeof(TestType) == 4 ? 2e-6 : 3e-14;
   for (int trial = 0; trial < 600; ++trial) {
     const Index n = trial % 50 == 0 ? 4096 : 2 + static_cast<Index>(random.below(200));
