@@ -255,6 +255,6 @@ TEST_CASE("softmax rejects bad input with a clear message naming function, row, 
   // validate_logits (used by the other maps) reports the same way
   RowMatrix<float> y = random_logits<float>(43, 3, 40, 1.0);
   y(1, 33) = std::numeric_limits<float>::infinity();
-  CHECK(error_message([&] { attnscope::detail::validate_logits("map", y, attnscope::Visibility{}); })
+  CHECK(error_message([&] { attnscope::detail::validate_logits<float>("map", y, attnscope::Visibility{}); })
             .find("attnscope::map: non-finite logit inf at row 1, column 33") == 0);
 }

@@ -44,7 +44,7 @@ Vector<typename Derived::Scalar> jacobian_spectral_norm_dense(const Eigen::Matri
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::jacobian_spectral_norm_dense: float or double");
   const char* function = "jacobian_spectral_norm_dense";
   const RowMatrixView<Scalar> z(logits.derived());
-  detail::validate_logit_view(function, z, visibility);
+  detail::validate_logits(function, z, visibility);
   detail::validate_map_at(function, map, z, visibility);
   Vector<Scalar> norms(z.rows());
   for (Index i = 0; i < z.rows(); ++i) {

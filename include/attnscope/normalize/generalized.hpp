@@ -112,7 +112,7 @@ RowMatrix<typename Derived::Scalar> normalize(const Eigen::MatrixBase<Derived>& 
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::normalize: logits must be float or double");
   const RowMatrixView<Scalar> z(logits.derived());
-  detail::validate_logit_rows("normalize", z.data(), z.rows(), z.cols(), z.outerStride(), visibility);
+  detail::validate_logits("normalize", z, visibility);
   detail::require_generalized_defined("normalize", z, visibility, map, false);
   RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(z.rows(), z.cols());
   for (Index i = 0; i < z.rows(); ++i) {  // serial: F may hold state

@@ -74,20 +74,6 @@ RowLinearization<Scalar> linearize_row(const NormalizationMap& map, const Scalar
 
 // ---- Validation of a map against the logits it is applied to ------------------------------------------------
 
-/// Validates logits seen through a view (any outer stride): non-empty, mask shape, no empty row, finite visible entries.
-template <class Scalar>
-void validate_logit_view(const char* function, const RowMatrixView<Scalar>& logits, const Visibility& visibility) {
-  validate_logit_rows(function, logits.data(), logits.rows(), logits.cols(), logits.outerStride(), visibility);
-}
-
-/// The entries of one row of a view at `columns`, converted to Out, as a contiguous vector.
-template <class Out, class Scalar>
-std::vector<Out> gather_columns(const RowMatrixView<Scalar>& matrix, Index row, const std::vector<Index>& columns) {
-  std::vector<Out> values(columns.size());
-  for (std::size_t k = 0; k < columns.size(); ++k) values[k] = static_cast<Out>(matrix(row, columns[k]));
-  return values;
-}
-
 template <class Scalar, class Map>
 void validate_map_at(const char* function, const Map& map, const RowMatrixView<Scalar>& logits,
                      const Visibility& visibility) {
@@ -119,7 +105,7 @@ template <class Scalar, class Map>
 RowMatrix<Scalar> linearized_product(const char* function, const RowMatrixView<Scalar>& logits, const Map& map,
                                      const RowMatrixView<Scalar>& vectors, const Visibility& visibility,
                                      bool transpose) {
-  validate_logit_view(function, logits, visibility);
+  validate_logits(function, logits, visibility);
   require_same_shape(function, "vectors/logits", vectors.rows(), vectors.cols(), logits.rows(), logits.cols());
   const Index cols = logits.cols();
   for (Index i = 0; i < vectors.rows(); ++i)
@@ -348,7 +334,7 @@ Vector<typename Derived::Scalar> jacobian_spectral_norm(const Eigen::MatrixBase<
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::jacobian_spectral_norm: float or double");
   const char* function = "jacobian_spectral_norm";
   const RowMatrixView<Scalar> z(logits.derived());
-  detail::validate_logit_view(function, z, visibility);
+  detail::validate_logits(function, z, visibility);
   detail::validate_map_at(function, map, z, visibility);
   return detail::spectral_norms(z, map, visibility);
 }
@@ -388,7 +374,7 @@ RowMatrix<typename Derived::Scalar> jacobian(const Eigen::MatrixBase<Derived>& l
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::jacobian: logits must be float or double");
   const RowMatrixView<Scalar> z(logits.derived());
-  detail::validate_logit_view("jacobian", z, visibility);
+  detail::validate_logits("jacobian", z, visibility);
   if (row < 0 || row >= z.rows())
     detail::throw_invalid_argument("jacobian", "row ", row, " out of range [0, ", z.rows(), ")");
   detail::validate_map_at("jacobian", map, z, visibility);

@@ -39,11 +39,11 @@ inline std::vector<Index> visible_columns(const Visibility& visibility, Index ro
   return columns;
 }
 
-/// Copies the visible entries of one row of `matrix` into a contiguous vector.
-template <class Scalar>
-std::vector<Scalar> gather_row(const RowMatrix<Scalar>& matrix, Index row, const std::vector<Index>& columns) {
-  std::vector<Scalar> values(columns.size());
-  for (std::size_t k = 0; k < columns.size(); ++k) values[k] = matrix(row, columns[k]);
+/// The entries of one row of a view at `columns` (e.g. its visible keys), converted to Out, as a contiguous vector.
+template <class Out, class Scalar>
+std::vector<Out> gather_columns(const RowMatrixView<Scalar>& matrix, Index row, const std::vector<Index>& columns) {
+  std::vector<Out> values(columns.size());
+  for (std::size_t k = 0; k < columns.size(); ++k) values[k] = static_cast<Out>(matrix(row, columns[k]));
   return values;
 }
 

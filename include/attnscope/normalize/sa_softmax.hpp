@@ -124,7 +124,7 @@ RowMatrix<typename Derived::Scalar> sa_softmax(const Eigen::MatrixBase<Derived>&
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::sa_softmax: logits must be float or double");
   const RowMatrixView<Scalar> z(logits.derived());
-  detail::validate_logit_rows("sa_softmax", z.data(), z.rows(), z.cols(), z.outerStride(), visibility);
+  detail::validate_logits("sa_softmax", z, visibility);
   detail::require_sa_softmax_defined("sa_softmax", z, visibility, variant);
   RowMatrix<Scalar> out;
   detail::apply_rowwise_indexed(z.data(), z.rows(), z.cols(), z.outerStride(), visibility,

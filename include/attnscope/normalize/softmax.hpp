@@ -157,10 +157,11 @@ void validate_logit_rows(const char* function, const Scalar* data, Index rows, I
   });
 }
 
-/// Validates logits for a normalization map: non-empty, finite at visible entries, mask shape, no empty row.
+/// Validates logits for a normalization map, seen through a view (any outer stride): non-empty, finite at visible
+/// entries, mask shape, no empty row.
 template <class Scalar>
-void validate_logits(const char* function, const RowMatrix<Scalar>& logits, const Visibility& visibility) {
-  validate_logit_rows(function, logits.data(), logits.rows(), logits.cols(), logits.cols(), visibility);
+void validate_logits(const char* function, const RowMatrixView<Scalar>& logits, const Visibility& visibility) {
+  validate_logit_rows(function, logits.data(), logits.rows(), logits.cols(), logits.outerStride(), visibility);
 }
 
 }  // namespace detail
