@@ -3,7 +3,7 @@
 # Uses sudo when not root; does nothing when everything is already present.
 set -euo pipefail
 packages=(cmake g++ make libeigen3-dev catch2 libbenchmark-dev gnuplot-nox nlohmann-json3-dev zlib1g-dev libomp-dev
-          clang libclang-rt-14-dev)
+          libpcre2-dev clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,6 +5,7 @@
 #include "attnscope/io/array.hpp"
 #include "attnscope/io/file.hpp"
 #include "attnscope/io/llama2c.hpp"
+#include "attnscope/io/mapped_file.hpp"
 #include "attnscope/io/npy.hpp"
 #include "attnscope/io/npz.hpp"
 #include "attnscope/io/safetensors.hpp"
