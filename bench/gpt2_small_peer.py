@@ -55,7 +55,7 @@ def make(folder):
 
 def load(folder):
     with open(os.path.join(folder, "model.safetensors"), "rb") as f:
-        data = f.read()
+        data = bytearray(f.read())  # writable, so torch.frombuffer does not warn
     header_length = int.from_bytes(data[:8], "little")
     header = json.loads(data[8:8 + header_length])
     buffer = memoryview(data)[8 + header_length:]
