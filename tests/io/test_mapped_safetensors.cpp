@@ -83,7 +83,7 @@ TEST_CASE("MappedSafetensors: views hold the bytes the copying reader returns, w
     CHECK(view.shape == array.shape());
     CHECK(view.byte_count == array.bytes().size());
     CHECK(view.element_count() == array.element_count());
-    CHECK(std::memcmp(view.data, array.bytes().data(), view.byte_count) == 0);
+    if (view.byte_count > 0) CHECK(std::memcmp(view.data, array.bytes().data(), view.byte_count) == 0);
     CHECK(view.to_array().bytes() == array.bytes());
   }
   // Buffer order, and the views lie back to back in one buffer ending at the end of the file (they point into the map).
