@@ -6,11 +6,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -66,7 +66,12 @@ class WordCache {
   static constexpr std::size_t max_entries = 1 << 18;  // cleared when full, so memory stays bounded
   WordCache() = default;
   WordCache(const WordCache&) {}
-  WordCache& operator=(const WordCache&) { return *this; }
+  /// The cached ids belong to the old tokenizer: assignment empties the cache.
+  WordCache& operator=(const WordCache&) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.clear();
+    return *this;
+  }
 
   /// Appends the cached ids of `word` to `out` and returns true, or returns false when `word` is not cached.
   bool append(const std::string& word, std::vector<int>& out) const {
@@ -119,7 +124,7 @@ class ByteLevelBpeTokenizer {
     tokenizer.set_vocabulary(detail::read_json_file(vocab_json_path, function), vocab_json_path, function);
     const std::vector<unsigned char> bytes = io::read_file(merges_txt_path);
     const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    std::vector<std::pair<std::string, std::string>> merges;
+    std::vector<MergeEntry> merges;
     std::size_t line_start = 0, line_number = 0;
     while (line_start < text.size()) {
       std::size_t line_end = text.find('\n', line_start);
@@ -135,9 +140,9 @@ class ByteLevelBpeTokenizer {
         attnscope::detail::throw_io_error(function, merges_txt_path, "line ", line_number,
                                           ": expected two tokens separated by one space, found ",
                                           detail::quoted_excerpt(line));
-      merges.emplace_back(std::string(line.substr(0, space)), std::string(line.substr(space + 1)));
+      merges.push_back({std::string(line.substr(0, space)), std::string(line.substr(space + 1)), line_number});
     }
-    tokenizer.set_merges(merges, merges_txt_path, function, "line ");
+    tokenizer.set_merges(merges, merges_txt_path, function, MergeSource::text_lines);
     tokenizer.add_unmerged_special_tokens();
     tokenizer.stages_.push_back({false, Regex(gpt2_pre_tokenizer_pattern)});
     return tokenizer;
@@ -280,6 +285,13 @@ class ByteLevelBpeTokenizer {
 
   ByteLevelBpeTokenizer() = default;
 
+  // One merge and its position in the file: the line number of merges.txt or the index in tokenizer.json's array.
+  struct MergeEntry {
+    std::string left, right;
+    std::size_t position;
+  };
+  enum class MergeSource { text_lines, json_array };
+
   static bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
   static std::string hex_byte(char c) {
     const char* digits = "0123456789ABCDEF";
@@ -381,15 +393,17 @@ class ByteLevelBpeTokenizer {
     present_.resize(static_cast<std::size_t>(size), 0);
   }
 
-  // Builds the merge table; `where` names the position in errors ("line " for merges.txt, "merges[" for JSON).
-  void set_merges(const std::vector<std::pair<std::string, std::string>>& merges, const std::string& file,
-                  const char* function, const char* where) {
+  // Builds the merge table (rank = index in `merges`); errors name each merge's position in its file.
+  void set_merges(const std::vector<MergeEntry>& merges, const std::string& file, const char* function,
+                  MergeSource source) {
     const auto locate = [&](std::size_t index) {
-      return std::string(where) + std::to_string(where[0] == 'l' ? index + 1 : index) + (where[0] == 'l' ? "" : "]");
+      const std::string position = std::to_string(merges[index].position);
+      return source == MergeSource::text_lines ? "line " + position : "merges[" + position + "]";
     };
     merges_.merges.reserve(merges.size());
     for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-      const auto& [left, right] = merges[rank];
+      const std::string& left = merges[rank].left;
+      const std::string& right = merges[rank].right;
       const auto id_of = [&](const std::string& token) {
         const auto found = id_of_token_string_.find(token);
         if (found == id_of_token_string_.end())
@@ -526,7 +540,7 @@ class ByteLevelBpeTokenizer {
     set_vocabulary(*vocab, file, function);
     const auto merges = model.find("merges");
     if (merges == model.end() || !merges->is_array()) corrupt("the model has no \"merges\" array");
-    std::vector<std::pair<std::string, std::string>> merge_pairs;
+    std::vector<MergeEntry> merge_pairs;
     merge_pairs.reserve(merges->size());
     for (std::size_t i = 0; i < merges->size(); ++i) {
       const nlohmann::json& merge = (*merges)[i];
@@ -536,15 +550,15 @@ class ByteLevelBpeTokenizer {
         if (space == std::string::npos || space == 0 || space + 1 == text.size() || text.find(' ', space + 1) != std::string::npos)
           corrupt("merges[" + std::to_string(i) + "]: expected two tokens separated by one space, found " +
                   detail::quoted_excerpt(text));
-        merge_pairs.emplace_back(text.substr(0, space), text.substr(space + 1));
+        merge_pairs.push_back({text.substr(0, space), text.substr(space + 1), i});
       } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {  // [left, right]
-        merge_pairs.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
+        merge_pairs.push_back({merge[0].get<std::string>(), merge[1].get<std::string>(), i});
       } else {
         corrupt("merges[" + std::to_string(i) + "] is neither \"left right\" nor [left, right]: " +
                 detail::quoted_excerpt(merge.dump()));
       }
     }
-    set_merges(merge_pairs, file, function, "merges[");
+    set_merges(merge_pairs, file, function, MergeSource::json_array);
     if (ignore_merges_) {
       id_of_bytes_.reserve(token_bytes_.size());
       for (std::size_t id = 0; id < token_bytes_.size(); ++id)
