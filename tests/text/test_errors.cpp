@@ -98,6 +98,8 @@ TEST_CASE("text errors: merges referring to tokens not in the vocabulary, malfor
   const std::string vocab = errors_small_vocab().dump();
   CHECK_THAT(errors_load_pair("unknown_left", vocab, "Ġ t\nxyz e\n"),
              Contains("merges.txt") && Contains("line 2") && Contains("'xyz'") && Contains("not in the vocabulary"));
+  CHECK_THAT(errors_load_pair("unknown_right", vocab, "#version: 0.2\nĠ t\n\nh xyz\n"),  // counts every line
+             Contains("merges.txt") && Contains("line 4") && Contains("'xyz'") && Contains("not in the vocabulary"));
   // Both halves exist but their concatenation "Ġh" does not.
   CHECK_THAT(errors_load_pair("unknown_merged", vocab, "Ġ h\n"),
              Contains("merges.txt") && Contains("line 1") && Contains("'Ġh'") && Contains("not in the vocabulary"));

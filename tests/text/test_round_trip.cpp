@@ -96,6 +96,16 @@ TEST_CASE("round trip: decode(encode(x)) == x on random UTF-8 for GPT-2 and the 
   }
 }
 
+TEST_CASE("round trip: a tokenizer assigned another one forgets its cached words", "[text][round_trip]") {
+  auto tokenizer = ByteLevelBpeTokenizer::from_tokenizer_json(text_fixture("tiny_llama3_style.tokenizer.json"));
+  const std::string sentence = "the other people helpful hello world, the cat sat on the mat";
+  const std::vector<int> fixture_ids = tokenizer.encode(sentence);  // fills the cache with the fixture's ids
+  tokenizer = gpt2_tokenizer();
+  CHECK(tokenizer.encode(sentence) == gpt2_tokenizer().encode(sentence));
+  CHECK(tokenizer.encode(sentence) != fixture_ids);
+  CHECK(tokenizer.decode(tokenizer.encode(sentence)) == sentence);
+}
+
 TEST_CASE("round trip: GPT-2's byte alphabet is a bijection of the 256 bytes onto printable characters",
           "[text][round_trip]") {
   std::set<std::string> images;

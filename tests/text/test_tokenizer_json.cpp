@@ -8,7 +8,10 @@
 // parse_special_tokens = true.
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "attnscope/text.hpp"
 #include "support/catch.hpp"
@@ -69,6 +72,39 @@ TEST_CASE("tokenizer.json: both fixtures match @huggingface/tokenizers", "[text]
     CHECK(gpt2_style.encode(c.text, {true}) == c.gpt2_style_ids);
     if (c.text.find("<mask>") == std::string::npos)  // "<mask>" strips the spaces around it
       CHECK(llama3_style.decode(c.llama3_style_ids) == c.text);
+  }
+}
+
+TEST_CASE("tokenizer.json: a Sequence of two Splits and ByteLevel applies each step to every piece",
+          "[text][tokenizer_json][golden]") {
+  // The Llama-3-style fixture with the pre-tokenizer of goldens.mjs's "multi_step" variant: Split on the literal " ",
+  // Split on \p{N}{1,3}, then ByteLevel with GPT-2's regex and add_prefix_space (a space before every piece).
+  nlohmann::json json = attnscope::testing::read_json_value(text_fixture("tiny_llama3_style.tokenizer.json"));
+  json["pre_tokenizer"] = nlohmann::json::parse(R"({"type": "Sequence", "pretokenizers": [
+      {"type": "Split", "pattern": {"String": " "}, "behavior": "Isolated", "invert": false},
+      {"type": "Split", "pattern": {"Regex": "\\p{N}{1,3}"}, "behavior": "Isolated", "invert": false},
+      {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}]})");
+  const std::string path = attnscope::testing::text_scratch_dir("tokenizer_json_multi_step") + "/tokenizer.json";
+  io::write_file(path, json.dump());
+  const auto multi_step = ByteLevelBpeTokenizer::from_tokenizer_json(path);
+  CHECK(multi_step.pre_tokenizer_patterns() ==
+        std::vector<std::string>{"\\Q \\E", "\\p{N}{1,3}", text::gpt2_pre_tokenizer_pattern});
+  const std::vector<std::pair<std::string, std::vector<int>>> cases = {  // @huggingface/tokenizers 0.2.0
+      {"I'M sure THEY'RE the best, it's the cat's",
+       {32, 73, 39, 77, 32, 287, 117, 263, 32, 32, 84, 72, 69, 89, 39, 82, 69, 32, 258, 32, 278, 44, 32, 297, 116, 39, 115,
+        32, 258, 32, 274, 39, 115}},
+      {"1234567 and 1999 or 12", {32, 305, 32, 52, 53, 54, 32, 55, 32, 32, 97, 110, 100, 32, 32, 304, 32, 57, 32, 262, 114, 32, 32, 49, 50}},
+      {"hello\n\n  world\r\n\tthere!!!\n\nthe end  ",
+       {267, 299, 32, 32, 272, 13, 10, 9, 257, 263, 33, 33, 33, 10, 10, 257, 32, 32, 101, 110, 100, 32, 32}},
+      {"zzz zzz zzzz", {32, 122, 122, 122, 32, 32, 122, 122, 122, 32, 32, 122, 122, 122, 122}},
+      {"the other people helpful hello world", {258, 32, 281, 32, 294, 32, 286, 32, 267, 32, 272}},
+      {"café 東京 👋🏽", {273, 97, 102, 195, 169, 32, 32, 230, 157, 177, 228, 186, 172, 32, 32, 240, 159, 145, 139, 240, 159, 143, 189}},
+      {"<|begin_of_text|>the cat  <mask>  sat[custom] on<|end_of_text|>", {308, 258, 32, 274, 310, 288, 311, 32, 282, 309}},
+      {" the cat", {32, 258, 32, 274}},
+  };
+  for (const auto& [input, ids] : cases) {
+    INFO(input);
+    CHECK(multi_step.encode(input, {true}) == ids);
   }
 }
 

@@ -11,9 +11,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace attnscope::text::detail {
@@ -24,19 +24,73 @@ struct BpeMerge {
   int merged_id;
 };
 
-/// The merge table: (left id, right id) -> (rank, merged id), plus the token of each single byte (-1: none).
-struct BpeMergeTable {
-  std::unordered_map<std::uint64_t, BpeMerge> merges;
+/// The merge table: (left id, right id) -> (rank, merged id), an open-addressing hash table (linear probing,
+/// Fibonacci hashing of the packed pair), plus the token of each single byte (-1: none).
+class BpeMergeTable {
+ public:
   std::array<int, 256> byte_token_id{};
+
+  /// Adds a merge unless the pair is already there (a repeated merge keeps its first, lowest rank); true if added.
+  bool insert(int left_id, int right_id, BpeMerge merge) {
+    if (2 * (count_ + 1) > slots_.size()) grow();
+    const std::uint64_t packed = key(left_id, right_id);
+    std::size_t index = slot_of(packed);
+    for (; slots_[index].key != empty_key; index = (index + 1) & (slots_.size() - 1))
+      if (slots_[index].key == packed) return false;
+    slots_[index] = {packed, merge};
+    ++count_;
+    return true;
+  }
+
+  /// The merge of an adjacent pair, or nullptr.
+  const BpeMerge* find(int left_id, int right_id) const {
+    if (slots_.empty()) return nullptr;
+    const std::uint64_t packed = key(left_id, right_id);
+    for (std::size_t index = slot_of(packed);; index = (index + 1) & (slots_.size() - 1)) {
+      if (slots_[index].key == packed) return &slots_[index].merge;
+      if (slots_[index].key == empty_key) return nullptr;
+    }
+  }
+
+  std::size_t size() const { return count_; }
+
+  /// Calls visit(const BpeMerge&) for every merge (in no particular order).
+  template <class Visit>
+  void for_each(Visit&& visit) const {
+    for (const Slot& slot : slots_)
+      if (slot.key != empty_key) visit(slot.merge);
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t key;
+    BpeMerge merge;
+  };
+  static constexpr std::uint64_t empty_key = ~std::uint64_t{0};  // no pair of ids below 2^31 packs to this
 
   static std::uint64_t key(int left_id, int right_id) {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left_id)) << 32) |
            static_cast<std::uint32_t>(right_id);
   }
-  const BpeMerge* find(int left_id, int right_id) const {
-    const auto found = merges.find(key(left_id, right_id));
-    return found == merges.end() ? nullptr : &found->second;
+  std::size_t slot_of(std::uint64_t packed) const {
+    return static_cast<std::size_t>((packed * 0x9E3779B97F4A7C15ULL) >> shift_);
   }
+  void grow() {
+    std::vector<Slot> old(slots_.empty() ? 1024 : 2 * slots_.size(), Slot{empty_key, {0, 0}});
+    old.swap(slots_);
+    shift_ = 64;
+    for (std::size_t size = slots_.size(); size > 1; size >>= 1) --shift_;
+    for (const Slot& slot : old) {
+      if (slot.key == empty_key) continue;
+      std::size_t index = slot_of(slot.key);
+      while (slots_[index].key != empty_key) index = (index + 1) & (slots_.size() - 1);
+      slots_[index] = slot;
+    }
+  }
+
+  std::vector<Slot> slots_;  // power-of-two size, at most half full
+  std::size_t count_ = 0;
+  int shift_ = 64;
 };
 
 /// Reusable buffers of merge_word (one per thread).

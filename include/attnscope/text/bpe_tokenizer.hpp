@@ -6,11 +6,12 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
-#include <memory>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -61,30 +62,80 @@ struct PreTokenizerStage {
 };
 
 /// Cache word -> token ids, shared by the calls of one tokenizer and guarded by a mutex. Copies start empty.
+/// An open-addressing table (linear probing, stored hashes) over two arenas, one for the words' bytes and one for
+/// their ids, so a lookup touches one slot and one arena range instead of a chain of nodes.
 class WordCache {
  public:
-  static constexpr std::size_t max_entries = 1 << 18;  // cleared when full, so memory stays bounded
+  static constexpr std::size_t max_entries = 1 << 18;            // cleared when full, so memory stays bounded
+  static constexpr std::size_t max_arena_bytes = 64 << 20;       // (and when the words' bytes pass 64 MiB)
   WordCache() = default;
   WordCache(const WordCache&) {}
-  WordCache& operator=(const WordCache&) { return *this; }
-
-  /// Appends the cached ids of `word` to `out` and returns true, or returns false when `word` is not cached.
-  bool append(const std::string& word, std::vector<int>& out) const {
+  /// The cached ids belong to the old tokenizer: assignment empties the cache.
+  WordCache& operator=(const WordCache&) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto found = entries_.find(word);
-    if (found == entries_.end()) return false;
-    out.insert(out.end(), found->second.begin(), found->second.end());
-    return true;
+    clear();
+    return *this;
   }
-  void insert(const std::string& word, const int* ids, std::size_t count) const {
+
+  /// Appends the cached ids of `word` (non-empty) to `out` and returns true, or returns false when it is not cached.
+  bool append(std::string_view word, std::size_t hash, std::vector<int>& out) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (entries_.size() >= max_entries) entries_.clear();
-    entries_.emplace(word, std::vector<int>(ids, ids + count));
+    if (slots_.empty()) return false;
+    for (std::size_t index = hash & (slots_.size() - 1);; index = (index + 1) & (slots_.size() - 1)) {
+      const Slot& slot = slots_[index];
+      if (slot.id_count == 0) return false;
+      if (slot.hash == hash && slot.word_length == word.size() &&
+          std::string_view(words_).substr(slot.word_offset, slot.word_length) == word) {
+        out.insert(out.end(), ids_.begin() + static_cast<std::ptrdiff_t>(slot.id_offset),
+                   ids_.begin() + static_cast<std::ptrdiff_t>(slot.id_offset + slot.id_count));
+        return true;
+      }
+    }
+  }
+
+  /// Caches the ids of `word` (count > 0); a word already cached keeps its first entry.
+  void insert(std::string_view word, std::size_t hash, const int* ids, std::size_t count) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (entries_ >= max_entries || words_.size() + word.size() > max_arena_bytes) clear();
+    if (slots_.empty()) slots_.resize(1024);
+    if (2 * (entries_ + 1) > slots_.size()) grow();
+    std::size_t index = hash & (slots_.size() - 1);
+    for (; slots_[index].id_count != 0; index = (index + 1) & (slots_.size() - 1))
+      if (slots_[index].hash == hash && std::string_view(words_).substr(slots_[index].word_offset, slots_[index].word_length) == word)
+        return;
+    slots_[index] = {hash, words_.size(), word.size(), ids_.size(), count};
+    words_.append(word.data(), word.size());
+    ids_.insert(ids_.end(), ids, ids + count);
+    ++entries_;
   }
 
  private:
+  struct Slot {
+    std::size_t hash;
+    std::size_t word_offset, word_length;
+    std::size_t id_offset, id_count;  // id_count 0 marks an empty slot (a cached word has at least one token)
+  };
+  void clear() const {
+    slots_.clear();
+    words_.clear();
+    ids_.clear();
+    entries_ = 0;
+  }
+  void grow() const {
+    std::vector<Slot> old(2 * slots_.size());
+    old.swap(slots_);
+    for (const Slot& slot : old) {
+      if (slot.id_count == 0) continue;
+      std::size_t index = slot.hash & (slots_.size() - 1);
+      while (slots_[index].id_count != 0) index = (index + 1) & (slots_.size() - 1);
+      slots_[index] = slot;
+    }
+  }
   mutable std::mutex mutex_;
-  mutable std::unordered_map<std::string, std::vector<int>> entries_;
+  mutable std::vector<Slot> slots_;  // power-of-two size, at most half full
+  mutable std::string words_;
+  mutable std::vector<int> ids_;
+  mutable std::size_t entries_ = 0;
 };
 
 /// Parses a JSON file; io_error naming the file and the byte position for malformed JSON.
@@ -119,7 +170,7 @@ class ByteLevelBpeTokenizer {
     tokenizer.set_vocabulary(detail::read_json_file(vocab_json_path, function), vocab_json_path, function);
     const std::vector<unsigned char> bytes = io::read_file(merges_txt_path);
     const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    std::vector<std::pair<std::string, std::string>> merges;
+    std::vector<MergeEntry> merges;
     std::size_t line_start = 0, line_number = 0;
     while (line_start < text.size()) {
       std::size_t line_end = text.find('\n', line_start);
@@ -135,9 +186,9 @@ class ByteLevelBpeTokenizer {
         attnscope::detail::throw_io_error(function, merges_txt_path, "line ", line_number,
                                           ": expected two tokens separated by one space, found ",
                                           detail::quoted_excerpt(line));
-      merges.emplace_back(std::string(line.substr(0, space)), std::string(line.substr(space + 1)));
+      merges.push_back({std::string(line.substr(0, space)), std::string(line.substr(space + 1)), line_number});
     }
-    tokenizer.set_merges(merges, merges_txt_path, function, "line ");
+    tokenizer.set_merges(merges, merges_txt_path, function, MergeSource::text_lines);
     tokenizer.add_unmerged_special_tokens();
     tokenizer.stages_.push_back({false, Regex(gpt2_pre_tokenizer_pattern)});
     return tokenizer;
@@ -280,6 +331,13 @@ class ByteLevelBpeTokenizer {
 
   ByteLevelBpeTokenizer() = default;
 
+  // One merge and its position in the file: the line number of merges.txt or the index in tokenizer.json's array.
+  struct MergeEntry {
+    std::string left, right;
+    std::size_t position;
+  };
+  enum class MergeSource { text_lines, json_array };
+
   static bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
   static std::string hex_byte(char c) {
     const char* digits = "0123456789ABCDEF";
@@ -321,18 +379,19 @@ class ByteLevelBpeTokenizer {
       state.ids.push_back(merges_.byte_token_id[static_cast<unsigned char>(piece[0])]);
       return;
     }
-    state.word.assign(piece.data(), piece.size());
     if (ignore_merges_) {  // tokenizer.json "ignore_merges": a piece that is a whole token is that token
+      state.word.assign(piece.data(), piece.size());
       const auto found = id_of_bytes_.find(state.word);
       if (found != id_of_bytes_.end()) {
         state.ids.push_back(found->second);
         return;
       }
     }
-    if (cache_.append(state.word, state.ids)) return;
+    const std::size_t hash = std::hash<std::string_view>{}(piece);
+    if (cache_.append(piece, hash, state.ids)) return;
     const std::size_t first = state.ids.size();
     detail::merge_word(merges_, piece, state.ids, state.merge_scratch);
-    cache_.insert(state.word, state.ids.data() + first, state.ids.size() - first);
+    cache_.insert(piece, hash, state.ids.data() + first, state.ids.size() - first);
   }
 
   // Fills the id tables from a JSON object token string -> id.
@@ -381,15 +440,16 @@ class ByteLevelBpeTokenizer {
     present_.resize(static_cast<std::size_t>(size), 0);
   }
 
-  // Builds the merge table; `where` names the position in errors ("line " for merges.txt, "merges[" for JSON).
-  void set_merges(const std::vector<std::pair<std::string, std::string>>& merges, const std::string& file,
-                  const char* function, const char* where) {
+  // Builds the merge table (rank = index in `merges`); errors name each merge's position in its file.
+  void set_merges(const std::vector<MergeEntry>& merges, const std::string& file, const char* function,
+                  MergeSource source) {
     const auto locate = [&](std::size_t index) {
-      return std::string(where) + std::to_string(where[0] == 'l' ? index + 1 : index) + (where[0] == 'l' ? "" : "]");
+      const std::string position = std::to_string(merges[index].position);
+      return source == MergeSource::text_lines ? "line " + position : "merges[" + position + "]";
     };
-    merges_.merges.reserve(merges.size());
     for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-      const auto& [left, right] = merges[rank];
+      const std::string& left = merges[rank].left;
+      const std::string& right = merges[rank].right;
       const auto id_of = [&](const std::string& token) {
         const auto found = id_of_token_string_.find(token);
         if (found == id_of_token_string_.end())
@@ -399,15 +459,14 @@ class ByteLevelBpeTokenizer {
         return found->second;
       };
       const int left_id = id_of(left), right_id = id_of(right), merged_id = id_of(left + right);
-      // A repeated merge keeps its first (lowest) rank.
-      merges_.merges.emplace(detail::BpeMergeTable::key(left_id, right_id), detail::BpeMerge{static_cast<int>(rank), merged_id});
+      merges_.insert(left_id, right_id, detail::BpeMerge{static_cast<int>(rank), merged_id});  // a repeat keeps its first rank
     }
   }
 
   // vocab.json + merges.txt: "<|...|>" vocabulary tokens that no merge forms are added tokens.
   void add_unmerged_special_tokens() {
     std::vector<char> formed(token_bytes_.size(), 0);
-    for (const auto& entry : merges_.merges) formed[static_cast<std::size_t>(entry.second.merged_id)] = 1;
+    merges_.for_each([&](const detail::BpeMerge& merge) { formed[static_cast<std::size_t>(merge.merged_id)] = 1; });
     for (std::size_t id = 0; id < token_strings_.size(); ++id) {
       const std::string& token = token_strings_[id];
       if (present_[id] && !formed[id] && token.size() > 4 && token.compare(0, 2, "<|") == 0 &&
@@ -526,7 +585,7 @@ class ByteLevelBpeTokenizer {
     set_vocabulary(*vocab, file, function);
     const auto merges = model.find("merges");
     if (merges == model.end() || !merges->is_array()) corrupt("the model has no \"merges\" array");
-    std::vector<std::pair<std::string, std::string>> merge_pairs;
+    std::vector<MergeEntry> merge_pairs;
     merge_pairs.reserve(merges->size());
     for (std::size_t i = 0; i < merges->size(); ++i) {
       const nlohmann::json& merge = (*merges)[i];
@@ -536,15 +595,15 @@ class ByteLevelBpeTokenizer {
         if (space == std::string::npos || space == 0 || space + 1 == text.size() || text.find(' ', space + 1) != std::string::npos)
           corrupt("merges[" + std::to_string(i) + "]: expected two tokens separated by one space, found " +
                   detail::quoted_excerpt(text));
-        merge_pairs.emplace_back(text.substr(0, space), text.substr(space + 1));
+        merge_pairs.push_back({text.substr(0, space), text.substr(space + 1), i});
       } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {  // [left, right]
-        merge_pairs.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
+        merge_pairs.push_back({merge[0].get<std::string>(), merge[1].get<std::string>(), i});
       } else {
         corrupt("merges[" + std::to_string(i) + "] is neither \"left right\" nor [left, right]: " +
                 detail::quoted_excerpt(merge.dump()));
       }
     }
-    set_merges(merge_pairs, file, function, "merges[");
+    set_merges(merge_pairs, file, function, MergeSource::json_array);
     if (ignore_merges_) {
       id_of_bytes_.reserve(token_bytes_.size());
       for (std::size_t id = 0; id < token_bytes_.size(); ++id)
