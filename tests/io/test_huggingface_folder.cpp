@@ -1,15 +1,21 @@
 // Tests of io::HuggingFaceFolder: single-file and sharded folders written with the safetensors writer read back
 // exactly, F16/BF16 weights against known values, name prefixes, and every error class (missing or malformed
-// config.json / index, missing or truncated shard, tensor absent from its shard, wrong dtype, shape mismatch).
+// config.json / index, missing or truncated shard, tensor absent from its shard, wrong dtype, shape mismatch);
+// then the committed fixtures of tests/fixtures/hf (written by an independent Python script): their weights as
+// the configuration describes them, the embedding rows as Python converted them, and the broken folders.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "attnscope/core/random.hpp"
 #include "attnscope/io/huggingface.hpp"
 #include "attnscope/io/safetensors.hpp"
+#include "fixtures/hf_reference.hpp"
 #include "support/catch.hpp"
 #include "support/errors.hpp"
 
@@ -206,4 +212,147 @@ TEST_CASE("HuggingFaceFolder: every error names the file and the tensor", "[io][
                Contains("shape [3] but [1, 3] was expected"));
     std::filesystem::remove_all(sharded.folder);
   }
+}
+
+namespace {
+
+/// The tensor names and shapes a Llama/Qwen2 configuration implies (with the `model.` prefix).
+std::map<std::string, std::vector<std::int64_t>> hf_llama_family_shapes(const nlohmann::json& config, bool biases) {
+  const std::int64_t hidden = config.at("hidden_size"), inner = config.at("intermediate_size");
+  const std::int64_t heads = config.at("num_attention_heads"), kv_heads = config.at("num_key_value_heads");
+  const std::int64_t head_dim = hidden / heads, vocab = config.at("vocab_size");
+  std::map<std::string, std::vector<std::int64_t>> shapes = {{"model.embed_tokens.weight", {vocab, hidden}},
+                                                             {"model.norm.weight", {hidden}}};
+  if (!config.at("tie_word_embeddings").get<bool>()) shapes["lm_head.weight"] = {vocab, hidden};
+  for (int layer = 0; layer < config.at("num_hidden_layers").get<int>(); ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    shapes[p + "input_layernorm.weight"] = {hidden};
+    shapes[p + "post_attention_layernorm.weight"] = {hidden};
+    shapes[p + "self_attn.q_proj.weight"] = {heads * head_dim, hidden};
+    shapes[p + "self_attn.k_proj.weight"] = {kv_heads * head_dim, hidden};
+    shapes[p + "self_attn.v_proj.weight"] = {kv_heads * head_dim, hidden};
+    shapes[p + "self_attn.o_proj.weight"] = {hidden, heads * head_dim};
+    if (biases) {
+      shapes[p + "self_attn.q_proj.bias"] = {heads * head_dim};
+      shapes[p + "self_attn.k_proj.bias"] = {kv_heads * head_dim};
+      shapes[p + "self_attn.v_proj.bias"] = {kv_heads * head_dim};
+    }
+    shapes[p + "mlp.gate_proj.weight"] = {inner, hidden};
+    shapes[p + "mlp.up_proj.weight"] = {inner, hidden};
+    shapes[p + "mlp.down_proj.weight"] = {hidden, inner};
+  }
+  return shapes;
+}
+
+/// The tensor names and shapes a GPT-2 configuration implies, buffers included.
+std::map<std::string, std::vector<std::int64_t>> hf_gpt2_shapes(const nlohmann::json& config) {
+  const std::int64_t d = config.at("n_embd"), positions = config.at("n_positions"), vocab = config.at("vocab_size");
+  std::map<std::string, std::vector<std::int64_t>> shapes = {{"transformer.wte.weight", {vocab, d}},
+                                                             {"transformer.wpe.weight", {positions, d}},
+                                                             {"transformer.ln_f.weight", {d}},
+                                                             {"transformer.ln_f.bias", {d}}};
+  for (int layer = 0; layer < config.at("n_layer").get<int>(); ++layer) {
+    const std::string p = "transformer.h." + std::to_string(layer) + ".";
+    for (const char* norm : {"ln_1.", "ln_2."}) shapes[p + norm + "weight"] = shapes[p + norm + "bias"] = {d};
+    shapes[p + "attn.c_attn.weight"] = {d, 3 * d};  // Conv1D: [in, out]
+    shapes[p + "attn.c_attn.bias"] = {3 * d};
+    shapes[p + "attn.c_proj.weight"] = {d, d};
+    shapes[p + "attn.c_proj.bias"] = {d};
+    shapes[p + "mlp.c_fc.weight"] = {d, 4 * d};
+    shapes[p + "mlp.c_fc.bias"] = {4 * d};
+    shapes[p + "mlp.c_proj.weight"] = {4 * d, d};
+    shapes[p + "mlp.c_proj.bias"] = {d};
+    shapes[p + "attn.bias"] = {1, 1, positions, positions};
+    shapes[p + "attn.masked_bias"] = {};
+  }
+  return shapes;
+}
+
+}  // namespace
+
+TEST_CASE("HuggingFaceFolder: the committed fixtures hold what their configuration describes", "[io][huggingface]") {
+  struct Case {
+    const char* name;
+    io::DType dtype;
+    std::size_t shard_count;
+  };
+  for (const Case& fixture : {Case{"gpt2", io::DType::float32, 1}, Case{"llama", io::DType::bfloat16, 2},
+                              Case{"qwen2", io::DType::float16, 1}}) {
+    INFO(fixture.name);
+    const io::HuggingFaceFolder model(attnscope_test::hf_fixture_folder(fixture.name));
+    const nlohmann::json& config = model.config();
+    CHECK(config.at("model_type") == fixture.name);
+    const auto shapes = std::string(fixture.name) == "gpt2"
+                            ? hf_gpt2_shapes(config)
+                            : hf_llama_family_shapes(config, std::string(fixture.name) == "qwen2");
+    std::vector<std::string> expected_names;
+    for (const auto& entry : shapes) expected_names.push_back(entry.first);
+    CHECK(model.tensor_names() == expected_names);
+    std::map<std::string, int> files;
+    for (const auto& [name, shape] : shapes) {
+      const io::HuggingFaceTensor& stored = model.tensor(name);
+      CHECK(stored.shape == shape);
+      if (name.find("attn.bias") == std::string::npos && name.find("masked_bias") == std::string::npos)
+        CHECK(stored.dtype == fixture.dtype);
+      ++files[stored.file];
+    }
+    CHECK(files.size() == fixture.shard_count);
+    // The embedding rows converted to float32 here equal Python's float64 conversion of the stored values.
+    const attnscope_test::HfReference reference = attnscope_test::read_hf_reference(fixture.name);
+    const std::string embedding = std::string(fixture.name) == "gpt2" ? "wte.weight" : "embed_tokens.weight";
+    const Index vocab = config.at("vocab_size"), hidden = reference.embedding_rows.cols();
+    const RowMatrix<float> table = model.matrix_float32(embedding, vocab, hidden);
+    CHECK(table.topRows(2).cast<double>() == reference.embedding_rows);
+    // The reference itself: tokens in the vocabulary, logits [L, vocab], causal attention rows summing to 1.
+    const Index length = static_cast<Index>(reference.tokens.size());
+    CHECK(length == 35);
+    for (std::int64_t token : reference.tokens) CHECK((token >= 0 && token < vocab));
+    CHECK(reference.logits.rows() == length);
+    CHECK(reference.logits.cols() == vocab);
+    CHECK(reference.attention.size() == 2);
+    for (const auto& layer : reference.attention) {
+      CHECK(layer.size() == 4);
+      for (const RowMatrix<double>& head : layer) {
+        CHECK(head.rows() == length);
+        CHECK(head.cols() == length);
+        CHECK((head.rowwise().sum().array() - 1.0).abs().maxCoeff() < 1e-12);
+        CHECK(head.triangularView<Eigen::StrictlyUpper>().toDenseMatrix().cwiseAbs().maxCoeff() == 0.0);
+      }
+    }
+    CHECK(attnscope_test::hf_logits_error(reference.logits, reference.logits) == 0.0);
+    RowMatrix<double> perturbed = reference.logits;
+    perturbed(3, 7) += 2e-4 * reference.logits.row(3).cwiseAbs().maxCoeff();
+    CHECK(attnscope_test::hf_logits_error(perturbed, reference.logits) > attnscope_test::hf_logits_relative_tolerance);
+    perturbed(3, 7) = std::nan("");
+    CHECK(attnscope_test::hf_logits_error(perturbed, reference.logits) == std::numeric_limits<double>::infinity());
+  }
+}
+
+TEST_CASE("HuggingFaceFolder: the committed broken folders give io_errors naming file and tensor",
+          "[io][huggingface][errors]") {
+  using attnscope_test::hf_fixture_folder;
+  auto open_error = [](const std::string& name) {
+    return error_message<io_error>([&] { io::HuggingFaceFolder{hf_fixture_folder(name)}; });
+  };
+  const std::string shard2 = "model-00002-of-00002.safetensors";
+  CHECK_THAT(open_error("bad/missing_config"), Contains("config.json: missing"));
+  CHECK_THAT(open_error("bad/malformed_config"), Contains("config.json: malformed JSON"));
+  CHECK_THAT(open_error("bad/missing_shard"), Contains(shard2) && Contains("is missing") && Contains("tensor '"));
+  CHECK_THAT(open_error("bad/truncated_shard"),
+             Contains(shard2) && Contains("tensor 'lm_head.weight'") && Contains("truncated file?"));
+  CHECK_THAT(open_error("bad/tensor_absent_from_shard"),
+             Contains("model-00001-of-00002.safetensors") && Contains("tensor 'model.norm.weight' is listed"));
+  for (const char* well_formed : {"bad/wrong_dtype", "bad/shape_mismatch", "bad/unknown_model_type", "bad/missing_tensor"})
+    CHECK(open_error(well_formed).empty());
+  const io::HuggingFaceFolder wrong_dtype(hf_fixture_folder("bad/wrong_dtype"));
+  CHECK_THAT(error_message<io_error>([&] { wrong_dtype.matrix_float32("layers.0.self_attn.q_proj.weight", 8, 8); }),
+             Contains("model-00002-of-00002.safetensors") && Contains("q_proj.weight' has dtype int32"));
+  const io::HuggingFaceFolder shape_mismatch(hf_fixture_folder("bad/shape_mismatch"));
+  CHECK_THAT(error_message<io_error>([&] { shape_mismatch.matrix_float32("layers.0.self_attn.q_proj.weight", 8, 8); }),
+             Contains("q_proj.weight' has shape [8, 6] but [8, 8] was expected"));
+  CHECK(io::HuggingFaceFolder(hf_fixture_folder("bad/unknown_model_type")).config().at("model_type") == "mamba");
+  const io::HuggingFaceFolder missing_tensor(hf_fixture_folder("bad/missing_tensor"));
+  CHECK_FALSE(missing_tensor.has_tensor("layers.0.mlp.up_proj.weight"));
+  CHECK_THAT(error_message<io_error>([&] { missing_tensor.tensor("layers.0.mlp.up_proj.weight"); }),
+             Contains("bad/missing_tensor") && Contains("no tensor 'layers.0.mlp.up_proj.weight'"));
 }
