@@ -1,4 +1,4 @@
-// Tests of the `attnscope` command (tools/attnscope.cpp), run as a process: --help, usage and runtime errors
+// Tests of the `attnscope` command (tools/attnscope.cpp and tools/command_*.cpp), run as a process: --help, usage and runtime errors
 // (non-zero exit, message on stderr), capture → report round trips against the library, and normalize.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -108,7 +108,13 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
       {"capture --checkpoint " + ckpt + " --out " + out + " --bogus 1", "unknown option --bogus", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1,600", "token 600 at position 1", 1},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1,x", "--tokens: expected an integer", 2},
-      {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --tokens-file f", "either --tokens", 2},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --tokens-file f", "only one of --tokens", 2},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --text hello", "need a model folder with a tokenizer", 2},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --special-tokens", "--special-tokens applies",
+       2},
+      {"capture --checkpoint " + ckpt + " --model " + ckpt + " --out " + out, "either --model or --checkpoint", 2},
+      {"capture --model " + ckpt + " --out " + out, "--model expects a Hugging Face model folder", 2},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --max-tokens 0", "--max-tokens", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --generate -4", "--generate: expected an integer", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --generate 600", "exceeds seq_len 512", 1},
       {"capture --checkpoint " + ckpt + " --out " + out + " --map ssmax:-1", "s must be finite and > 0", 1},
@@ -117,7 +123,8 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
        "war_and_peace.txt", 1},
       {"report", "expected exactly one INPUT", 2},
       {"report /nonexistent.npz", "/nonexistent.npz", 1},
-      {"report x.npz --generate 3", "apply to a checkpoint INPUT only", 2},
+      {"report x.npz --generate 3", "apply to a model INPUT only", 2},
+      {"report x.npz --model " + ckpt, "without INPUT", 2},
       {"normalize --map softmax", "expected exactly one input", 2},
       {"normalize --map nope in.npy -o out.npy", "unknown normalization map 'nope'", 1},
       {"normalize --map softmax /nonexistent.npy -o out.npy", "/nonexistent.npy", 1},
