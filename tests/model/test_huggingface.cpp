@@ -6,10 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attnscope/core/random.hpp"
 #include "attnscope/io/safetensors.hpp"
@@ -28,12 +27,12 @@ using attnscope::model::ForwardOptions;
 using attnscope::model::ForwardResult;
 using attnscope::model::Transformer;
 using attnscope::testing::capture_everything;
-using attnscope::testing::hf_fixture_dir;
 using attnscope::testing::hf_fixture_model;
 using attnscope::testing::max_abs_difference;
 using attnscope::testing::random_token_sequence;
 using attnscope::testing::war_and_peace_model;
 using attnscope_test::error_message;
+using attnscope_test::hf_fixture_folder;
 
 // The greedy argmax of every row of the logits equals the next generated token.
 void check_generation_matches_forward(const Transformer& model, const std::vector<int>& prefix, int steps,
@@ -53,32 +52,30 @@ TEST_CASE("HF fixtures agree with an independent PyTorch forward: logits and eve
   for (const std::string name : {"gpt2", "llama", "qwen2"}) {
     INFO("fixture " << name);
     const Transformer& model = hf_fixture_model(name);
-    const auto reference = attnscope::testing::read_hf_reference(hf_fixture_dir(name));
+    const auto reference = attnscope_test::read_hf_reference(name);
+    const std::vector<int> tokens(reference.tokens.begin(), reference.tokens.end());
     ForwardOptions options;
     options.capture.attention = true;
-    const ForwardResult result = model.forward(reference.tokens, options);
-    REQUIRE(result.logits.rows() == reference.logits.rows());
-    REQUIRE(result.logits.cols() == reference.logits.cols());
-    // Logits: each row to 1e-4 of the row's largest |logit| (float32 against float64).
-    double worst_logit = 0;
-    for (long p = 0; p < reference.logits.rows(); ++p) {
-      const double scale = reference.logits.row(p).cwiseAbs().maxCoeff();
-      const double error = (result.logits.row(p).cast<double>() - reference.logits.row(p)).cwiseAbs().maxCoeff();
-      worst_logit = std::max(worst_logit, error / scale);
-    }
-    CHECK(worst_logit <= 1e-4);
-    // Attention: every layer and head to 1e-5 absolute.
+    const ForwardResult result = model.forward(tokens, options);
+    // Logits: each row to 1e-4 of the row's largest |logit|; every layer's attention to 1e-5 absolute.
+    CHECK(attnscope_test::hf_logits_error(result.logits, reference.logits) <=
+          attnscope_test::hf_logits_relative_tolerance);
     REQUIRE(reference.attention.size() == std::size_t(model.config().n_layers));
     double worst_attention = 0;
     for (std::size_t layer = 0; layer < reference.attention.size(); ++layer) {
       REQUIRE(reference.attention[layer].size() == std::size_t(model.config().n_heads));
       for (std::size_t head = 0; head < reference.attention[layer].size(); ++head)
-        worst_attention = std::max(worst_attention, (result.layers[layer].attention[head].cast<double>() -
-                                                     reference.attention[layer][head]).cwiseAbs().maxCoeff());
+        worst_attention = std::max(
+            worst_attention,
+            attnscope_test::hf_attention_error(result.layers[layer].attention[head], reference.attention[layer][head]));
     }
-    CHECK(worst_attention <= 1e-5);
+    CHECK(worst_attention <= attnscope_test::hf_attention_tolerance);
+    // The first embedding rows as stored (BF16/F16 widened exactly).
+    CHECK(
+        (model.weights().token_embedding.topRows(2).cast<double>() - reference.embedding_rows).cwiseAbs().maxCoeff() ==
+        0);
     // load_model dispatches a directory to the Hugging Face reader.
-    CHECK(attnscope::model::load_model(hf_fixture_dir(name)).forward(reference.tokens).logits == result.logits);
+    CHECK(attnscope::model::load_model(hf_fixture_folder(name)).forward(tokens).logits == result.logits);
   }
 }
 
@@ -88,7 +85,7 @@ TEST_CASE("HF config.json fields map to the shared TransformerConfig") {
   using attnscope::model::PositionEncoding;
   for (const std::string name : {"gpt2", "llama", "qwen2"}) {
     INFO("fixture " << name);
-    const auto json = attnscope::testing::read_json_file(hf_fixture_dir(name) + "/config.json");
+    const auto json = attnscope::testing::read_json_file(hf_fixture_folder(name) + "/config.json");
     const auto& c = hf_fixture_model(name).config();
     CHECK(c.architecture == name);
     CHECK(c.vocab_size == json.at("vocab_size").get<int>());
@@ -165,7 +162,8 @@ TEST_CASE("HF architectures: captures are consistent (scores, rows summing to 1,
         const auto& q = layer.q[std::size_t(head)];
         const auto& k = layer.k[std::size_t(head)];
         const auto& attention = layer.attention[std::size_t(head)];
-        CHECK((q.rows() == length && q.cols() == head_size && attention.rows() == length && attention.cols() == length));
+        CHECK(
+            (q.rows() == length && q.cols() == head_size && attention.rows() == length && attention.cols() == length));
         CHECK(k == layer.k[std::size_t(head / group * group)]);  // query heads of one kv group share k and v
         CHECK(layer.v[std::size_t(head)] == layer.v[std::size_t(head / group * group)]);
         const RowMatrix<float> expected_scores = (q * k.transpose()) / std::sqrt(float(head_size));
@@ -173,8 +171,8 @@ TEST_CASE("HF architectures: captures are consistent (scores, rows summing to 1,
         bool future_zero = true;
         for (long i = 0; i < length; ++i) {
           for (long j = 0; j <= i; ++j)
-            worst_score = std::max(worst_score, double(std::abs(layer.scores[std::size_t(head)](i, j) -
-                                                                expected_scores(i, j))));
+            worst_score =
+                std::max(worst_score, double(std::abs(layer.scores[std::size_t(head)](i, j) - expected_scores(i, j))));
           for (long j = i + 1; j < length; ++j) future_zero = future_zero && attention(i, j) == 0.0f;
           worst_sum = std::max(worst_sum, std::abs(double(attention.row(i).sum()) - 1.0));
         }
@@ -190,8 +188,9 @@ TEST_CASE("HF architectures: captures are consistent (scores, rows summing to 1,
   const Transformer& gpt2 = hf_fixture_model("gpt2");
   const ForwardResult result = gpt2.forward({5, 9, 200}, capture_everything());
   for (long p = 0; p < 3; ++p)
-    CHECK(result.hidden_states[0].row(p) == gpt2.weights().token_embedding.row(std::vector<int>{5, 9, 200}[std::size_t(p)]) +
-                                                 gpt2.weights().position_embedding.row(p));
+    CHECK(result.hidden_states[0].row(p) ==
+          gpt2.weights().token_embedding.row(std::vector<int>{5, 9, 200}[std::size_t(p)]) +
+              gpt2.weights().position_embedding.row(p));
 }
 
 TEST_CASE("HF architectures: causal, ablation acts downstream only, maps, generation equals forward") {
@@ -210,7 +209,8 @@ TEST_CASE("HF architectures: causal, ablation acts downstream only, maps, genera
     ablate.ablated_heads = {{layer, head}};
     const ForwardResult ablated = model.forward(tokens, ablate);
     for (int l = 0; l <= layer; ++l) CHECK(ablated.hidden_states[std::size_t(l)] == base.hidden_states[std::size_t(l)]);
-    CHECK(max_abs_difference(ablated.hidden_states[std::size_t(layer) + 1], base.hidden_states[std::size_t(layer) + 1]) > 1e-6);
+    CHECK(max_abs_difference(ablated.hidden_states[std::size_t(layer) + 1],
+                             base.hidden_states[std::size_t(layer) + 1]) > 1e-6);
     CHECK(ablated.layers[std::size_t(layer)].head_output[std::size_t(head)].isZero(0));
     CHECK(ablated.layers[std::size_t(layer)].attention[std::size_t(head)] ==
           base.layers[std::size_t(layer)].attention[std::size_t(head)]);
@@ -259,8 +259,10 @@ TEST_CASE("Mistral: the sliding window is a causal band; a window covering the s
         double outside = 0, sum = 0, worst = 0, normalizer = 0;
         for (long j = 0; j < 30; ++j) {
           const bool in_band = j <= i && j > i - 5;
-          if (!in_band) outside += std::abs(attention(i, j));
-          else normalizer += std::exp(double(scores(i, j)));
+          if (!in_band)
+            outside += std::abs(attention(i, j));
+          else
+            normalizer += std::exp(double(scores(i, j)));
           sum += attention(i, j);
         }
         for (long j = std::max(0L, i - 4); j <= i; ++j)
@@ -296,20 +298,30 @@ TEST_CASE("bad HF folders: unknown model_type, unsupported features, missing ten
   CHECK_THROWS_AS(attnscope::model::load_huggingface_model(unknown), attnscope::io_error);
   CHECK_THAT(error_message<attnscope::io_error>([&] { attnscope::model::load_model(unknown); }),
              Contains("model_type 'bert' is not supported") && Contains(unknown + "/config.json"));
-  CHECK_THAT(error_message<attnscope::io_error>([&] { attnscope::model::load_huggingface_model(
-                 broken_config("rope_scaling", "rope_scaling", {{"type", "linear"}, {"factor", 2.0}})); }),
+  CHECK_THAT(error_message<attnscope::io_error>([&] {
+               attnscope::model::load_huggingface_model(
+                   broken_config("rope_scaling", "rope_scaling", {{"type", "linear"}, {"factor", 2.0}}));
+             }),
              Contains("rope_scaling") && Contains("not supported"));
-  CHECK_THAT(error_message<attnscope::io_error>([&] { attnscope::model::load_huggingface_model(broken_config("activation", "hidden_act", "gelu")); }),
+  CHECK_THAT(error_message<attnscope::io_error>(
+                 [&] { attnscope::model::load_huggingface_model(broken_config("activation", "hidden_act", "gelu")); }),
              Contains("hidden_act 'gelu'"));
-  CHECK_THAT(error_message<attnscope::io_error>([&] { attnscope::model::load_huggingface_model(broken_config("kv_heads", "num_key_value_heads", 3)); }),
+  CHECK_THAT(error_message<attnscope::io_error>([&] {
+               attnscope::model::load_huggingface_model(broken_config("kv_heads", "num_key_value_heads", 3));
+             }),
              Contains("num_key_value_heads = 3"));
-  CHECK_THAT(error_message<attnscope::io_error>([&] { attnscope::model::load_huggingface_model(broken_config("no_layers", "num_hidden_layers", nullptr)); }),
+  CHECK_THAT(error_message<attnscope::io_error>([&] {
+               attnscope::model::load_huggingface_model(broken_config("no_layers", "num_hidden_layers", nullptr));
+             }),
              Contains("num_hidden_layers"));
   // More layers in config.json than tensors in the file: the first absent tensor is named.
-  CHECK_THAT(error_message<attnscope::io_error>([&] { attnscope::model::load_huggingface_model(broken_config("more_layers", "num_hidden_layers", 3)); }),
+  CHECK_THAT(error_message<attnscope::io_error>([&] {
+               attnscope::model::load_huggingface_model(broken_config("more_layers", "num_hidden_layers", 3));
+             }),
              Contains("missing tensor 'layers.2.input_layernorm.weight'"));
   // A wider hidden_size than the tensors: a shape mismatch naming the tensor.
-  CHECK_THAT(error_message<attnscope::io_error>([&] { attnscope::model::load_huggingface_model(broken_config("wider", "intermediate_size", 100)); }),
+  CHECK_THAT(error_message<attnscope::io_error>(
+                 [&] { attnscope::model::load_huggingface_model(broken_config("wider", "intermediate_size", 100)); }),
              Contains("layers.0.mlp.gate_proj.weight"));
 
   // Tensors removed from / reshaped in the safetensors file.
@@ -330,7 +342,8 @@ TEST_CASE("bad HF folders: unknown model_type, unsupported features, missing ten
         shape[0] -= 1;
         std::uint64_t count = 1;
         for (auto size : shape) count *= std::uint64_t(size);
-        kept.emplace_back(name, attnscope::io::Array::from_vector(std::vector<float>(values.begin(), values.begin() + long(count)), shape));
+        kept.emplace_back(name, attnscope::io::Array::from_vector(
+                                    std::vector<float>(values.begin(), values.begin() + long(count)), shape));
       }
     }
     REQUIRE(found);
@@ -345,9 +358,23 @@ TEST_CASE("bad HF folders: unknown model_type, unsupported features, missing ten
   CHECK_THROWS_AS(attnscope::model::load_huggingface_model(reshaped), attnscope::io_error);
   CHECK_THAT(error_message<attnscope::io_error>([&] { attnscope::model::load_huggingface_model(reshaped); }),
              Contains(reshaped) && Contains("layers.0.mlp.down_proj.weight"));
+  // The broken folders shipped with the fixtures (tests/fixtures/hf/bad/README.md).
+  const auto bad_message = [](const std::string& case_name) {
+    return error_message<attnscope::io_error>(
+        [&] { attnscope::model::load_model(hf_fixture_folder("bad/" + case_name)); });
+  };
+  CHECK_THAT(bad_message("unknown_model_type"), Contains("model_type 'mamba' is not supported"));
+  CHECK_THAT(bad_message("missing_tensor"), Contains("layers.0.mlp.up_proj.weight"));
+  CHECK_THAT(bad_message("shape_mismatch"), Contains("layers.0.self_attn.q_proj.weight"));
+  CHECK_THAT(bad_message("wrong_dtype"), Contains("layers.0.self_attn.q_proj.weight"));
+  for (const std::string case_name :
+       {"missing_config", "malformed_config", "missing_shard", "truncated_shard", "tensor_absent_from_shard"}) {
+    INFO(case_name);
+    CHECK_THAT(bad_message(case_name), Contains(hf_fixture_folder("bad/" + case_name)));
+  }
   // Not a folder and not a checkpoint.
-  CHECK_THROWS_AS(attnscope::model::load_model(hf_fixture_dir("qwen2") + "/no_such_file.bin"), attnscope::io_error);
-  CHECK_THROWS_AS(attnscope::model::load_huggingface_model(hf_fixture_dir("no_such_fixture")), attnscope::io_error);
+  CHECK_THROWS_AS(attnscope::model::load_model(hf_fixture_folder("qwen2") + "/no_such_file.bin"), attnscope::io_error);
+  CHECK_THROWS_AS(attnscope::model::load_huggingface_model(hf_fixture_folder("no_such_fixture")), attnscope::io_error);
 }
 
 TEST_CASE("Transformer rejects weights that disagree with the config, naming the tensor") {

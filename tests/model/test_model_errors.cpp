@@ -1,5 +1,6 @@
 // Failure modes of the model module: every bad input gives attnscope::invalid_argument naming the function
-// and the value; and the layer building blocks (RMSNorm, RoPE, SwiGLU) checked against their definitions.
+// and the value; the layer building blocks (RMSNorm, LayerNorm, RoPE in both pairings, SwiGLU, tanh-GELU) checked
+// against their definitions; load_model on a llama2.c file.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -154,4 +155,74 @@ TEST_CASE("swiglu_gate equals silu(a)·b computed in double") {
     CHECK(out.data()[i] == Approx(g / (1 + std::exp(-g)) * up.data()[i]).margin(1e-6).epsilon(1e-5));
   }
   CHECK_THROWS_AS(attnscope::model::swiglu_gate(gate, random_logits<float>(1, 5, 6)), attnscope::invalid_argument);
+}
+
+TEST_CASE("layer_norm: zero mean and unit variance before the affine part, weight and bias, errors") {
+  const RowMatrix<float> x = random_logits<float>(21, 5, 12) * 3.0f;
+  const attnscope::Vector<float> weight = random_logits<float>(22, 12, 1), bias = random_logits<float>(23, 12, 1);
+  const RowMatrix<float> y = attnscope::model::layer_norm(x, weight, bias, 1e-5f);
+  for (long i = 0; i < x.rows(); ++i) {
+    const Eigen::RowVectorXd row = x.row(i).cast<double>();
+    const double mean = row.mean(), variance = (row.array() - mean).square().mean();
+    for (long j = 0; j < x.cols(); ++j) {
+      const double expected = (row(j) - mean) / std::sqrt(variance + 1e-5) * weight(j) + bias(j);
+      CHECK(y(i, j) == Approx(expected).margin(1e-5));
+    }
+  }
+  CHECK_THROWS_AS(attnscope::model::layer_norm(x, weight, attnscope::Vector<float>::Zero(11)), attnscope::invalid_argument);
+  CHECK_THROWS_AS(attnscope::model::layer_norm(x, weight, bias, -1.0f), attnscope::invalid_argument);
+}
+
+TEST_CASE("gelu_tanh_in_place equals x/2·(1 + tanh(√(2/π)(x + 0.044715x³))) computed in double") {
+  RowMatrix<float> values = random_logits<float>(31, 7, 9) * 5.0f;
+  const RowMatrix<float> original = values;
+  attnscope::model::gelu_tanh_in_place(values);
+  for (long i = 0; i < values.size(); ++i) {
+    const double x = original.data()[i];
+    const double expected = 0.5 * x * (1 + std::tanh(std::sqrt(2 / 3.141592653589793) * (x + 0.044715 * x * x * x)));
+    CHECK(values.data()[i] == Approx(expected).margin(1e-6).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("rotary_table and apply_rotary: both pairings rotate the documented coordinates") {
+  const long head_size = 8, heads = 2;
+  const RowMatrix<float> x = random_logits<float>(41, 5, heads * head_size);
+  const double theta = 500000.0;
+  const auto table = attnscope::model::rotary_table(3, 5, head_size, theta);
+  for (const auto convention : {attnscope::model::RopeConvention::interleaved,
+                                attnscope::model::RopeConvention::rotate_half}) {
+    RowMatrix<float> rotated = x;
+    attnscope::model::apply_rotary(rotated, head_size, table, convention);
+    const bool interleaved = convention == attnscope::model::RopeConvention::interleaved;
+    for (long r = 0; r < 5; ++r)
+      for (long h = 0; h < heads; ++h)
+        for (long i = 0; i < head_size / 2; ++i) {
+          const long a = h * head_size + (interleaved ? 2 * i : i), b = a + (interleaved ? 1 : head_size / 2);
+          const double angle = double(3 + r) * std::pow(theta, -2.0 * double(i) / double(head_size));
+          CHECK(rotated(r, a) == Approx(x(r, a) * std::cos(angle) - x(r, b) * std::sin(angle)).margin(1e-4));
+          CHECK(rotated(r, b) == Approx(x(r, a) * std::sin(angle) + x(r, b) * std::cos(angle)).margin(1e-4));
+        }
+  }
+  // apply_rope is the interleaved pairing with θ = 10000, bit for bit.
+  RowMatrix<float> by_rope = x, by_table = x;
+  attnscope::model::apply_rope(by_rope, head_size, 7);
+  attnscope::model::apply_rotary(by_table, head_size, attnscope::model::rotary_table(7, 5, head_size),
+                                 attnscope::model::RopeConvention::interleaved);
+  CHECK(by_rope == by_table);
+  RowMatrix<float> wrong_rows = x.topRows(2);
+  CHECK_THROWS_AS(attnscope::model::apply_rotary(wrong_rows, head_size, table,
+                                                 attnscope::model::RopeConvention::rotate_half),
+                  attnscope::invalid_argument);
+  CHECK_THROWS_AS(attnscope::model::rotary_table(0, 4, 6, -1.0), attnscope::invalid_argument);
+  CHECK_THROWS_AS(attnscope::model::rotary_table(0, 4, 5, 10000.0), attnscope::invalid_argument);
+}
+
+TEST_CASE("load_model on a llama2.c file is the same computation as LlamaModel") {
+  const auto transformer = attnscope::model::load_model(attnscope::testing::data_file("stories260K.bin"));
+  CHECK(transformer.config().architecture == "llama2.c");
+  CHECK(transformer.config().position_encoding == attnscope::model::PositionEncoding::rope_interleaved);
+  CHECK(transformer.config().tied_embeddings == reference_model().config().shared_classifier);
+  CHECK(reference_model().transformer_config().n_kv_heads == reference_model().config().n_kv_heads);
+  const std::vector<int> tokens{1, 40, 73, 200, 5, 9};
+  CHECK(transformer.forward(tokens).logits == reference_model().forward(tokens).logits);
 }

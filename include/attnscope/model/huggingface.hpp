@@ -3,10 +3,9 @@
 // exactly what each implements: docs/models.md. Needs nlohmann-json (link attnscope::io).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
@@ -60,14 +59,16 @@ class HuggingFaceReader {
   bool boolean(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
     const auto& value = config().at(key);
-    if (!value.is_boolean()) fail_config(attnscope::detail::concat("field '", key, "' = ", value.dump(), " is not a boolean"));
+    if (!value.is_boolean())
+      fail_config(attnscope::detail::concat("field '", key, "' = ", value.dump(), " is not a boolean"));
     return value.get<bool>();
   }
 
   std::string text(const char* key, const std::string& fallback) const {
     if (!has(key)) return fallback;
     const auto& value = config().at(key);
-    if (!value.is_string()) fail_config(attnscope::detail::concat("field '", key, "' = ", value.dump(), " is not a string"));
+    if (!value.is_string())
+      fail_config(attnscope::detail::concat("field '", key, "' = ", value.dump(), " is not a string"));
     return value.get<std::string>();
   }
 
@@ -195,8 +196,8 @@ inline TransformerWeights read_llama_family(const HuggingFaceReader& reader, con
     reader.fail_config(attnscope::detail::concat("num_key_value_heads = ", c.n_kv_heads,
                                                  " does not divide num_attention_heads = ", c.n_heads));
   if (!reader.has("head_dim") && c.dim % c.n_heads != 0)
-    reader.fail_config(attnscope::detail::concat("hidden_size = ", c.dim,
-                                                 " is not divisible by num_attention_heads = ", c.n_heads));
+    reader.fail_config(
+        attnscope::detail::concat("hidden_size = ", c.dim, " is not divisible by num_attention_heads = ", c.n_heads));
   c.head_dim = reader.positive_integer("head_dim", c.dim / std::max(c.n_heads, 1));
   if (c.head_dim % 2 != 0) reader.fail_config(attnscope::detail::concat("head_dim = ", c.head_dim, " is odd"));
   c.vocab_size = reader.positive_integer("vocab_size");

@@ -1,5 +1,5 @@
-// attnscope/model/reference.hpp — compares a model (Transformer) with a reference dump of another engine (llama2.c run.c
-// format of ../shared/data/stories260K.greedy.json): logits, per-layer/per-head scores and attention at listed
+// attnscope/model/reference.hpp — compares a model (Transformer) with a reference dump of another engine (llama2.c
+// run.c format of ../shared/data/stories260K.greedy.json): logits, per-layer/per-head scores and attention at listed
 // positions, and greedy decoding. Needs nlohmann-json (link attnscope::io).
 #pragma once
 

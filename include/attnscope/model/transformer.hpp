@@ -544,7 +544,10 @@ class Transformer {
           if (want.q) layer_capture->q.emplace_back(head_queries);
           if (want.k) layer_capture->k.emplace_back(head_keys);
           if (want.v) layer_capture->v.emplace_back(head_values);
-          if (want.scores) layer_capture->scores.push_back(scores);
+          if (want.scores) {  // hand the buffer over instead of copying it
+            layer_capture->scores.push_back(std::move(scores));
+            scores.resize(rows, total);
+          }
           if (want.attention) layer_capture->attention.push_back(std::move(captured_attention));
           if (want.head_output) layer_capture->head_output.emplace_back(output);
         }
