@@ -5,7 +5,10 @@
 //  - single passes: row_max alone (read only), exp_shifted_total alone (read + exp, no store);
 //  - softmax rows: the three-pass kernel into the output (exp stored into out, then scaled in place: the output lines
 //    are read for ownership), three passes through an L1-resident row buffer with the final scale streamed out, and
-//    the recompute form (max, exp-sum without store, exp·(1/sum) streamed out), each with ordinary and streaming stores.
+//    the recompute form (max, exp-sum without store, exp·(1/sum) streamed out), each with ordinary and streaming stores;
+//  - the other row kernels, for the comparison of builds (scripts/bench_isa.sh: generic x86-64, x86-64-v3, native):
+//    the probability summary and one secular pass over softmax rows, the exact ‖J‖₂ of a softmax row from its logits
+//    (softmax into a buffer, then the secular root), sparsemax, exact 1.5-entmax.
 #include <cstring>
 #include <vector>
 
@@ -13,7 +16,10 @@
 
 #include "attnscope/core/random.hpp"
 #include "attnscope/kernels.hpp"
+#include "attnscope/normalize/entmax.hpp"
 #include "attnscope/normalize/softmax.hpp"
+#include "attnscope/normalize/sparsemax.hpp"
+#include "attnscope/normalize/spectral_norm.hpp"
 
 namespace {
 
@@ -78,6 +84,7 @@ void softmax_three_pass_buffer(benchmark::State& state) {
 template <bool streaming>
 void softmax_buffered_prefetching(benchmark::State& state) {
   run_rows(state, [](const float* x, Index n, float* out, float* buffer) {
+    // prefetches the next row (the last row's "next row" is never read: a prefetch does not fault)
     benchmark::DoNotOptimize(attnscope::detail::try_softmax_row_buffered(x, n, 1.0f, out, buffer, x + n, streaming));
   });
 }
@@ -88,6 +95,44 @@ void softmax_recompute(benchmark::State& state) {
     const float sum = kernels::exp_shifted_total(x, n, max, 1.0f);
     kernels::exp_shifted_scaled_row(x, n, max, 1.0f, 1.0f / sum, out, streaming);
   });
+}
+
+/// Softmax rows of the benchmark logits (inputs of the probability kernels).
+const RowMatrix<float>& softmax_rows(Index rows, Index cols) {
+  static RowMatrix<float> p;  // benchmark data only
+  if (p.rows() != rows || p.cols() != cols) p = attnscope::softmax(normal_logits(rows, cols));
+  return p;
+}
+
+template <class RowBody>
+void run_probability_rows(benchmark::State& state, RowBody&& body) {
+  const RowMatrix<float>& p = softmax_rows(state.range(0), state.range(1));
+  float total = 0;
+  for (auto _ : state) {
+    for (Index i = 0; i < p.rows(); ++i) total += body(p.data() + i * p.cols(), p.cols());
+    benchmark::DoNotOptimize(total);
+  }
+  state.SetItemsProcessed(state.iterations() * p.size());
+  state.SetBytesProcessed(state.iterations() * p.size() * 4);
+}
+
+void pass_probability_summary(benchmark::State& state) {
+  run_probability_rows(state, [](const float* p, Index n) { return kernels::probability_row_summary(p, n).sum; });
+}
+void pass_secular_sums(benchmark::State& state) {
+  run_probability_rows(state, [](const float* p, Index n) { return kernels::secular_sums(p, n, 0.75f).value; });
+}
+void softmax_norm_row_from_logits(benchmark::State& state) {
+  run_rows(state, [](const float* x, Index n, float* out, float* buffer) {
+    attnscope::detail::softmax_row(x, n, 1.0f, buffer);
+    out[0] = attnscope::detail::softmax_jacobian_norm_row(buffer, n, 1.0f);
+  });
+}
+void sparsemax_row(benchmark::State& state) {
+  run_rows(state, [](const float* x, Index n, float* out, float*) { attnscope::detail::sparsemax_row(x, n, out); });
+}
+void entmax15_row(benchmark::State& state) {
+  run_rows(state, [](const float* x, Index n, float* out, float*) { attnscope::detail::entmax15_row(x, n, out); });
 }
 
 void shapes(benchmark::internal::Benchmark* benchmark) {
@@ -109,5 +154,11 @@ BENCHMARK_TEMPLATE(softmax_buffered_prefetching, false)->Apply(shapes);
 BENCHMARK_TEMPLATE(softmax_buffered_prefetching, true)->Apply(shapes);
 BENCHMARK_TEMPLATE(softmax_recompute, false)->Apply(shapes);
 BENCHMARK_TEMPLATE(softmax_recompute, true)->Apply(shapes);
+
+BENCHMARK(pass_probability_summary)->Apply(shapes);
+BENCHMARK(pass_secular_sums)->Apply(shapes);
+BENCHMARK(softmax_norm_row_from_logits)->Apply(shapes);
+BENCHMARK(sparsemax_row)->Apply(shapes);
+BENCHMARK(entmax15_row)->Apply(shapes);
 
 BENCHMARK_MAIN();

@@ -127,3 +127,29 @@ TEST_CASE("streaming stores are real non-temporal stores on x86 with SSE2 or wid
   CHECK_FALSE(attnscope::kernels::has_streaming_stores<float>);  // ordinary stores: the same results
 #endif
 }
+
+TEMPLATE_TEST_CASE("tail_sum and shifted_positive_part (the sparsemax filter and output) equal their references",
+                   "[kernels][sparsemax]", float, double) {
+  attnscope::Random random(154);
+  for (Index n : streaming_lengths()) {
+    const std::vector<TestType> x = uniform_row<TestType>(random, n, -3, 3);
+    const TestType shift = n > 0 ? attnscope::kernels::row_max_reference(x.data(), n).max : TestType(0);
+    for (TestType threshold : {TestType(-10), TestType(-1), TestType(-0.25), TestType(0), TestType(0.5)}) {
+      const auto fast = attnscope::kernels::tail_sum(x.data(), n, shift, threshold);
+      const auto reference = attnscope::kernels::tail_sum_reference(x.data(), n, shift, threshold);
+      CHECK(fast.count == reference.count);  // the same comparisons on the same shifted values
+      double absolute = 0;
+      for (TestType value : x) absolute += std::fabs(static_cast<double>(value - shift));
+      CHECK(std::fabs(static_cast<double>(fast.sum - reference.sum)) <=
+            4.0 * static_cast<double>(n) * std::numeric_limits<TestType>::epsilon() * absolute);
+      std::vector<TestType> out(x.size()), expected(x.size());
+      attnscope::kernels::shifted_positive_part(x.data(), n, shift, threshold, out.data());
+      attnscope::kernels::shifted_positive_part_reference(x.data(), n, shift, threshold, expected.data());
+      CHECK(out == expected);
+    }
+  }
+  const TestType row[] = {TestType(1), TestType(1), TestType(0.5)};
+  const auto ties = attnscope::kernels::tail_sum(row, 3, TestType(1), TestType(0));  // x − shift ≥ 0 keeps ties
+  CHECK(ties.count == 2);
+  CHECK(ties.sum == 0);
+}
