@@ -14,6 +14,7 @@
 #endif
 
 #include "attnscope/core/random.hpp"
+#include "attnscope/normalize/jacobian.hpp"
 #include "attnscope/normalize/softmax.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
 
@@ -162,6 +163,19 @@ void softmax_spectral_norm(benchmark::State& state) {
   set_counters(state, p.size(), 4);
 }
 
+/// Exact ‖J‖₂ of every softmax row from the logits (jacobian_spectral_norm with SoftmaxMap, fused per row since
+/// issue 15: softmax into a row buffer, then the secular root; no rows×cols probability matrix), one thread.
+void softmax_spectral_norm_from_logits(benchmark::State& state) {
+  const RowMatrix<float> z = logits(state.range(0), state.range(1));
+  set_threads(state, 1);
+  for (auto _ : state) {
+    attnscope::Vector<float> norms = attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{1});
+    benchmark::DoNotOptimize(norms.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, z.size(), 4);
+}
+
 /// The cheap two-sided bound of every row (one pass).
 void softmax_norm_bounds(benchmark::State& state) {
   const RowMatrix<float> p = attnscope::softmax(logits(state.range(0), state.range(1)));
@@ -221,6 +235,7 @@ BENCHMARK(softmax_row_kernel)->Apply(shapes);
 BENCHMARK(copy_same_bytes)->Apply(shapes);
 BENCHMARK(fresh_output_matrix)->Apply(shapes);
 BENCHMARK(softmax_spectral_norm)->Apply(shapes_and_threads);
+BENCHMARK(softmax_spectral_norm_from_logits)->Apply(shapes);
 BENCHMARK(softmax_norm_bounds)->Apply(shapes);
 BENCHMARK(secular_rows_256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(eigensolver_rows_256)->Unit(benchmark::kMillisecond);

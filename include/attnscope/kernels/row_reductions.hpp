@@ -14,6 +14,7 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/exp.hpp"
 #include "attnscope/kernels/packet.hpp"
+#include "attnscope/kernels/stream_store.hpp"
 
 #include "attnscope/kernels/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
 
@@ -41,6 +42,13 @@ template <class Scalar>
 struct ProbabilityRowSummary {
   Scalar min, max, second, sum, sum_at_most_half, max_bernoulli_variance_at_most_half;
   bool finite;
+};
+
+/// Sum and count of the shifted entries x_i − shift that are ≥ a threshold (the candidate filter of sparsemax).
+template <class Scalar>
+struct TailSum {
+  Scalar sum;
+  Index count;
 };
 
 /// Sum, maximum and maximum of p(1 − p) (Bernoulli variance) over a row — the bracket data of the secular solver.
@@ -156,6 +164,47 @@ struct SumAndMaximaAccumulator {
     result.sum = sum_lanes(sum);
     result.max = max_lanes(max);
     result.max_bernoulli_variance = max_lanes(max_bernoulli_variance);
+    return result;
+  }
+};
+
+template <class Scalar>
+struct TailParameters {
+  Scalar shift, threshold;
+};
+
+template <class P>
+struct TailAccumulator {
+  using Scalar = ScalarOf<P>;
+  TailParameters<Scalar> parameters;
+  P shift, threshold, sum, count;
+  explicit TailAccumulator(const TailParameters<Scalar>& parameters_)
+      : parameters(parameters_),
+        shift(pset1<P>(parameters_.shift)),
+        threshold(pset1<P>(parameters_.threshold)),
+        sum(pset1<P>(Scalar(0))),
+        count(sum) {}
+  void add(const P& value) {
+    const P shifted = psub(value, shift);
+    if constexpr (std::is_arithmetic<P>::value) {
+      if (shifted >= threshold) {
+        sum += shifted;
+        count += 1;
+      }
+    } else {
+      const P selected = Eigen::internal::pcmp_le(threshold, shifted);  // all-ones where x − shift ≥ threshold
+      sum = padd(sum, Eigen::internal::pand(selected, shifted));
+      count = padd(count, Eigen::internal::pand(selected, pset1<P>(Scalar(1))));
+    }
+  }
+  void merge(const TailAccumulator& other) {
+    sum = padd(sum, other.sum);
+    count = padd(count, other.count);
+  }
+  TailAccumulator<Scalar> horizontal() const {
+    TailAccumulator<Scalar> result(parameters);
+    result.sum = sum_lanes(sum);
+    result.count = sum_lanes(count);
     return result;
   }
 };
@@ -295,6 +344,49 @@ ProbabilityRowSummary<Scalar> probability_row_summary_reference(const Scalar* p,
   return summary;
 }
 
+/// Σ (x_i − shift) and #{i} over the entries with x_i − shift ≥ threshold (one pass, vectorized; counts exact for
+/// n < 2^24 in float).
+template <class Scalar>
+TailSum<Scalar> tail_sum(const Scalar* x, Index n, Scalar shift, Scalar threshold) {
+  const auto result =
+      detail::reduce_row<detail::TailAccumulator>(x, n, detail::TailParameters<Scalar>{shift, threshold});
+  return {result.sum, static_cast<Index>(result.count)};
+}
+
+/// Scalar reference of tail_sum.
+template <class Scalar>
+TailSum<Scalar> tail_sum_reference(const Scalar* x, Index n, Scalar shift, Scalar threshold) {
+  TailSum<Scalar> result{0, 0};
+  for (Index i = 0; i < n; ++i)
+    if (x[i] - shift >= threshold) {
+      result.sum += x[i] - shift;
+      ++result.count;
+    }
+  return result;
+}
+
+/// out[i] = max(x[i] − shift − threshold, 0) (the sparsemax output, two roundings as written; vectorized).
+template <class Scalar>
+void shifted_positive_part(const Scalar* x, Index n, Scalar shift, Scalar threshold, Scalar* out) {
+  Index i = 0;
+  if constexpr (is_vectorized<Scalar>) {
+    using P = Packet<Scalar>;
+    constexpr Index width = packet_size<Scalar>;
+    const P shift_packet = detail::pset1<P>(shift), threshold_packet = detail::pset1<P>(threshold);
+    const P zero = detail::pset1<P>(Scalar(0));
+    for (; i + width <= n; i += width)
+      detail::store(out + i, detail::pmax(detail::psub(detail::psub(detail::load<P>(x + i), shift_packet),
+                                                       threshold_packet), zero));
+  }
+  for (; i < n; ++i) out[i] = std::max(x[i] - shift - threshold, Scalar(0));
+}
+
+/// Scalar reference of shifted_positive_part.
+template <class Scalar>
+void shifted_positive_part_reference(const Scalar* x, Index n, Scalar shift, Scalar threshold, Scalar* out) {
+  for (Index i = 0; i < n; ++i) out[i] = std::max(x[i] - shift - threshold, Scalar(0));
+}
+
 /// Sum, max and max p(1 − p) of non-negative entries x[0..n) (0 for n = 0; one pass, vectorized).
 template <class Scalar>
 SumAndMaxima<Scalar> sum_and_maxima(const Scalar* x, Index n) {
@@ -315,45 +407,161 @@ SumAndMaxima<Scalar> sum_and_maxima_reference(const Scalar* x, Index n) {
   return result;
 }
 
-/// out[i] = exp(scale·(x[i] − shift)) for shift ≥ max x and scale > 0 (arguments ≤ 0), returning Σ out[i].
-/// Fused exp-and-sum with four accumulators; out may alias x.
-template <class Scalar>
-Scalar exp_shifted_sum(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out) {
+namespace detail {
+
+/// The fused exp-and-sum loop of exp_shifted_sum; with `store` false only the sum is formed (same order, so the
+/// same bits), for callers that recompute the exponentials in a later pass instead of storing them.
+/// With `prefetch` non-null, also asks the cache to fetch prefetch[0, n) (the next row a caller will read) while
+/// the exponentials keep the arithmetic units busy: the memory read of the next row overlaps this row's compute.
+template <bool store_values, class Scalar>
+Scalar exp_shifted_sum_loop(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out,
+                            const Scalar* prefetch = nullptr) {
   Index i = 0;
   Scalar sum = 0;
   if constexpr (is_vectorized<Scalar>) {
     using P = Packet<Scalar>;
-    using detail::load;
-    using detail::store;
     constexpr Index width = packet_size<Scalar>;
-    const P shift_packet = detail::pset1<P>(shift), scale_packet = detail::pset1<P>(scale);
+    const P shift_packet = pset1<P>(shift), scale_packet = pset1<P>(scale);
     const auto exp_at = [&](Index at) {
-      return packet_exp_nonpositive(detail::pmul(detail::psub(load<P>(x + at), shift_packet), scale_packet));
+      return packet_exp_nonpositive(pmul(psub(load<P>(x + at), shift_packet), scale_packet));
     };
-    P first = detail::pset1<P>(Scalar(0)), second = first, third = first, fourth = first;
+    P first = pset1<P>(Scalar(0)), second = first, third = first, fourth = first;
+    constexpr Index line = 64 / static_cast<Index>(sizeof(Scalar));  // entries per 64-byte cache line
     for (; i + 4 * width <= n; i += 4 * width) {
+      if (prefetch != nullptr)
+        for (Index at = i; at < i + 4 * width; at += line) Eigen::internal::prefetch(prefetch + at);
       const P a = exp_at(i), b = exp_at(i + width), c = exp_at(i + 2 * width), d = exp_at(i + 3 * width);
-      store(out + i, a);
-      store(out + i + width, b);
-      store(out + i + 2 * width, c);
-      store(out + i + 3 * width, d);
-      first = detail::padd(first, a);
-      second = detail::padd(second, b);
-      third = detail::padd(third, c);
-      fourth = detail::padd(fourth, d);
+      if constexpr (store_values) {
+        store(out + i, a);
+        store(out + i + width, b);
+        store(out + i + 2 * width, c);
+        store(out + i + 3 * width, d);
+      }
+      first = padd(first, a);
+      second = padd(second, b);
+      third = padd(third, c);
+      fourth = padd(fourth, d);
     }
     for (; i + width <= n; i += width) {
       const P a = exp_at(i);
-      store(out + i, a);
-      first = detail::padd(first, a);
+      if constexpr (store_values) store(out + i, a);
+      first = padd(first, a);
     }
-    sum = detail::predux(detail::padd(detail::padd(first, second), detail::padd(third, fourth)));
+    sum = predux(padd(padd(first, second), padd(third, fourth)));
   }
   for (; i < n; ++i) {
-    out[i] = exp_reference(scale * (x[i] - shift));
-    sum += out[i];
+    const Scalar value = exp_reference(scale * (x[i] - shift));
+    if constexpr (store_values) out[i] = value;
+    sum += value;
   }
   return sum;
+}
+
+/// Writes out[i] = value(i) for i in [0, n): packet_value(i) gives the packet starting at i, scalar_value(i) one
+/// entry. With `streaming`, the packet-aligned body of `out` uses non-temporal stores (kernels/stream_store.hpp)
+/// and the head before the first aligned address and the tail use scalar stores; else unaligned packet stores.
+template <class Scalar, class PacketValue, class ScalarValue>
+void write_row(Index n, Scalar* out, bool streaming, PacketValue&& packet_value, ScalarValue&& scalar_value) {
+  Index i = 0;
+  if constexpr (is_vectorized<Scalar>) {
+    using P = Packet<Scalar>;
+    constexpr Index width = packet_size<Scalar>;
+    if (streaming && has_streaming_stores<Scalar>) {
+      for (; i < n && !is_aligned_to(out + i, sizeof(P)); ++i) out[i] = scalar_value(i);
+      for (; i + width <= n; i += width) packet_stream_store(out + i, packet_value(i));
+      streaming_store_fence();
+    } else {
+      for (; i + width <= n; i += width) store(out + i, packet_value(i));
+    }
+  }
+  for (; i < n; ++i) out[i] = scalar_value(i);
+}
+
+}  // namespace detail
+
+/// out[i] = exp(scale·(x[i] − shift)) for shift ≥ max x and scale > 0 (arguments ≤ 0), returning Σ out[i].
+/// Fused exp-and-sum with four accumulators; out may alias x.
+template <class Scalar>
+Scalar exp_shifted_sum(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out) {
+  return detail::exp_shifted_sum_loop<true>(x, n, shift, scale, out);
+}
+
+/// exp_shifted_sum (same results, bitwise) that also prefetches next_row[0, n) into the cache while it computes, for
+/// row loops whose rows come from memory (next_row may be null: no prefetch). out may alias x.
+template <class Scalar>
+Scalar exp_shifted_sum(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out, const Scalar* next_row) {
+  return detail::exp_shifted_sum_loop<true>(x, n, shift, scale, out, next_row);
+}
+
+/// out[i] = value for i in [0, n); with `streaming`, non-temporal stores (kernels/stream_store.hpp).
+template <class Scalar>
+void fill_row(Scalar* out, Index n, Scalar value, bool streaming) {
+  if constexpr (is_vectorized<Scalar>) {
+    const Packet<Scalar> value_packet = detail::pset1<Packet<Scalar>>(value);
+    detail::write_row(n, out, streaming, [&](Index) { return value_packet; }, [&](Index) { return value; });
+  } else {
+    for (Index i = 0; i < n; ++i) out[i] = value;
+  }
+}
+
+/// Σ exp(scale·(x[i] − shift)) without storing the terms (bitwise the sum exp_shifted_sum returns).
+template <class Scalar>
+Scalar exp_shifted_total(const Scalar* x, Index n, Scalar shift, Scalar scale) {
+  return detail::exp_shifted_sum_loop<false>(x, n, shift, scale, static_cast<Scalar*>(nullptr));
+}
+
+/// out[i] = exp(scale·(x[i] − shift))·factor (arguments ≤ 0), every entry by the packet exp (also the tails), times
+/// `factor` (one rounding more). With `streaming`, non-temporal stores (for outputs larger than the cache); out may
+/// alias x. Bitwise equal for either value of `streaming`.
+template <class Scalar>
+void exp_shifted_scaled_row(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar factor, Scalar* out,
+                            bool streaming) {
+  if constexpr (is_vectorized<Scalar>) {
+    using P = Packet<Scalar>;
+    const P shift_packet = detail::pset1<P>(shift), scale_packet = detail::pset1<P>(scale);
+    const P factor_packet = detail::pset1<P>(factor);
+    detail::write_row(
+        n, out, streaming,
+        [&](Index at) {
+          return detail::pmul(
+              packet_exp_nonpositive(detail::pmul(detail::psub(detail::load<P>(x + at), shift_packet), scale_packet)),
+              factor_packet);
+        },
+        [&](Index at) {  // the packet exp on one lane: every entry is computed the same way for either store kind
+          const P value = packet_exp_nonpositive(detail::pset1<P>(scale * (x[at] - shift)));
+          return Eigen::internal::pfirst(value) * factor;
+        });
+  } else {
+    for (Index i = 0; i < n; ++i) out[i] = exp_reference(scale * (x[i] - shift)) * factor;
+  }
+}
+
+/// Scalar reference of exp_shifted_scaled_row.
+template <class Scalar>
+void exp_shifted_scaled_row_reference(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar factor,
+                                      Scalar* out) {
+  for (Index i = 0; i < n; ++i) out[i] = exp_reference(scale * (x[i] - shift)) * factor;
+}
+
+/// out[i] = x[i]·factor; with `streaming`, non-temporal stores (for outputs larger than the cache). x and out must not
+/// overlap unless equal. Bitwise equal to scale_row.
+template <class Scalar>
+void scale_row_into(const Scalar* x, Index n, Scalar factor, Scalar* out, bool streaming) {
+  if constexpr (is_vectorized<Scalar>) {
+    using P = Packet<Scalar>;
+    const P factor_packet = detail::pset1<P>(factor);
+    detail::write_row(
+        n, out, streaming, [&](Index at) { return detail::pmul(detail::load<P>(x + at), factor_packet); },
+        [&](Index at) { return x[at] * factor; });
+  } else {
+    for (Index i = 0; i < n; ++i) out[i] = x[i] * factor;
+  }
+}
+
+/// Scalar reference of scale_row_into.
+template <class Scalar>
+void scale_row_into_reference(const Scalar* x, Index n, Scalar factor, Scalar* out) {
+  for (Index i = 0; i < n; ++i) out[i] = x[i] * factor;
 }
 
 /// Scalar reference of exp_shifted_sum.

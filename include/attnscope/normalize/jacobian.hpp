@@ -19,6 +19,7 @@
 #include "attnscope/core/random.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
+#include "attnscope/kernels/row_loop.hpp"
 #include "attnscope/normalize/entmax.hpp"
 #include "attnscope/normalize/generalized.hpp"
 #include "attnscope/normalize/maps.hpp"
@@ -273,35 +274,84 @@ Vector<Scalar> nonsymmetric_spectral_norms(const RowMatrixView<Scalar>& logits, 
 
 // ---- Spectral norm per map: exact O(n) secular method for the symmetric maps (spectral_norm.hpp) -------------
 
+// Fused from logits (issue 15): each row's map output goes into a row buffer reused by a block of rows and the exact
+// norm is taken from the buffer at once, so no rows×cols probability matrix is built (it cost 6× the softmax for
+// 4096×4096 logits). Bitwise the norms of the unfused composition (map, then the *_jacobian_spectral_norm function
+// of spectral_norm.hpp), which tests/normalize/test_fused_spectral_norm.cpp checks.
+
+/// norms(i) = row_function(i, visible logits of row i (contiguous), n, buffer of n entries) for every row of already
+/// validated logits; prefix rows are read in place, mask rows gathered. Rows run in blocks of 16 (in parallel),
+/// each block with one buffer; an exception from a row is rethrown after the loop.
+template <class Scalar, class RowFunction>
+Vector<Scalar> map_logit_rows_into_buffer(const RowMatrixView<Scalar>& z, const Visibility& visibility,
+                                          Index work_per_entry, RowFunction&& row_function) {
+  const Index rows = z.rows(), cols = z.cols();
+  Vector<Scalar> norms(rows);
+  constexpr Index block = 16;
+  for_each_row_rethrowing((rows + block - 1) / block, block * work_per_entry * cols, [&](Index block_index) {
+    std::vector<Scalar> buffer(static_cast<std::size_t>(cols)), gathered;
+    const Index end = std::min(rows, (block_index + 1) * block);
+    for (Index i = block_index * block; i < end; ++i) {
+      const Scalar* row = z.data() + i * z.outerStride();
+      if (visibility.is_prefix()) {
+        norms(i) = row_function(i, row, visibility.prefix_length(i, cols), buffer.data());
+      } else {
+        gather_visible(row, i, cols, visibility, gathered);
+        norms(i) = row_function(i, gathered.data(), static_cast<Index>(gathered.size()), buffer.data());
+      }
+    }
+  });
+  return norms;
+}
+
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SoftmaxMap& map, const Visibility& visibility) {
-  const Scalar temperature = static_cast<Scalar>(map.temperature);
-  return softmax_jacobian_spectral_norm(softmax(z, temperature, visibility), Scalar(1) / temperature, visibility);
+  const Scalar scale = Scalar(1) / static_cast<Scalar>(map.temperature);
+  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+    softmax_row(logits, n, scale, p);
+    return softmax_jacobian_norm_row(p, n, scale);
+  });
 }
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const ScalableSoftmaxMap& map, const Visibility& visibility) {
   const Scalar s = static_cast<Scalar>(map.s);
-  Vector<Scalar> norms = softmax_jacobian_spectral_norm(ssmax(z, s, visibility), Scalar(1), visibility);
-  for (Index i = 0; i < z.rows(); ++i) norms(i) *= ssmax_scale(s, visibility.visible_count(i, z.cols()));
-  return norms;
+  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+    const Scalar scale = ssmax_scale(s, n);  // J = (s·log n)(diag p − ppᵀ), docs/theory/normalization-maps.md §2
+    scaled_softmax_row(logits, n, scale, p);
+    return softmax_jacobian_norm_row(p, n, Scalar(1)) * scale;
+  });
 }
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SinkSoftmaxMap& map, const Visibility& visibility) {
-  return sink_softmax_jacobian_spectral_norm(softmax_with_sink(z, static_cast<Scalar>(map.sink_logit), visibility),
-                                             visibility);
+  const Scalar sink_logit = static_cast<Scalar>(map.sink_logit);
+  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+    sink_softmax_row(logits, n, sink_logit, p);
+    return sink_softmax_jacobian_norm_row(p, n);
+  });
 }
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SparsemaxMap&, const Visibility& visibility) {
-  return sparsemax_jacobian_spectral_norm(sparsemax(z, visibility), visibility);
+  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+    sparsemax_row(logits, n, p);
+    return sparsemax_jacobian_norm_row(p, n);
+  });
 }
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const Entmax15Map&, const Visibility& visibility) {
-  return entmax_jacobian_spectral_norm(entmax15(z, visibility), Scalar(1.5), visibility);
+  return map_logit_rows_into_buffer(z, visibility, 16, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+    entmax15_row(logits, n, p);
+    std::vector<Scalar> weights;
+    return entmax_jacobian_norm_row(p, n, Scalar(1.5), weights);
+  });
 }
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const EntmaxBisectMap& map, const Visibility& visibility) {
   const Scalar alpha = static_cast<Scalar>(map.alpha);
-  return entmax_jacobian_spectral_norm(entmax_bisect(z, alpha, visibility), alpha, visibility);
+  return map_logit_rows_into_buffer(z, visibility, 64, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+    entmax_bisect_row(logits, n, alpha, p);
+    std::vector<Scalar> weights;
+    return entmax_jacobian_norm_row(p, n, alpha, weights);
+  });
 }
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SelfAdjustSoftmaxMap& map,

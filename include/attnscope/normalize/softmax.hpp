@@ -48,6 +48,20 @@ template <class Scalar>
   return true;
 }
 
+/// try_softmax_row (bitwise the same results) for rows streamed from and to memory: max, exp-and-sum into `buffer`
+/// (n entries, stays in L1/L2; prefetching next_row[0, n) meanwhile, the row the caller reads next, may be null),
+/// then the scale from the buffer into `out`, with non-temporal stores when `streaming` (kernels/stream_store.hpp:
+/// the output lines are not read first). out may alias logits; buffer must not overlap either.
+template <class Scalar>
+[[nodiscard]] bool try_softmax_row_buffered(const Scalar* logits, Index n, Scalar scale, Scalar* out, Scalar* buffer,
+                                            const Scalar* next_row, bool streaming) {
+  const auto max = kernels::row_max(logits, n);
+  if (!max.finite) return false;
+  const Scalar sum = kernels::exp_shifted_sum(logits, n, max.max, scale, buffer, next_row);  // ≥ 1
+  kernels::scale_row_into(buffer, n, Scalar(1) / sum, out, streaming);
+  return true;
+}
+
 /// Throws the error for the first non-finite visible logit of `row` (pointer to its first column).
 template <class Scalar>
 [[noreturn]] void throw_non_finite_logit(const char* function, const Scalar* values, Index row, Index cols,
@@ -183,7 +197,30 @@ void softmax_into(const Eigen::MatrixBase<Derived>& logits, RowMatrix<typename D
   const RowMatrixView<Scalar> z(logits.derived());
   detail::require_nonempty(function, z);
   visibility.validate(function, z.rows(), z.cols());
-  const Index cols = z.cols(), stride = z.outerStride();
+  const Index rows = z.rows(), cols = z.cols(), stride = z.outerStride();
+  if (visibility.is_prefix()) {
+    // Rows are prefixes: blocks of rows through one L1-resident buffer, prefetching the next row during the
+    // exponentials, streaming stores for outputs larger than the cache (docs/performance.md, issue 15).
+    if (out.rows() != rows || out.cols() != cols) out.resize(rows, cols);
+    const bool streaming =
+        static_cast<std::size_t>(out.size()) * sizeof(Scalar) >= kernels::streaming_store_threshold_bytes;
+    constexpr Index block = 16;
+    const Index blocks = (rows + block - 1) / block;
+    detail::for_each_row_rethrowing(blocks, block * cols, [&](Index block_index) {
+      std::vector<Scalar> buffer(static_cast<std::size_t>(cols));
+      const Index end = std::min(rows, (block_index + 1) * block);
+      for (Index row = block_index * block; row < end; ++row) {
+        const Index n = visibility.prefix_length(row, cols);
+        const Scalar* values = z.data() + row * stride;
+        const Scalar* next_row = row + 1 < end ? values + stride : nullptr;
+        Scalar* result = out.data() + row * cols;
+        if (!detail::try_softmax_row_buffered(values, n, scale, result, buffer.data(), next_row, streaming))
+          detail::throw_non_finite_logit(function, values, row, cols, visibility);
+        kernels::fill_row(result + n, cols - n, Scalar(0), streaming);
+      }
+    });
+    return;
+  }
   detail::apply_rowwise_indexed(z.data(), z.rows(), cols, stride, visibility,
                                 [&](Index row, const Scalar* values, Index n, Scalar* result) {
     if (!detail::try_softmax_row(values, n, scale, result))

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -12,6 +13,7 @@
 
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
+#include "attnscope/kernels/row_reductions.hpp"
 #include "attnscope/normalize/row_helpers.hpp"
 
 namespace attnscope {
@@ -88,51 +90,43 @@ Scalar sparsemax_threshold_pivot(Scalar* values, Scalar* scratch, Index count) {
 }
 
 /// Sparsemax of one row, expected O(n) [derived combination of two published methods]:
-/// 1. shift by the row max (x = z − max ≤ 0, as deep-spin does);
-/// 2. Condat's one-pass candidate filter (Math. Program. 158:575-585, 2016, steps 1-3 of his algorithm): a running
-///    ρ = (Σ_v x − 1)/|v| over a kept set v is always a lower bound of τ, so keys with x ≤ ρ are dropped on the fly;
-///    when a new key alone gives a larger bound the kept set is deferred and re-checked once at the end. O(n).
-///    The comparison keeps a margin of a few ulps so rounding in ρ can never drop a support key;
-/// 3. the randomized pivot threshold (Duchi et al. 2008) on the surviving candidates: expected O(m), m ≤ n, instead of
-///    Condat's possibly quadratic cleanup loop. The deferred buffer is reused as the pivot's scratch.
+/// 1. the row max (vectorized); x = z − max ≤ 0 (as deep-spin does);
+/// 2. Michelot's iteration (Math. Program. 1986; Condat 2016 §2) as a candidate filter, one vectorized pass each
+///    (kernels::tail_sum): for any set S, (Σ_S x − 1)/|S| ≤ τ (since Σ_S (x − τ) ≤ Σ (x − τ)₊ = 1), so starting from
+///    the bound τ ≥ −1 (p_max ≤ 1), each pass over {x ≥ bound − margin} gives a larger lower bound; the margin covers
+///    the rounding of the float sum, so no support key is ever dropped. Stops when the set stops shrinking or after
+///    8 passes (Michelot's worst case is quadratic);
+/// 3. the randomized pivot threshold (Duchi et al. 2008) on the surviving candidates (a superset of the support, in
+///    practice a few times its size): exact, expected O(m);
+/// 4. p = max(x − τ, 0), vectorized (kernels::shifted_positive_part).
 template <class Scalar>
 void sparsemax_row(const Scalar* logits, Index n, Scalar* out) {
-  Scalar max_value = logits[0];
-  for (Index j = 1; j < n; ++j) max_value = logits[j] > max_value ? logits[j] : max_value;
-  std::vector<Scalar> buffer(static_cast<std::size_t>(2 * n));
-  Scalar* kept = buffer.data();
-  Scalar* deferred = kept + n;
-  Index kept_count = 1, deferred_count = 0;
-  kept[0] = logits[0] - max_value;
-  Scalar kept_sum = kept[0];  // ρ = (kept_sum − 1)/kept_count, compared without division
-  const Scalar ulp_margin = 4 * std::numeric_limits<Scalar>::epsilon();
-  // x > ρ − margin(count), written as x·count > Σ − 1 − margin·count.
-  auto may_be_in_support = [&](Scalar value) {
-    const Scalar count = Scalar(kept_count);
-    return value * count > kept_sum - 1 - ulp_margin * (count + 1) * count;
-  };
-  for (Index j = 1; j < n; ++j) {
+  const Scalar max_value = kernels::row_max(logits, n).max;
+  const Scalar epsilon = std::numeric_limits<Scalar>::epsilon();
+  Scalar bound = -1;  // a lower bound of τ
+  Index count = n + 1;
+  for (int pass = 0; pass < 8; ++pass) {
+    const auto tail = kernels::tail_sum(logits, n, max_value, bound);  // count ≥ 1: the max itself (x = 0)
+    if (tail.count >= count) break;
+    count = tail.count;
+    const Scalar next = (tail.sum - 1) / Scalar(count);  // Michelot's step: a lower bound of τ
+    // rounding of the sum (≤ count·eps·Σ|x| for any summation order) and of the step itself
+    const Scalar margin = 4 * epsilon * ((std::abs(tail.sum) + 1) + std::abs(next));
+    if (!(next - margin > bound)) break;
+    bound = next - margin;
+  }
+  // #{x ≥ bound} ≤ count (the bound only grew since count was taken), so writing every value at the current end of
+  // the candidates stays inside the first count + 1 ≤ 2·count slots; the second half is the pivot's scratch
+  std::vector<Scalar> buffer(static_cast<std::size_t>(2 * std::min(count, n)));
+  Scalar* candidates = buffer.data();
+  Index candidate_count = 0;
+  for (Index j = 0; j < n; ++j) {  // branch-free compaction of the candidates x ≥ bound
     const Scalar value = logits[j] - max_value;
-    if (!may_be_in_support(value)) continue;
-    if (kept_sum + value - 1 > Scalar(kept_count + 1) * (value - 1)) {  // ρ(v ∪ {x}) > x − 1: keep x
-      kept[kept_count++] = value;
-      kept_sum += value;
-    } else {  // x alone bounds τ better: defer the kept set, restart from {x}
-      std::copy(kept, kept + kept_count, deferred + deferred_count);
-      deferred_count += kept_count;
-      kept[0] = value;
-      kept_count = 1;
-      kept_sum = value;
-    }
+    candidates[candidate_count] = value;
+    candidate_count += value >= bound;
   }
-  for (Index k = 0; k < deferred_count; ++k) {
-    const Scalar value = deferred[k];
-    if (!may_be_in_support(value)) continue;
-    kept[kept_count++] = value;
-    kept_sum += value;
-  }
-  const Scalar threshold = sparsemax_threshold_pivot(kept, deferred, kept_count);
-  for (Index j = 0; j < n; ++j) out[j] = std::max(logits[j] - max_value - threshold, Scalar(0));
+  const Scalar threshold = sparsemax_threshold_pivot(candidates, candidates + candidate_count, candidate_count);
+  kernels::shifted_positive_part(logits, n, max_value, threshold, out);
 }
 
 /// Sparsemax Jacobian on one row: J = diag(s) − s sᵀ/|S|, s = indicator of the support (Martins & Astudillo 2016;

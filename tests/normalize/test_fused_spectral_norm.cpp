@@ -1,0 +1,113 @@
+// jacobian_spectral_norm from logits is fused per row (issue 15): the map's output goes into a row buffer and the
+// exact norm is taken from it, with no rows×cols probability matrix. The fused result must be bitwise the unfused
+// composition of the public functions (map, then the *_jacobian_spectral_norm of spectral_norm.hpp), for every
+// symmetric map, float and double, every visibility kind (all, causal with offsets, banded and scattered masks),
+// on seeded random logits of several scales and shapes, and for any number of threads.
+#include <cmath>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "attnscope/core/random.hpp"
+#include "attnscope/normalize.hpp"
+#include "support/catch.hpp"
+#include "support/random_matrices.hpp"
+
+namespace {
+
+using attnscope::Index;
+using attnscope::RowMatrix;
+using attnscope::Vector;
+using attnscope::Visibility;
+
+/// The visibilities the fused loop must handle: every key, causal (two offsets), a band (contiguous runs) and a
+/// scattered mask (gathered rows), none with a fully masked row.
+std::vector<Visibility> fused_norm_visibilities(Index rows, Index cols, attnscope::Random& random) {
+  attnscope::Mask band(rows, cols), scattered(rows, cols);
+  for (Index i = 0; i < rows; ++i)
+    for (Index j = 0; j < cols; ++j) {
+      band(i, j) = std::abs(i % cols - j) <= 2;
+      scattered(i, j) = j == i % cols || random.uniform(0, 1) < 0.6;
+    }
+  return {Visibility{}, Visibility{attnscope::Causal{0}}, Visibility{attnscope::Causal{cols / 3}}, Visibility{band},
+          Visibility{scattered}};
+}
+
+/// The norms the unfused path computes: materialize the map's output, then the probability-based exact norm.
+template <class Scalar>
+Vector<Scalar> unfused_norms(const RowMatrix<Scalar>& z, const attnscope::NormalizationMap& map,
+                             const Visibility& visibility) {
+  using namespace attnscope;
+  if (const auto* softmax_map = std::get_if<SoftmaxMap>(&map)) {
+    const Scalar temperature = static_cast<Scalar>(softmax_map->temperature);
+    return softmax_jacobian_spectral_norm(softmax(z, temperature, visibility), Scalar(1) / temperature, visibility);
+  }
+  if (const auto* ssmax_map = std::get_if<ScalableSoftmaxMap>(&map)) {
+    const Scalar s = static_cast<Scalar>(ssmax_map->s);
+    Vector<Scalar> norms = softmax_jacobian_spectral_norm(ssmax(z, s, visibility), Scalar(1), visibility);
+    for (Index i = 0; i < z.rows(); ++i) norms(i) *= detail::ssmax_scale(s, visibility.visible_count(i, z.cols()));
+    return norms;
+  }
+  if (const auto* sink_map = std::get_if<SinkSoftmaxMap>(&map))
+    return sink_softmax_jacobian_spectral_norm(
+        softmax_with_sink(z, static_cast<Scalar>(sink_map->sink_logit), visibility), visibility);
+  if (std::holds_alternative<SparsemaxMap>(map))
+    return sparsemax_jacobian_spectral_norm(sparsemax(z, visibility), visibility);
+  if (std::holds_alternative<Entmax15Map>(map))
+    return entmax_jacobian_spectral_norm(entmax15(z, visibility), Scalar(1.5), visibility);
+  const Scalar alpha = static_cast<Scalar>(std::get<EntmaxBisectMap>(map).alpha);
+  return entmax_jacobian_spectral_norm(entmax_bisect(z, alpha, visibility), alpha, visibility);
+}
+
+std::vector<attnscope::NormalizationMap> fused_norm_maps() {
+  using namespace attnscope;
+  return {SoftmaxMap{1}, SoftmaxMap{0.3}, SoftmaxMap{4}, ScalableSoftmaxMap{0.7}, SinkSoftmaxMap{0},
+          SinkSoftmaxMap{2.5}, SparsemaxMap{}, Entmax15Map{}, EntmaxBisectMap{1.25}, EntmaxBisectMap{2.5}};
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("jacobian_spectral_norm from logits, fused per row, is bitwise the unfused composition",
+                   "[normalize][spectral_norm][fused]", float, double) {
+  attnscope::Random random(1515);
+  struct Shape {
+    Index rows, cols;
+  };
+  for (const Shape shape : {Shape{1, 1}, Shape{3, 2}, Shape{40, 17}, Shape{37, 64}, Shape{20, 300}}) {
+    for (double scale : {0.05, 1.0, 6.0}) {
+      const RowMatrix<TestType> z =
+          attnscope_test::random_logits<double>(random, shape.rows, shape.cols, scale).template cast<TestType>();
+      for (const Visibility& visibility : fused_norm_visibilities(shape.rows, shape.cols, random)) {
+        for (const attnscope::NormalizationMap& map : fused_norm_maps()) {
+          const Vector<TestType> fused = attnscope::jacobian_spectral_norm(z, map, visibility);
+          const Vector<TestType> unfused = unfused_norms(z, map, visibility);
+          INFO("map " << attnscope::to_string(map) << ", shape " << shape.rows << "x" << shape.cols << ", scale "
+                      << scale << ", visibility kind " << static_cast<int>(visibility.kind()));
+          REQUIRE(fused.size() == unfused.size());
+          for (Index i = 0; i < fused.size(); ++i) CHECK(fused(i) == unfused(i));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fused softmax Jacobian norms from logits on a 512x4096 float block: bitwise unfused, any thread count",
+          "[normalize][spectral_norm][fused]") {
+  const RowMatrix<float> z = attnscope_test::random_logits<double>(20261201, 512, 4096, 3.0).cast<float>();
+  const Vector<float> unfused = attnscope::softmax_jacobian_spectral_norm(attnscope::softmax(z), 1.0f);
+  const Vector<float> fused = attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{1});
+  CHECK(fused == unfused);
+#if defined(_OPENMP)
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Vector<float> one_thread = attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{1});
+  omp_set_num_threads(threads);
+  CHECK(one_thread == fused);
+#endif
+  for (Index i = 0; i < fused.size(); ++i) {  // 0 < ‖J‖₂ ≤ 1/2 (docs/theory/normalization-maps.md §4.1)
+    CHECK(fused(i) > 0);
+    CHECK(fused(i) <= 0.5f);
+  }
+}
