@@ -72,6 +72,9 @@ namespace detail {
 
 using attnscope::detail::throw_invalid_argument;
 
+/// Rows per GEMM call (see row_statistics).
+inline constexpr int gemm_rows = 32;
+
 /// Throws naming `which`, the row and the column of the first non-finite entry of a row-major view.
 template <class Scalar>
 void require_finite_rows(const char* function, const char* which, const RowMatrixView<Scalar>& matrix) {
@@ -95,11 +98,37 @@ inline void visible_key_range(const RowStatisticsOptions& options, Index row, In
   }
 }
 
+/// The `kept` largest of p[0..n) in descending order (1 ≤ kept ≤ n), in `candidates` (or in p, reordered).
+/// Few of many (kept ≤ n/16): the minimum t of the maxima of `kept` disjoint chunks is a value with at least `kept`
+/// entries ≥ t, so the top `kept` are among the entries ≥ t — typically a few times `kept` — which one branch-free
+/// pass collects and nth_element orders [derived]. Otherwise nth_element on the whole row.
+template <class Scalar>
+const Scalar* largest_descending(Scalar* p, Index n, Index kept, std::vector<Scalar>& candidates) {
+  Scalar* values = p;
+  Index count = n;
+  if (kept * 16 <= n) {
+    const Index chunk = n / kept;
+    Scalar threshold = kernels::row_max(p + (kept - 1) * chunk, n - (kept - 1) * chunk).max;
+    for (Index c = 0; c + 1 < kept; ++c) threshold = std::min(threshold, kernels::row_max(p + c * chunk, chunk).max);
+    candidates.resize(static_cast<std::size_t>(n));
+    count = 0;
+    for (Index j = 0; j < n; ++j) {
+      candidates[static_cast<std::size_t>(count)] = p[j];
+      count += p[j] >= threshold ? 1 : 0;
+    }
+    values = candidates.data();
+  }
+  std::nth_element(values, values + (kept - 1), values + count, std::greater<Scalar>());
+  std::sort(values, values + kept, std::greater<Scalar>());
+  return values;
+}
+
 /// The statistics of one row from its n contiguous raw logits z (scaled by `scale` inside the exp), with `p` a
-/// scratch buffer of ≥ n entries; `sink_positions` are sorted positions in [0, n).
+/// scratch buffer of ≥ n entries, `top_buffer` scratch for the top-k; `sink_positions` are sorted positions in [0, n).
 template <class Scalar>
 void reduce_row(const char* function, const Scalar* z, Index n, Scalar scale, const std::vector<Index>& sink_positions,
-                const RowStatisticsOptions& options, Index max_top_k, Scalar* p, Index row, RowStatistics& out) {
+                const RowStatisticsOptions& options, Index max_top_k, Scalar* p, std::vector<Scalar>& top_buffer,
+                Index row, RowStatistics& out) {
   const auto maximum = kernels::row_max(z, n);
   if (!maximum.finite)
     throw_invalid_argument(function, "a logit of row ", row, " overflows (q·k not finite)");
@@ -131,14 +160,13 @@ void reduce_row(const char* function, const Scalar* z, Index n, Scalar scale, co
   // exact ‖diag p − ppᵀ‖₂ by the secular method of normalize/spectral_norm.hpp (docs/theory/normalization-maps.md §5)
   out.jacobian_norm(row) =
       options.jacobian_norm ? static_cast<double>(attnscope::detail::softmax_jacobian_norm_row(p, n, Scalar(1))) : 0.0;
-  if (max_top_k > 0) {  // last: reorders p
+  if (max_top_k > 0) {  // last: may reorder p
     const Index kept = std::min(max_top_k, n);
-    std::nth_element(p, p + (kept - 1), p + n, std::greater<Scalar>());
-    std::sort(p, p + kept, std::greater<Scalar>());
+    const Scalar* largest = largest_descending(p, n, kept, top_buffer);
     for (std::size_t c = 0; c < options.top_k.size(); ++c) {
       const Index k = std::min(options.top_k[c], n);
       double mass = 0;
-      for (Index t = 0; t < k; ++t) mass += static_cast<double>(p[t]);
+      for (Index t = 0; t < k; ++t) mass += static_cast<double>(largest[t]);
       out.top_k_mass(row, static_cast<Index>(c)) = mass;
     }
   }
@@ -241,15 +269,22 @@ RowStatistics row_statistics(const Eigen::MatrixBase<DerivedQ>& queries, const E
   const Scalar scale = static_cast<Scalar>(scale_value);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(blocks));
   const auto run_block = [&](Index block, std::vector<Scalar>& strip_buffer, std::vector<Scalar>& row_buffer,
-                             std::vector<Index>& sink_positions) {
+                             std::vector<Scalar>& top_buffer, std::vector<Index>& sink_positions) {
     const Index row_begin = block * block_rows, row_end = std::min(length, row_begin + block_rows);
     const Index rows = row_end - row_begin;
     Index strip_first = 0, unused = 0, strip_end = 0;
     range(row_begin, strip_first, unused);
     range(row_end - 1, unused, strip_end);
     const Index width = strip_end - strip_first;
-    Eigen::Map<RowMatrix<Scalar>> strip(strip_buffer.data(), rows, width);
-    strip.noalias() = q.middleRows(row_begin, rows) * visible.middleRows(strip_first, width).transpose();  // raw q·k
+    // raw q·k, in GEMMs of ≤ 32 rows: a destination of at most 32 rows at compile time keeps Eigen from opening its
+    // own OpenMP team inside ours (its parallel GEMM spins badly when nested)
+    using StripChunk = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor, detail::gemm_rows>;
+    for (Index chunk = 0; chunk < rows; chunk += detail::gemm_rows) {
+      const Index chunk_rows = std::min<Index>(detail::gemm_rows, rows - chunk);
+      Eigen::Map<StripChunk> strip(strip_buffer.data() + chunk * width, chunk_rows, width);
+      strip.noalias() =
+          q.middleRows(row_begin + chunk, chunk_rows) * visible.middleRows(strip_first, width).transpose();
+    }
     for (Index i = row_begin; i < row_end; ++i) {
       Index first = 0, end = 0;
       range(i, first, end);
@@ -258,8 +293,8 @@ RowStatistics row_statistics(const Eigen::MatrixBase<DerivedQ>& queries, const E
         if (column >= first && column < end) sink_positions.push_back(column - first);
       out.visible_keys(i) = end - first;
       const Scalar* logits = strip_buffer.data() + (i - row_begin) * width + (first - strip_first);
-      detail::reduce_row(function, logits, end - first, scale, sink_positions, options, max_top_k, row_buffer.data(), i,
-                         out);
+      detail::reduce_row(function, logits, end - first, scale, sink_positions, options, max_top_k, row_buffer.data(),
+                         top_buffer, i, out);
     }
   };
 #if defined(_OPENMP)
@@ -270,6 +305,7 @@ RowStatistics row_statistics(const Eigen::MatrixBase<DerivedQ>& queries, const E
   {
     std::vector<Scalar> strip_buffer(static_cast<std::size_t>(block_rows * widest)),  // per thread, first-touched
         row_buffer(static_cast<std::size_t>(widest));                                  // by the thread that uses it
+    std::vector<Scalar> top_buffer;
     std::vector<Index> sink_positions;
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 1)
@@ -277,7 +313,7 @@ RowStatistics row_statistics(const Eigen::MatrixBase<DerivedQ>& queries, const E
     for (Index b = 0; b < blocks; ++b) {
       const Index block = blocks - 1 - b;  // widest (causal) blocks first
       try {
-        run_block(block, strip_buffer, row_buffer, sink_positions);
+        run_block(block, strip_buffer, row_buffer, top_buffer, sink_positions);
       } catch (...) {
         errors[static_cast<std::size_t>(block)] = std::current_exception();
       }
