@@ -1,4 +1,4 @@
-// Tests of the `attnscope` command (tools/attnscope.cpp), run as a process: --help, usage and runtime errors
+// Tests of the `attnscope` command (tools/attnscope.cpp and tools/command_*.cpp), run as a process: --help, usage and runtime errors
 // (non-zero exit, message on stderr), capture → report round trips against the library, and normalize.
 #include <sys/wait.h>
 #include <unistd.h>

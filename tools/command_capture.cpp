@@ -1,0 +1,93 @@
+// tools/command_capture.cpp — `attnscope capture`: run a model over tokens and
+// write q, k, v, scores, attention and logits per layer and head (NPZ or
+// safetensors). Documented in docs/cli.md.
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "attnscope/io/npz.hpp"
+#include "attnscope/io/safetensors.hpp"
+#include "cli_model.hpp"
+#include "commands.hpp"
+
+namespace attnscope::cli {
+namespace {
+
+constexpr const char* capture_usage =
+    R"(usage: attnscope capture --checkpoint FILE [--tokens 1,2,3 | --tokens-file FILE] [--generate N]
+                         [--map NAME[:PARAM]] [--compress] --out FILE.npz|FILE.safetensors
+
+Runs the model over the tokens (default: BOS = 1), after first decoding N greedy tokens when --generate N is
+given, and writes per layer i: layer{i}.q, layer{i}.k, layer{i}.v [heads, L, head_size] (k and v of grouped-query
+attention are copied to every query head of the group), layer{i}.scores [heads, L, L] (q.k/sqrt(head_size), future
+entries -inf), layer{i}.attention [heads, L, L] (row = query, future entries 0), plus tokens [L] (int32) and
+logits [L, vocab] (float32).
+
+Options:
+  --checkpoint FILE   llama2.c checkpoint (version 0, 1 or 2)
+  --tokens LIST       token ids separated by commas or spaces
+  --tokens-file FILE  token ids separated by commas, spaces or newlines
+  --generate N        first append N greedy tokens (uses the --map too)
+  --map NAME          attention normalization: softmax (default), temperature:T, ssmax:S, sparsemax, entmax15,
+                      entmax:ALPHA, sa_softmax, sa_softmax_normalized, sink, sink:LOGIT
+  --compress          deflate NPZ members (smaller, slower); default: stored
+  --out FILE          output; .npz or .safetensors decides the format
+  --threads N         OpenMP threads (default 1; 0 = OpenMP default)
+  --help              this text
+)";
+
+int command_capture(int argc, char** argv) {
+  Arguments arguments;
+  arguments.value_option("checkpoint").value_option("out", "-o").flag("compress");
+  add_model_options(arguments);
+  if (parse_subcommand(arguments, argc, argv, capture_usage)) return 0;
+  require_no_positional(arguments);
+  const std::string out = arguments.require("out");
+  const bool safetensors = ends_with(out, ".safetensors");
+  if (!safetensors && !ends_with(out, ".npz")) throw usage_error("--out must end in .npz or .safetensors: " + out);
+  const CaptureRequest request = model_request(arguments, arguments.require("checkpoint"), 0);
+
+  model::CaptureOptions capture;
+  capture.q = capture.k = capture.v = capture.scores = capture.attention = true;
+  const CaptureRun run = run_capture(request, capture);
+
+  const auto write_start = std::chrono::steady_clock::now();
+  io::NamedArrays arrays;
+  for (std::size_t l = 0; l < run.result.layers.size(); ++l) {
+    const model::LayerCapture& layer = run.result.layers[l];
+    const std::string prefix = "layer" + std::to_string(l) + ".";
+    arrays.emplace_back(prefix + "q", stack_heads(layer.q));
+    arrays.emplace_back(prefix + "k", stack_heads(layer.k));
+    arrays.emplace_back(prefix + "v", stack_heads(layer.v));
+    arrays.emplace_back(prefix + "scores", stack_heads(layer.scores));
+    arrays.emplace_back(prefix + "attention", stack_heads(layer.attention));
+  }
+  arrays.emplace_back("tokens", io::Array::from_vector(std::vector<std::int32_t>(run.tokens.begin(), run.tokens.end()),
+                                                       {static_cast<std::int64_t>(run.tokens.size())}));
+  arrays.emplace_back("logits", io::Array::from(run.result.logits));
+  if (safetensors) {
+    io::write_safetensors(out, arrays,
+                          {{"checkpoint", request.checkpoint},
+                           {"map", request.options.map ? attnscope::to_string(*request.options.map) : "softmax"},
+                           {"generated", std::to_string(request.generate)}});
+  } else {
+    io::write_npz(out, arrays, arguments.has("compress") ? io::Compression::deflated : io::Compression::stored);
+  }
+  std::cerr << "attnscope: wrote " << arrays.size() << " arrays to " << out << " in " << milliseconds_since(write_start)
+            << " ms\n";
+  return 0;
+}
+
+}  // namespace
+
+const Command& capture_command() {
+  static const Command command{"capture",
+                               "run a llama2.c checkpoint and write q, k, v, scores, attention and "
+                               "logits (NPZ or safetensors)",
+                               capture_usage, command_capture};
+  return command;
+}
+
+}  // namespace attnscope::cli
