@@ -26,9 +26,9 @@ Combines the outputs of sharded runs into one file of the same kind (chosen by t
                        first axis in input order (shards by head: layer{i}.entropy [2, L] + [2, L] -> [4, L], and
                        layer{i}.heads lists the heads in the joined order). NPZ and safetensors inputs may be mixed.
   .csv                 one table: the header line must be the same in every input; rows are appended in order.
-  .json                objects are merged key by key: a key present twice keeps one copy when the values are equal,
-                       joins them when both are arrays (the "heads" rows of `attnscope report --json`), and is an
-                       error otherwise; top-level arrays are concatenated.
+  .json                objects are merged key by key: a key present twice joins its values when both are arrays of
+                       objects (rows, e.g. the "heads" of `attnscope report --json`), keeps one copy when they are
+                       equal (e.g. "columns"), and is an error otherwise; top-level arrays are concatenated.
 
 Options:
   -o, --out FILE    the merged output
@@ -107,6 +107,14 @@ void merge_csv(const std::vector<std::string>& inputs, const std::string& out) {
   io::write_file(out, header + "\n" + body);
 }
 
+/// True for a JSON array whose elements are all objects (table rows).
+bool is_array_of_objects(const nlohmann::json& value) {
+  if (!value.is_array()) return false;
+  for (const auto& element : value)
+    if (!element.is_object()) return false;
+  return true;
+}
+
 void merge_json(const std::vector<std::string>& inputs, const std::string& out) {
   nlohmann::json merged;
   for (const std::string& input : inputs) {
@@ -124,8 +132,8 @@ void merge_json(const std::vector<std::string>& inputs, const std::string& out) 
       for (auto& [key, value] : document.items()) {
         if (!merged.contains(key)) {
           merged[key] = value;
-        } else if (merged[key].is_array() && value.is_array() && merged[key] != value) {
-          for (const auto& element : value) merged[key].push_back(element);  // e.g. report's "heads" rows
+        } else if (is_array_of_objects(merged[key]) && is_array_of_objects(value)) {
+          for (const auto& element : value) merged[key].push_back(element);  // rows, e.g. report's "heads"
         } else if (merged[key] != value) {
           attnscope::detail::throw_io_error("merge", input, "key '", key, "' differs from an earlier input's");
         }

@@ -58,7 +58,8 @@ std::string attnscope_binary() { return std::string(ATTNSCOPE_BINARY_DIR) + "/to
 /// Runs a shell command line (the attnscope binary is $ATTNSCOPE) and captures its output.
 RowstatsRun rowstats_shell(const std::string& command_line) {
   const std::string out = rowstats_path("stdout.txt"), err = rowstats_path("stderr.txt");
-  const std::string command = "ATTNSCOPE=" + attnscope_binary() + "; " + command_line + " > " + out + " 2> " + err;
+  const std::string command =
+      "ATTNSCOPE=" + attnscope_binary() + "; { " + command_line + "; } > " + out + " 2> " + err;
   const int status = std::system(command.c_str());
   RowstatsRun run;
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
