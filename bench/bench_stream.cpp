@@ -8,9 +8,12 @@
 // - strip_gemms vs plain_gemm: the QKᵀ blocks as the library computes them (row blocks of 64 × the visible keys, in
 //   GEMMs of 32 rows, into a reused strip) against one plain Eigen GEMM Q·Kᵀ of the same total shape, one thread: the ratio of their
 //   items (FLOP) rates is the kernel's fraction of GEMM speed.
+// - vanishing_curve: max weight and top-8 mass against the position at L = 32768 (synthetic Q/K), with log-log slopes.
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -143,6 +146,41 @@ void plain_gemm(benchmark::State& state) {
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// Least-squares slope of log(mean) against log(position) over the bins with position ≥ 64.
+double log_log_slope(const attnscope::stream::PositionCurve& curve) {
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (std::size_t b = 0; b < curve.mean.size(); ++b) {
+    if (curve.position[b] < 64) continue;
+    const double x = std::log(curve.position[b]), y = std::log(curve.mean[b]);
+    n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+/// The vanishing-attention curve at long L (arXiv:2508.17821 §3: with bounded logits the largest weight decays like
+/// 1/L): one causal head of N(0, 1) Q/K (scaled logits ~ N(0, 1)), max weight and top-8 mass in 12 log bins of the
+/// position; counters: the values at each bin (max_weight@n, top8@n) and the log-log slopes over n ≥ 64.
+void vanishing_curve(benchmark::State& state) {
+  const Index length = state.range(0);
+  const RowMatrix<float> q = gaussian(length, head_dimension, 7), k = gaussian(length, head_dimension, 8);
+  attnscope::stream::RowStatisticsOptions options;
+  options.top_k = {8};
+  options.jacobian_norm = false;
+  options.threads = 2;
+  attnscope::stream::RowStatistics stats;
+  for (auto _ : state) stats = attnscope::stream::row_statistics(q, k, options);
+  const Eigen::VectorXd top8 = stats.top_k_mass.col(0);
+  const auto max_curve = attnscope::stream::position_curve(stats.max_weight, 12);
+  const auto top_curve = attnscope::stream::position_curve(top8, 12);
+  for (std::size_t b = 0; b < max_curve.mean.size(); ++b) {
+    const std::string at = "@" + std::to_string(static_cast<long>(std::lround(max_curve.position[b])));
+    state.counters["max_weight" + at] = max_curve.mean[b];
+    state.counters["top8" + at] = top_curve.mean[b];
+  }
+  state.counters["slope_max_weight"] = log_log_slope(max_curve);
+  state.counters["slope_top8"] = log_log_slope(top_curve);
+}
+
 void single_thread(const benchmark::State&) {
 #if defined(_OPENMP)
   omp_set_num_threads(1);  // Eigen's GEMM would otherwise use every OpenMP thread
@@ -159,6 +197,8 @@ BENCHMARK(stream_one_head)
     ->Unit(benchmark::kSecond)->MeasureProcessCPUTime()->UseRealTime()->Iterations(1);
 BENCHMARK(stream_full_entropy_max)->Args({16384, 2, 0})->Args({16384, 2, 1})->Args({16384, 1, 0})
     ->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime()->Iterations(3);
+BENCHMARK(vanishing_curve)->Arg(32768)->Unit(benchmark::kSecond)->MeasureProcessCPUTime()->UseRealTime()
+    ->Iterations(1);
 BENCHMARK(strip_gemms)->Setup(single_thread)->Args({4096, 0})->Args({4096, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK(plain_gemm)->Setup(single_thread)->Args({4096})->Unit(benchmark::kMillisecond);
 
