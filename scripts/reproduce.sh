@@ -25,6 +25,22 @@ while read -r module name exe; do
   echo "== $module/$name" >&2
   ( cd "$root" && /usr/bin/time -f "%e s, %M KB" "$exe" --data "$data" --out "$out" ) 2>&1 | tee "$out/.$name.log"
 done < "$build/examples.txt"
+# The normalization-limits reproductions again on Hugging Face model folders (--model DIR), on War and Peace:
+# GPT-2 when ATTNSCOPE_GPT2 names a GPT-2 folder (we cannot ship its weights), and always the shared gpt2-wp-mini
+# (GPT-2 layout, trained on War and Peace). Outputs go to results/<run>/capacity/.
+model_runs=()
+if [ -n "${ATTNSCOPE_GPT2:-}" ]; then model_runs+=("gpt2=$ATTNSCOPE_GPT2"); fi
+if [ -d "$data/gpt2-wp-mini" ]; then model_runs+=("gpt2-wp-mini=$data/gpt2-wp-mini"); fi
+for run in "${model_runs[@]}"; do
+  run_name=${run%%=*}
+  folder=${run#*=}
+  while read -r module name exe; do
+    [ "$module" = capacity ] || continue
+    echo "== $run_name: $module/$name" >&2
+    ( cd "$root" && /usr/bin/time -f "%e s, %M KB" "$exe" --data "$data" --out "$out/$run_name" --model "$folder" ) \
+      2>&1 | tee "$out/.$run_name.$name.log"
+  done < "$build/examples.txt"
+done
 # Figures: every gnuplot script, run in its own folder.
 find "$out" -name '*.gp' | sort | while read -r gp; do
   ( cd "$(dirname "$gp")" && gnuplot "$(basename "$gp")" ) || echo "gnuplot failed on $gp" >&2
@@ -52,5 +68,30 @@ end=$(date +%s)
       done
     fi
   done
+  # Sections of the model-folder runs; their figure links gain the run's folder.
+  model_section() {  # <run name> <title>
+    echo "## $2"
+    echo
+    order=()
+    mapfile -t order < "examples/capacity/order.txt"
+    for f in "${order[@]/#/$out/$1/capacity/}"; do
+      [ -f "$f.md" ] && { sed "s|](capacity/|]($1/capacity/|g" "$f.md"; echo; }
+    done
+  }
+  if [ -n "${ATTNSCOPE_GPT2:-}" ]; then
+    model_section gpt2 "Normalization limits on GPT-2 (\`ATTNSCOPE_GPT2\` = $ATTNSCOPE_GPT2)"
+  else
+    echo "## Normalization limits on GPT-2: skipped"
+    echo
+    echo "The normalization-limits paper measured GPT-2 on War and Peace. We cannot ship GPT-2's weights, so this run"
+    echo "was skipped. To enable it, point \`ATTNSCOPE_GPT2\` at a GPT-2 Hugging Face folder (config.json,"
+    echo "model.safetensors, vocab.json and merges.txt, e.g. a download of openai-community/gpt2) and run"
+    echo "\`ATTNSCOPE_GPT2=/path/to/gpt2 ./scripts/reproduce.sh\`. The five capacity programs then also run with"
+    echo "\`--model\` on passages of War and Peace; the same runs on the GPT-2-layout gpt2-wp-mini follow."
+    echo
+  fi
+  if [ -d "$out/gpt2-wp-mini" ]; then
+    model_section gpt2-wp-mini "Normalization limits on gpt2-wp-mini (GPT-2 layout, trained on War and Peace)"
+  fi
 } > "$out/REPORT.md"
 echo "wrote $out/REPORT.md" >&2

@@ -1,75 +1,157 @@
-// tools/cli_model.hpp — running a model for `capture` and `report`: the token options, the forward pass with
-// capture and the stacking of per-head matrices into [heads, rows, cols] arrays.
+// tools/cli_model.hpp — running a model for `capture`, `report` and `tokenize`: where the model comes from (a
+// llama2.c checkpoint file or a Hugging Face model folder), where the tokens come from (ids, or text through the
+// folder's tokenizer), the --max-tokens cut, the forward pass with capture and the stacking of per-head matrices.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attnscope/io/array.hpp"
-#include "attnscope/model/llama.hpp"
+#include "attnscope/model.hpp"
 #include "attnscope/normalize/maps.hpp"
+#include "attnscope/text.hpp"
 #include "cli_common.hpp"
 #include "cli_progress.hpp"
 
 namespace attnscope::cli {
 
+/// The token and map options shared by capture and report (the model itself is --model or --checkpoint).
+inline void add_model_options(Arguments& arguments) {
+  arguments.value_option("tokens").value_option("tokens-file").value_option("text").value_option("text-file");
+  arguments.value_option("generate").value_option("map").value_option("max-tokens").flag("special-tokens");
+}
+
+/// True when any option of add_model_options was given.
+inline bool has_model_options(const Arguments& arguments) {
+  for (const char* name : {"tokens", "tokens-file", "text", "text-file", "generate", "map", "max-tokens",
+                           "special-tokens"})
+    if (arguments.has(name)) return true;
+  return false;
+}
+
+/// The text of --text or --text-file (exactly one must be given).
+inline std::string text_argument(const Arguments& arguments) {
+  if (arguments.has("text") == arguments.has("text-file")) throw usage_error("give exactly one of --text, --text-file");
+  return arguments.has("text") ? arguments.get("text") : read_text_file(arguments.get("text-file"));
+}
+
+/// The tokenizer of a Hugging Face model folder (tokenizer.json, or vocab.json + merges.txt).
+inline text::ByteLevelBpeTokenizer folder_tokenizer(const std::string& folder) {
+  return text::ByteLevelBpeTokenizer::from_folder(folder);
+}
+
+/// Encodes text with the folder's tokenizer; --special-tokens lets special tokens such as <|endoftext|> in the
+/// text become their ids (by default they are ordinary text).
+inline std::vector<int> encode_text(const std::string& folder, const std::string& utf8_text, bool special_tokens) {
+  text::EncodeOptions options;
+  options.parse_special_tokens = special_tokens;
+  return folder_tokenizer(folder).encode(utf8_text, options);
+}
+
 struct CaptureRequest {
-  std::string checkpoint;
-  std::vector<int> tokens{1};
+  std::string model_path;         // a llama2.c checkpoint file or a Hugging Face model folder
+  std::vector<int> tokens{1};     // input tokens (default: llama2.c BOS)
+  std::size_t input_length = 1;   // tokens before the --max-tokens cut
+  std::optional<long> max_tokens;  // --max-tokens
   int generate = 0;
   model::ForwardOptions options;
 };
 
-inline void add_model_options(Arguments& arguments) {
-  arguments.value_option("tokens").value_option("tokens-file").value_option("generate").value_option("map");
-}
-
-inline CaptureRequest model_request(const Arguments& arguments, const std::string& checkpoint, int default_generate) {
+/// Reads the token options. `default_generate` applies when no tokens or text are given (llama2.c checkpoints
+/// start from BOS = 1 then); a model folder needs tokens or text.
+inline CaptureRequest model_request(const Arguments& arguments, const std::string& model_path, int default_generate) {
   CaptureRequest request;
-  request.checkpoint = checkpoint;
-  if (arguments.has("tokens") && arguments.has("tokens-file"))
-    throw usage_error("give either --tokens or --tokens-file, not both");
-  const bool explicit_tokens = arguments.has("tokens") || arguments.has("tokens-file");
+  request.model_path = model_path;
+  const bool folder = std::filesystem::is_directory(model_path);
+  const int sources = int(arguments.has("tokens")) + int(arguments.has("tokens-file")) + int(arguments.has("text")) +
+                      int(arguments.has("text-file"));
+  if (sources > 1) throw usage_error("give only one of --tokens, --tokens-file, --text, --text-file");
+  if ((arguments.has("text") || arguments.has("text-file")) && !folder)
+    throw usage_error("--text and --text-file need a model folder with a tokenizer (--model DIR); a llama2.c "
+                      "checkpoint carries none: give token ids with --tokens or --tokens-file");
+  if (arguments.has("special-tokens") && !(arguments.has("text") || arguments.has("text-file")))
+    throw usage_error("--special-tokens applies to --text or --text-file only");
+  if (sources == 0 && folder)
+    throw usage_error("a model folder needs input: give --text, --text-file, --tokens or --tokens-file");
   if (arguments.has("tokens")) request.tokens = parse_token_list(arguments.get("tokens"), "--tokens");
   if (arguments.has("tokens-file"))
     request.tokens = parse_token_list(read_text_file(arguments.get("tokens-file")), "--tokens-file");
+  if (arguments.has("text") || arguments.has("text-file"))
+    request.tokens = encode_text(model_path, text_argument(arguments), arguments.has("special-tokens"));
+  if (request.tokens.empty()) throw usage_error("the input has no tokens (empty text?)");
+  request.input_length = request.tokens.size();
+  if (arguments.has("max-tokens")) {
+    request.max_tokens = parse_integer(arguments.get("max-tokens"), "--max-tokens", 1, 1L << 30);
+    if (request.tokens.size() > static_cast<std::size_t>(*request.max_tokens))
+      request.tokens.resize(static_cast<std::size_t>(*request.max_tokens));
+  }
   request.generate = arguments.has("generate")
                          ? static_cast<int>(parse_integer(arguments.get("generate"), "--generate", 0, 1 << 20))
-                         : (explicit_tokens ? 0 : default_generate);
+                         : (sources > 0 ? 0 : default_generate);
   if (arguments.has("map")) request.options.map = parse_normalization_map(arguments.get("map"));
   return request;
+}
+
+/// The model path of capture/report: exactly one of --model DIR and --checkpoint FILE (or `positional` when given).
+inline std::string model_path_argument(const Arguments& arguments) {
+  if (arguments.has("model") && arguments.has("checkpoint")) throw usage_error("give either --model or --checkpoint");
+  if (arguments.has("model")) {
+    const std::string folder = arguments.get("model");
+    if (!std::filesystem::is_directory(folder))
+      throw usage_error("--model expects a Hugging Face model folder (config.json, *.safetensors): " + folder);
+    return folder;
+  }
+  return arguments.require("checkpoint");
 }
 
 struct CaptureRun {
   model::ForwardResult result;
   std::vector<int> tokens;
-  io::LlamaConfig config;
+  int n_layers = 0, n_heads = 0, max_positions = 0;
+  std::string architecture;
+  std::string cut_note;  // says whether and how the input was cut by --max-tokens ("" when it was not)
 };
 
+/// Loads the model, checks the length against its positions (a clear error, or the --max-tokens cut), generates
+/// when asked, then runs the forward pass with `capture`. Timings go to stderr.
 inline CaptureRun run_capture(const CaptureRequest& request, const model::CaptureOptions& capture) {
   const auto start = std::chrono::steady_clock::now();
-  const model::LlamaModel llama = model::LlamaModel::load(request.checkpoint);
+  const model::Transformer transformer = model::load_model(request.model_path);
   const double load_ms = milliseconds_since(start);
   CaptureRun run;
-  run.config = llama.config();
+  run.n_layers = transformer.config().n_layers;
+  run.n_heads = transformer.config().n_heads;
+  run.max_positions = transformer.config().seq_len;
+  run.architecture = transformer.config().architecture;
   run.tokens = request.tokens;
+  const std::size_t positions = static_cast<std::size_t>(run.max_positions);
+  if (request.input_length > positions && !request.max_tokens)
+    attnscope::detail::throw_invalid_argument(
+        "capture", "the input has ", request.input_length, " tokens but the model (", request.model_path,
+        ") takes at most ", positions, " positions (seq_len); cut it with --max-tokens ", positions);
+  if (request.tokens.size() < request.input_length)
+    run.cut_note = "input cut from " + std::to_string(request.input_length) + " to " +
+                   std::to_string(request.tokens.size()) + " tokens by --max-tokens";
+  if (!run.cut_note.empty()) std::cerr << "attnscope: " << run.cut_note << "\n";
   double generate_ms = 0;
   if (request.generate > 0) {
     ProgressBar bar("generate");
     const auto generate_start = std::chrono::steady_clock::now();
-    run.tokens = llama.generate_greedy(request.tokens, request.generate, request.options, bar.callback());
+    run.tokens = transformer.generate_greedy(request.tokens, request.generate, request.options, bar.callback());
     generate_ms = milliseconds_since(generate_start);
   }
   model::ForwardOptions options = request.options;
   options.capture = capture;
   const auto forward_start = std::chrono::steady_clock::now();
-  run.result = llama.forward(run.tokens, options);
+  run.result = transformer.forward(run.tokens, options);
   const double forward_ms = milliseconds_since(forward_start);
-  std::cerr << "attnscope: " << run.tokens.size() << " tokens, " << run.config.n_layers << " layers x "
-            << run.config.n_heads << " heads; load " << load_ms << " ms, generate " << request.generate
+  std::cerr << "attnscope: " << run.architecture << ", " << run.tokens.size() << " tokens, " << run.n_layers
+            << " layers x " << run.n_heads << " heads; load " << load_ms << " ms, generate " << request.generate
             << " tokens " << generate_ms << " ms, forward with capture " << forward_ms << " ms\n";
   return run;
 }

@@ -1,6 +1,6 @@
-// tools/command_capture.cpp — `attnscope capture`: run a model over tokens and
-// write q, k, v, scores, attention and logits per layer and head (NPZ or
-// safetensors). Documented in docs/cli.md.
+// tools/command_capture.cpp — `attnscope capture`: run a model (llama2.c checkpoint or Hugging Face folder) over
+// tokens or text and write q, k, v, scores, attention and logits per layer and head (NPZ or safetensors).
+// Documented in docs/cli.md.
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -16,19 +16,27 @@ namespace attnscope::cli {
 namespace {
 
 constexpr const char* capture_usage =
-    R"(usage: attnscope capture --checkpoint FILE [--tokens 1,2,3 | --tokens-file FILE] [--generate N]
-                         [--map NAME[:PARAM]] [--compress] --out FILE.npz|FILE.safetensors
+    R"(usage: attnscope capture (--model DIR | --checkpoint FILE)
+                         [--tokens 1,2,3 | --tokens-file FILE | --text STRING | --text-file FILE]
+                         [--max-tokens N] [--special-tokens] [--generate N] [--map NAME[:PARAM]] [--compress]
+                         --out FILE.npz|FILE.safetensors
 
-Runs the model over the tokens (default: BOS = 1), after first decoding N greedy tokens when --generate N is
-given, and writes per layer i: layer{i}.q, layer{i}.k, layer{i}.v [heads, L, head_size] (k and v of grouped-query
-attention are copied to every query head of the group), layer{i}.scores [heads, L, L] (q.k/sqrt(head_size), future
-entries -inf), layer{i}.attention [heads, L, L] (row = query, future entries 0), plus tokens [L] (int32) and
-logits [L, vocab] (float32).
+Runs the model over the tokens (default for a llama2.c checkpoint: BOS = 1), after first decoding N greedy tokens
+when --generate N is given, and writes per layer i: layer{i}.q, layer{i}.k, layer{i}.v [heads, L, head_size]
+(k and v of grouped-query attention are copied to every query head of the group), layer{i}.scores [heads, L, L]
+(q.k/sqrt(head_size), future entries -inf), layer{i}.attention [heads, L, L] (row = query, future entries 0),
+plus tokens [L] (int32) and logits [L, vocab] (float32).
 
 Options:
+  --model DIR         Hugging Face model folder: config.json, model.safetensors (or index + shards) and the
+                      tokenizer (tokenizer.json, or vocab.json + merges.txt); gpt2, llama, mistral, qwen2
   --checkpoint FILE   llama2.c checkpoint (version 0, 1 or 2)
   --tokens LIST       token ids separated by commas or spaces
   --tokens-file FILE  token ids separated by commas, spaces or newlines
+  --text STRING       text, encoded by the model folder's tokenizer
+  --text-file FILE    text file (UTF-8), encoded by the model folder's tokenizer
+  --special-tokens    special tokens written in the text (e.g. <|endoftext|>) become their ids (default: text)
+  --max-tokens N      keep the first N input tokens; without it, input longer than the model's positions is an error
   --generate N        first append N greedy tokens (uses the --map too)
   --map NAME          attention normalization: softmax (default), temperature:T, ssmax:S, sparsemax, entmax15,
                       entmax:ALPHA, sa_softmax, sa_softmax_normalized, sink, sink:LOGIT
@@ -40,14 +48,14 @@ Options:
 
 int command_capture(int argc, char** argv) {
   Arguments arguments;
-  arguments.value_option("checkpoint").value_option("out", "-o").flag("compress");
+  arguments.value_option("model").value_option("checkpoint").value_option("out", "-o").flag("compress");
   add_model_options(arguments);
   if (parse_subcommand(arguments, argc, argv, capture_usage)) return 0;
   require_no_positional(arguments);
   const std::string out = arguments.require("out");
   const bool safetensors = ends_with(out, ".safetensors");
   if (!safetensors && !ends_with(out, ".npz")) throw usage_error("--out must end in .npz or .safetensors: " + out);
-  const CaptureRequest request = model_request(arguments, arguments.require("checkpoint"), 0);
+  const CaptureRequest request = model_request(arguments, model_path_argument(arguments), 0);
 
   model::CaptureOptions capture;
   capture.q = capture.k = capture.v = capture.scores = capture.attention = true;
@@ -69,9 +77,12 @@ int command_capture(int argc, char** argv) {
   arrays.emplace_back("logits", io::Array::from(run.result.logits));
   if (safetensors) {
     io::write_safetensors(out, arrays,
-                          {{"checkpoint", request.checkpoint},
+                          {{"model", request.model_path},
+                           {"architecture", run.architecture},
                            {"map", request.options.map ? attnscope::to_string(*request.options.map) : "softmax"},
-                           {"generated", std::to_string(request.generate)}});
+                           {"generated", std::to_string(request.generate)},
+                           {"input_tokens", std::to_string(request.input_length)},
+                           {"cut", run.cut_note}});
   } else {
     io::write_npz(out, arrays, arguments.has("compress") ? io::Compression::deflated : io::Compression::stored);
   }
@@ -83,10 +94,9 @@ int command_capture(int argc, char** argv) {
 }  // namespace
 
 const Command& capture_command() {
-  static const Command command{"capture",
-                               "run a llama2.c checkpoint and write q, k, v, scores, attention and "
-                               "logits (NPZ or safetensors)",
-                               capture_usage, command_capture};
+  static const Command command{
+      "capture", "run a model (HF folder or llama2.c) and write q, k, v, scores, attention and logits (NPZ/safetensors)",
+      capture_usage, command_capture};
   return command;
 }
 

@@ -1,6 +1,6 @@
-// tools/command_report.cpp — `attnscope report`: the per-layer, per-head table
-// of a capture, an attention file or a model run, with the analysis modules'
-// columns. Documented in docs/cli.md.
+// tools/command_report.cpp — `attnscope report`: the per-layer, per-head table of a capture, an attention file or
+// a model run (llama2.c checkpoint or Hugging Face folder), with the analysis modules' columns. Documented in
+// docs/cli.md.
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -19,8 +19,9 @@ namespace attnscope::cli {
 namespace {
 
 constexpr const char* report_usage =
-    R"(usage: attnscope report INPUT [--csv FILE] [--json FILE] [--basic]
-                        [--tokens LIST | --tokens-file FILE] [--generate N] [--map NAME]
+    R"(usage: attnscope report (INPUT | --model DIR) [--csv FILE] [--json FILE] [--basic]
+                        [--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE]
+                        [--max-tokens N] [--special-tokens] [--generate N] [--map NAME]
 
 INPUT is one of
   - a capture written by `attnscope capture` (.npz or .safetensors with layer{i}.attention, and optionally
@@ -28,7 +29,10 @@ INPUT is one of
   - an attention file: .npy, or .npz/.safetensors holding one array (or one named "attention"), of shape
     [heads, L, L], [layers, heads, L, L] or [L, L] (row = query),
   - a llama2.c checkpoint: captured first (default: BOS = 1 then 255 greedy tokens; --tokens, --tokens-file,
-    --generate and --map as for capture).
+    --generate and --map as for capture),
+  - or, with --model DIR instead of INPUT, a Hugging Face model folder run over --text-file / --text (encoded by
+    the folder's tokenizer) or --tokens / --tokens-file: capture and report in one command (options as for
+    capture; input longer than the model's positions is an error unless --max-tokens cuts it).
 Prints one line per layer and head: sink_mass (mean weight on key 0), entropy (mean row entropy, nats),
 max_attention, max_scaled_logit (needs scores), mean_jacobian_norm and max_jacobian_norm (exact ||diag p - pp^T||_2
 over rows; "-" when rows are not distributions), then the analysis modules' columns: content_entropy and
@@ -49,8 +53,7 @@ std::map<std::string, io::Array> read_arrays(const std::string& path) {
   return {{"attention", io::read_npy(path)}};
 }
 
-// Head inputs from named arrays: a capture (layer{i}.attention ...) or a single
-// attention array.
+// Head inputs from named arrays: a capture (layer{i}.attention ...) or a single attention array.
 std::vector<analysis::HeadInput> heads_from_arrays(const std::map<std::string, io::Array>& arrays,
                                                    const std::string& path) {
   std::vector<analysis::HeadInput> heads;
@@ -116,17 +119,16 @@ std::vector<analysis::HeadInput> heads_from_arrays(const std::map<std::string, i
 
 int command_report(int argc, char** argv) {
   Arguments arguments;
-  arguments.value_option("csv").value_option("json").flag("basic");
+  arguments.value_option("csv").value_option("json").value_option("model").flag("basic");
   add_model_options(arguments);
   if (parse_subcommand(arguments, argc, argv, report_usage)) return 0;
-  if (arguments.positional().size() != 1) throw usage_error("expected exactly one INPUT");
-  const std::string input = arguments.positional()[0];
+  if (arguments.has("model") != arguments.positional().empty())
+    throw usage_error("expected exactly one INPUT, or --model DIR without INPUT");
+  const std::string input = arguments.has("model") ? model_path_argument(arguments) : arguments.positional()[0];
   const bool array_file = ends_with(input, ".npz") || ends_with(input, ".npy") || ends_with(input, ".safetensors");
-  if (array_file &&
-      (arguments.has("tokens") || arguments.has("tokens-file") || arguments.has("generate") || arguments.has("map")))
-    throw usage_error(
-        "--tokens, --tokens-file, --generate and --map apply to "
-        "a checkpoint INPUT only");
+  if (array_file && has_model_options(arguments))
+    throw usage_error("--tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens, --generate and "
+                      "--map apply to a model INPUT only (a checkpoint or --model DIR)");
 
   std::vector<analysis::HeadInput> heads;
   if (array_file) {
@@ -157,10 +159,9 @@ int command_report(int argc, char** argv) {
 }  // namespace
 
 const Command& report_command() {
-  static const Command command{"report",
-                               "per-layer, per-head table (sink mass, entropy, "
-                               "max weight, max scaled logit, Jacobian norms)",
-                               report_usage, command_report};
+  static const Command command{
+      "report", "per-layer, per-head table (sink mass, entropy, max weight, max scaled logit, Jacobian norms)",
+      report_usage, command_report};
   return command;
 }
 

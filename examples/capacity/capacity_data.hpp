@@ -1,7 +1,8 @@
-// Inputs of the capacity reproductions: per-head attention, scaled scores and value vectors of real sequences, either
-// from stories260K (default: its 256-token greedy sequence and seeded sampled sequences from BOS at temperature 1) or
-// from a capture file (`--capture FILE.npz`, arrays layer{i}.attention / layer{i}.scores [heads, L, L] and
-// layer{i}.v [heads, L, d_head], e.g. GPT-2 124M dumped from PyTorch in this layout).
+// Inputs of the capacity reproductions: per-head attention, scaled scores and value vectors of real sequences, from
+// stories260K (default: its 256-token greedy sequence and seeded sampled sequences from BOS at temperature 1), from
+// a Hugging Face model folder (`--model DIR`, e.g. GPT-2: passages of War and Peace, the normalization-limits
+// paper's own setting) or from a capture file (`--capture FILE.npz`, arrays layer{i}.attention / layer{i}.scores
+// [heads, L, L] and layer{i}.v [heads, L, d_head]).
 #pragma once
 
 #include <algorithm>
@@ -17,7 +18,9 @@
 #include "attnscope/core/random.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/io/npz.hpp"
-#include "attnscope/model/llama.hpp"
+#include "attnscope/io/file.hpp"
+#include "attnscope/model.hpp"
+#include "attnscope/text.hpp"
 #include "support/example.hpp"
 
 #if defined(_OPENMP)
@@ -56,9 +59,9 @@ inline HeadCaptures prefix(const HeadCaptures& full, Index length) {
   return out;
 }
 
-/// Runs stories260K on `tokens` and keeps attention, scores and values of every head.
-inline HeadCaptures capture_stories(const model::LlamaModel& llama, const std::vector<int>& tokens,
-                                    const std::string& name) {
+/// Runs a model on `tokens` and keeps attention, scores and values of every head.
+template <class Model>
+HeadCaptures capture_stories(const Model& llama, const std::vector<int>& tokens, const std::string& name) {
   model::ForwardOptions options;
   options.capture.attention = options.capture.scores = options.capture.v = true;
   const model::ForwardResult result = llama.forward(tokens, options);
@@ -104,7 +107,53 @@ inline HeadCaptures read_capture(const std::filesystem::path& path) {
   return out;
 }
 
-/// The real-model inputs: `--capture FILE.npz` if given, otherwise stories260K's greedy 256-token sequence and
+/// `count` passages of War and Peace (`<data>/war_and_peace.txt`), each starting at a paragraph at an evenly
+/// spaced place in the book (10%, 30%, ... of the text) and cut to `length` tokens of `tokenizer`.
+inline std::vector<std::vector<int>> war_and_peace_passages(const Options& options,
+                                                            const text::ByteLevelBpeTokenizer& tokenizer, int count,
+                                                            Index length) {
+  const std::vector<unsigned char> bytes = io::read_file((options.data_dir / "war_and_peace.txt").string());
+  const std::string book(bytes.begin(), bytes.end());
+  std::vector<std::vector<int>> passages;
+  for (int i = 0; i < count; ++i) {
+    const std::size_t place = book.size() * static_cast<std::size_t>(2 * i + 1) / static_cast<std::size_t>(2 * count);
+    const std::size_t begin = book.find("\n\n", place);
+    if (begin == std::string::npos) break;
+    // About 4 characters per token in English prose; take 8 per token, then back off to a space (whole UTF-8).
+    std::size_t end = std::min(book.size(), begin + 2 + static_cast<std::size_t>(length) * 8);
+    while (end < book.size() && end > begin + 2 && book[end] != ' ') --end;
+    std::vector<int> tokens = tokenizer.encode(std::string_view(book).substr(begin + 2, end - begin - 2));
+    if (static_cast<Index>(tokens.size()) < length)
+      detail::throw_invalid_argument("war_and_peace_passages", "passage ", i, " has only ", tokens.size(),
+                                     " tokens, fewer than ", length);
+    tokens.resize(static_cast<std::size_t>(length));
+    passages.push_back(std::move(tokens));
+  }
+  return passages;
+}
+
+/// The inputs from a Hugging Face model folder (`--model DIR`): `count` passages of War and Peace of
+/// min(1024, max positions) tokens (128 with --quick), encoded by the folder's tokenizer.
+inline RealSource model_folder_source(const Options& options, const std::string& folder, int count) {
+  const model::Transformer transformer = model::load_model(folder);
+  const text::ByteLevelBpeTokenizer tokenizer = text::ByteLevelBpeTokenizer::from_folder(folder);
+  const auto& config = transformer.config();
+  const Index length = std::min<Index>(options.quick ? 128 : 1024, config.seq_len);
+  RealSource source;
+  source.label = std::filesystem::path(folder).filename().string();
+  if (source.label.empty()) source.label = std::filesystem::path(folder).parent_path().filename().string();
+  source.description = "the " + config.architecture + " model folder `" + source.label + "` (" +
+                       std::to_string(config.n_layers) + " layers × " + std::to_string(config.n_heads) +
+                       " heads, head_dim " + std::to_string(config.head_size()) + ", given with --model) on " +
+                       std::to_string(count) + " passages of War and Peace of " + std::to_string(length) +
+                       " tokens each, the normalization-limits paper's text";
+  const auto passages = war_and_peace_passages(options, tokenizer, count, length);
+  for (std::size_t i = 0; i < passages.size(); ++i)
+    source.sequences.push_back(capture_stories(transformer, passages[i], "passage " + std::to_string(i + 1)));
+  return source;
+}
+
+/// The real-model inputs: `--capture FILE.npz` if given, `--model DIR` if given, otherwise stories260K's greedy 256-token sequence and
 /// `sampled` seeded sequences of `sampled_length` tokens sampled from BOS at temperature 1 (seeds 1, 2, ...).
 inline RealSource real_source(const Options& options, int sampled = 3, int sampled_length = 512) {
   RealSource source;
@@ -115,6 +164,8 @@ inline RealSource real_source(const Options& options, int sampled = 3, int sampl
     source.sequences.push_back(read_capture(capture));
     return source;
   }
+  const std::string folder = options.get("model");
+  if (!folder.empty()) return model_folder_source(options, folder, std::max(sampled, 1) + 1);
   const model::LlamaModel llama = model::LlamaModel::load((options.data_dir / "stories260K.bin").string());
   if (options.quick) sampled_length = std::min(sampled_length, 128);
   source.label = "stories260K";
@@ -122,7 +173,7 @@ inline RealSource real_source(const Options& options, int sampled = 3, int sampl
   if (sampled > 0)
     source.description += " and " + std::to_string(sampled) + " sequences of " + std::to_string(sampled_length) +
                           " tokens sampled from BOS at temperature 1 (seeds 1.." + std::to_string(sampled) + ")";
-  source.description += "; GPT-2 captures can be passed with --capture FILE.npz";
+  source.description += "; a Hugging Face model such as GPT-2 runs with --model DIR, captures with --capture FILE.npz";
   source.sequences.push_back(capture_stories(llama, llama.generate_greedy({1}, options.quick ? 127 : 255), "greedy"));
   for (int seed = 1; seed <= sampled; ++seed)
     source.sequences.push_back(capture_stories(

@@ -15,6 +15,7 @@
 #include "attnscope/normalize/maps.hpp"
 #include "support/catch.hpp"
 #include "support/model_fixture.hpp"
+#include "support/model_helpers.hpp"
 
 namespace {
 
@@ -23,43 +24,19 @@ using attnscope::model::AblationMode;
 using attnscope::model::CaptureOptions;
 using attnscope::model::ForwardOptions;
 using attnscope::model::ForwardResult;
+using attnscope::testing::capture_everything;
+using attnscope::testing::max_abs_difference;
+using attnscope::testing::mean_nll_from_logits;
 using attnscope::testing::reference_model;
 
-// A deterministic pseudo-random token sequence (seeded attnscope::Random), starting with BOS = 1.
-std::vector<int> random_tokens(std::size_t length, std::uint64_t seed) {
-  attnscope::Random random(seed);
-  std::vector<int> tokens{1};
-  while (tokens.size() < length) tokens.push_back(static_cast<int>(random.below(512)));
-  return tokens;
+std::vector<int> random_tokens(std::size_t length, std::uint64_t seed) {  // BOS = 1, then uniform ids
+  return attnscope::testing::random_token_sequence(length, 512, seed, {1});
 }
 
 // The greedy continuation of BOS: a natural (in-distribution) sequence.
 const std::vector<int>& story() {
   static const std::vector<int> tokens = reference_model().generate_greedy({1}, 95);
   return tokens;
-}
-
-double max_abs_difference(const RowMatrix<float>& a, const RowMatrix<float>& b) {
-  REQUIRE(a.rows() == b.rows());
-  REQUIRE(a.cols() == b.cols());
-  return (a - b).cwiseAbs().maxCoeff();
-}
-
-// Mean over positions p < L − 1 of −log softmax(logits_p)[tokens_{p+1}], in double (the definition of the NLL).
-double mean_nll_from_logits(const RowMatrix<float>& logits, const std::vector<int>& tokens) {
-  double total = 0;
-  for (std::size_t p = 0; p + 1 < tokens.size(); ++p) {
-    const auto row = logits.row(long(p)).cast<double>();
-    const double max_value = row.maxCoeff();
-    total -= row(tokens[p + 1]) - max_value - std::log((row.array() - max_value).exp().sum());
-  }
-  return total / double(tokens.size() - 1);
-}
-
-ForwardOptions capture_everything() {
-  ForwardOptions options;
-  options.capture = CaptureOptions::everything();
-  return options;
 }
 
 }  // namespace
@@ -298,7 +275,7 @@ TEST_CASE("mean negative log-likelihood follows its definition") {
   const long head_size = pruned_weights.config.head_size();
   for (const auto& [layer, head] : ablated.ablated_heads)
     pruned_weights.layers[std::size_t(layer)].wo.middleCols(head * head_size, head_size).setZero();
-  const attnscope::model::LlamaModel pruned(std::move(pruned_weights));
+  const attnscope::model::Transformer pruned(std::move(pruned_weights));
   CHECK(ablated_nll == Approx(mean_nll_from_logits(pruned.forward(tokens).logits, tokens)).epsilon(1e-6));
   CHECK(std::abs(ablated_nll - nll) > 1e-3);  // the ablation has an effect to check
 }

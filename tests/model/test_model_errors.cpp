@@ -81,17 +81,18 @@ TEST_CASE("bad forward options are rejected") {
 }
 
 TEST_CASE("inconsistent weights are rejected by the constructor") {
-  auto weights = reference_model().weights();
+  const attnscope::io::LlamaWeights original = attnscope::io::read_llama2c(attnscope::testing::data_file("stories260K.bin"));
+  auto weights = original;
   weights.layers[2].wk.resize(31, 64);
   CHECK_THAT(error_message([&] { attnscope::model::LlamaModel model(weights); }),
              Catch::Matchers::Contains("wk has shape 31x64"));
-  weights = reference_model().weights();
+  weights = original;
   weights.config.n_kv_heads = 3;
   CHECK_THROWS_AS(attnscope::model::LlamaModel(weights), attnscope::invalid_argument);
-  weights = reference_model().weights();
+  weights = original;
   weights.layers.pop_back();
   CHECK_THROWS_AS(attnscope::model::LlamaModel(weights), attnscope::invalid_argument);
-  weights = reference_model().weights();
+  weights = original;
   weights.classifier.resize(0, 0);
   CHECK_THROWS_AS(attnscope::model::LlamaModel(weights), attnscope::invalid_argument);
 }

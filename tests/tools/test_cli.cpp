@@ -22,53 +22,14 @@
 #include "support/catch.hpp"
 #include "support/data.hpp"
 #include "support/random_matrices.hpp"
+#include "tools/cli_runner.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using attnscope::RowMatrix;
+using namespace attnscope_test::cli;
 
-struct Run {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// A scratch folder per test process, removed when the process exits.
-struct ScratchDirectory {
-  fs::path path = fs::temp_directory_path() / ("attnscope_cli_test_" + std::to_string(getpid()));
-  ScratchDirectory() { fs::create_directories(path); }
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
-const fs::path& work_dir() {
-  static const ScratchDirectory dir;
-  return dir.path;
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-// Runs `attnscope <arguments>` (arguments are passed to the shell as written).
-Run attnscope_command(const std::string& arguments) {
-  const fs::path out = work_dir() / "stdout.txt", err = work_dir() / "stderr.txt";
-  const std::string command = std::string(ATTNSCOPE_BINARY_DIR) + "/tools/attnscope " + arguments + " > " +
-                              out.string() + " 2> " + err.string();
-  const int status = std::system(command.c_str());
-  Run run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = slurp(out);
-  run.err = slurp(err);
-  return run;
-}
-
-std::string path_in_work_dir(const std::string& name) { return (work_dir() / name).string(); }
 std::string checkpoint() { return attnscope::testing::data_file("stories260K.bin"); }
 
 const attnscope::model::LlamaModel& llama() {
@@ -76,12 +37,10 @@ const attnscope::model::LlamaModel& llama() {
   return model;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 }  // namespace
 
 TEST_CASE("--help on every subcommand exits 0 and prints its usage") {
-  for (const std::string command : {"capture", "report", "normalize"}) {
+  for (const std::string command : {"capture", "report", "tokenize", "normalize"}) {
     const Run run = attnscope_command(command + " --help");
     CHECK(run.exit_code == 0);
     CHECK(contains(run.out, "usage: attnscope " + command));
@@ -94,13 +53,9 @@ TEST_CASE("--help on every subcommand exits 0 and prints its usage") {
 }
 
 TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
-  struct Case {
-    std::string arguments, message;
-    int exit_code;
-  };
   const std::string ckpt = checkpoint();
   const std::string out = path_in_work_dir("bad.npz");
-  const std::vector<Case> cases = {
+  const std::vector<ExpectedFailure> cases = {
       {"", "missing command", 2},
       {"frobnicate", "unknown command 'frobnicate'", 2},
       {"capture --checkpoint " + ckpt, "missing required option --out", 2},
@@ -108,7 +63,13 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
       {"capture --checkpoint " + ckpt + " --out " + out + " --bogus 1", "unknown option --bogus", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1,600", "token 600 at position 1", 1},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1,x", "--tokens: expected an integer", 2},
-      {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --tokens-file f", "either --tokens", 2},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --tokens-file f", "only one of --tokens", 2},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --text hello", "need a model folder with a tokenizer", 2},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --special-tokens", "--special-tokens applies",
+       2},
+      {"capture --checkpoint " + ckpt + " --model " + ckpt + " --out " + out, "either --model or --checkpoint", 2},
+      {"capture --model " + ckpt + " --out " + out, "--model expects a Hugging Face model folder", 2},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --max-tokens 0", "--max-tokens", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --generate -4", "--generate: expected an integer", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --generate 600", "exceeds seq_len 512", 1},
       {"capture --checkpoint " + ckpt + " --out " + out + " --map ssmax:-1", "s must be finite and > 0", 1},
@@ -117,19 +78,14 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
        "war_and_peace.txt", 1},
       {"report", "expected exactly one INPUT", 2},
       {"report /nonexistent.npz", "/nonexistent.npz", 1},
-      {"report x.npz --generate 3", "apply to a checkpoint INPUT only", 2},
+      {"report x.npz --generate 3", "apply to a model INPUT only", 2},
+      {"report x.npz --model " + ckpt, "without INPUT", 2},
       {"normalize --map softmax", "expected exactly one input", 2},
       {"normalize --map nope in.npy -o out.npy", "unknown normalization map 'nope'", 1},
       {"normalize --map softmax /nonexistent.npy -o out.npy", "/nonexistent.npy", 1},
       {"capture --threads many --checkpoint " + ckpt + " --out " + out, "--threads: expected an integer", 2},
   };
-  for (const auto& c : cases) {
-    INFO("attnscope " << c.arguments);
-    const Run run = attnscope_command(c.arguments);
-    CHECK(run.exit_code == c.exit_code);
-    CHECK(contains(run.err, c.message));
-    CHECK(run.out.empty());
-  }
+  check_failures(cases);
   CHECK(!fs::exists(out));
 }
 

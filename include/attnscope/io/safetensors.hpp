@@ -44,43 +44,56 @@ inline const char* safetensors_dtype_name(DType dtype) {
 
 }  // namespace detail
 
-/// Parses a safetensors file from memory. Throws attnscope::io_error (naming `name_for_errors` and the tensor) for a
-/// header length past the end, malformed JSON, unsupported dtypes, bad shapes, offsets whose span differs from the
-/// shape, overlapping tensors, gaps, or a buffer not fully covered.
-inline SafetensorsContents parse_safetensors_contents(const unsigned char* data, std::size_t size,
-                                                      const std::string& name_for_errors) {
+/// One tensor of a safetensors header: dtype, shape and its bytes [begin, end) relative to the data buffer.
+struct SafetensorsTensorInfo {
+  std::string name;
+  DType dtype = DType::float32;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0, end = 0;
+};
+
+/// A parsed and validated safetensors header: the tensors in data-buffer order, the metadata, and where the data
+/// buffer lies in the file (buffer_offset = 8 + header length; buffer_size = file size − buffer_offset).
+struct SafetensorsHeader {
+  std::vector<SafetensorsTensorInfo> tensors;
+  std::map<std::string, std::string> metadata;
+  std::uint64_t buffer_offset = 0, buffer_size = 0;
+};
+
+/// Parses and validates the header of a safetensors file held in memory (the whole file: the tensors' placement in
+/// the buffer is checked too, and BOOL bytes are read). The one validation shared by the copying reader
+/// (parse_safetensors_contents) and the mapped one (MappedSafetensors). Throws attnscope::io_error (naming
+/// `name_for_errors` and the tensor) for a header length past the end, malformed JSON, unsupported dtypes, bad
+/// shapes, offsets whose span differs from the shape or that lie past the end of the file (a truncated file),
+/// overlapping tensors, gaps, or a buffer not fully covered.
+inline SafetensorsHeader parse_safetensors_header(const unsigned char* data, std::size_t size,
+                                                  const std::string& name_for_errors) {
   detail::ByteReader reader(data, size, "parse_safetensors", name_for_errors);
   const std::uint64_t header_length = reader.read<std::uint64_t>("header length");
   if (header_length > safetensors_max_header_bytes)
     reader.fail("header length ", header_length, " exceeds the limit of ", safetensors_max_header_bytes, " bytes");
   const unsigned char* header_bytes = reader.take(header_length, "JSON header");
   if (header_length == 0 || header_bytes[0] != '{') reader.fail("the JSON header does not start with '{'");
-  nlohmann::json header;
+  nlohmann::json json;
   try {
-    header = nlohmann::json::parse(header_bytes, header_bytes + header_length);
+    json = nlohmann::json::parse(header_bytes, header_bytes + header_length);
   } catch (const nlohmann::json::exception& e) {
     reader.fail("malformed JSON header: ", e.what());
   }
-  if (!header.is_object()) reader.fail("the JSON header is not an object");
-  const std::uint64_t buffer_size = reader.remaining();
-  const unsigned char* buffer = reader.take(buffer_size, "data buffer");
+  if (!json.is_object()) reader.fail("the JSON header is not an object");
+  SafetensorsHeader header;
+  header.buffer_offset = reader.position();
+  header.buffer_size = reader.remaining();
+  const unsigned char* buffer = reader.take(header.buffer_size, "data buffer");
 
-  struct Entry {
-    std::string name;
-    DType dtype;
-    std::vector<std::int64_t> shape;
-    std::uint64_t begin, end;
-  };
-  SafetensorsContents contents;
-  std::vector<Entry> entries;
-  for (const auto& item : header.items()) {
+  for (const auto& item : json.items()) {
     const std::string& name = item.key();  // (a structured binding cannot be captured by the lambda below in C++17)
     const nlohmann::json& info = item.value();
     if (name == "__metadata__") {
       if (!info.is_object()) reader.fail("__metadata__ is not an object");
       for (const auto& [key, value] : info.items()) {
         if (!value.is_string()) reader.fail("__metadata__ value of '", key, "' is not a string");
-        contents.metadata[key] = value.get<std::string>();
+        header.metadata[key] = value.get<std::string>();
       }
       continue;
     }
@@ -89,7 +102,7 @@ inline SafetensorsContents parse_safetensors_contents(const unsigned char* data,
     if (!info.is_object() || info.size() != 3 || !info.contains("dtype") || !info.contains("shape") ||
         !info.contains("data_offsets"))
       bad("expected exactly the keys dtype, shape, data_offsets");
-    Entry entry{name, DType::float32, {}, 0, 0};
+    SafetensorsTensorInfo entry{name, DType::float32, {}, 0, 0};
     const auto& dtype = info["dtype"];
     bool known = false;
     for (DType candidate : {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean, DType::float16,
@@ -116,31 +129,45 @@ inline SafetensorsContents parse_safetensors_contents(const unsigned char* data,
     if (!detail::shape_element_count(entry.shape, count) ||
         !detail::multiply_checked(count, dtype_size(entry.dtype), byte_count))
       bad("absurd shape ", detail::shape_string(entry.shape), " (element count overflows)");
-    if (entry.begin > entry.end || entry.end > buffer_size)
-      bad("data_offsets [", entry.begin, ", ", entry.end, "] are outside the ", buffer_size, "-byte data buffer");
+    if (entry.begin > entry.end || entry.end > header.buffer_size)
+      bad("data_offsets [", entry.begin, ", ", entry.end, "] are outside the ", header.buffer_size,
+          "-byte data buffer (truncated file?)");
     if (entry.end - entry.begin != byte_count)
       bad("data_offsets [", entry.begin, ", ", entry.end, "] span ", entry.end - entry.begin, " bytes but shape ",
           detail::shape_string(entry.shape), " of ", dtype_name(entry.dtype), " needs ", byte_count);
-    entries.push_back(std::move(entry));
+    header.tensors.push_back(std::move(entry));
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  std::sort(header.tensors.begin(), header.tensors.end(), [](const auto& a, const auto& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
   std::uint64_t covered = 0;
-  for (auto& entry : entries) {
+  for (const auto& entry : header.tensors) {
     if (entry.begin < covered)
       reader.fail("tensor '", entry.name, "' at [", entry.begin, ", ", entry.end, ") overlaps the previous tensor (ending at ",
                   covered, ")");
     if (entry.begin > covered)
       reader.fail("gap in the data buffer: bytes [", covered, ", ", entry.begin, ") belong to no tensor");
     covered = entry.end;
-    std::vector<unsigned char> bytes(buffer + entry.begin, buffer + entry.end);
     if (entry.dtype == DType::boolean)
-      for (auto& b : bytes)
-        if (b > 1) reader.fail("tensor '", entry.name, "': BOOL byte ", int(b), " is neither 0 nor 1");
-    contents.tensors.emplace_back(entry.name, Array(entry.dtype, std::move(entry.shape), std::move(bytes)));
+      for (std::uint64_t i = entry.begin; i < entry.end; ++i)
+        if (buffer[i] > 1) reader.fail("tensor '", entry.name, "': BOOL byte ", int(buffer[i]), " is neither 0 nor 1");
   }
-  if (covered != buffer_size)
-    reader.fail("data buffer has ", buffer_size, " bytes but the tensors cover only ", covered);
+  if (covered != header.buffer_size)
+    reader.fail("data buffer has ", header.buffer_size, " bytes but the tensors cover only ", covered);
+  return header;
+}
+
+/// Parses a safetensors file from memory, copying each tensor into an Array (validation: parse_safetensors_header).
+inline SafetensorsContents parse_safetensors_contents(const unsigned char* data, std::size_t size,
+                                                      const std::string& name_for_errors) {
+  SafetensorsHeader header = parse_safetensors_header(data, size, name_for_errors);
+  const unsigned char* buffer = data + header.buffer_offset;
+  SafetensorsContents contents;
+  contents.metadata = std::move(header.metadata);
+  for (auto& entry : header.tensors)
+    contents.tensors.emplace_back(
+        entry.name, Array(entry.dtype, std::move(entry.shape),
+                          std::vector<unsigned char>(buffer + entry.begin, buffer + entry.end)));
   return contents;
 }
 

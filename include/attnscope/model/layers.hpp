@@ -35,6 +35,74 @@ RowMatrix<float> rms_norm(const Eigen::MatrixBase<Derived>& rows, const Eigen::M
   return out;
 }
 
+/// Which coordinates RoPE rotates together inside a head of size d.
+enum class RopeConvention {
+  interleaved,  // pairs (2i, 2i+1): llama2.c run.c and Meta's original Llama code
+  rotate_half,  // pairs (i, i + d/2): Hugging Face `rotate_half` (Llama, Mistral, Qwen2 checkpoints)
+};
+
+/// cos/sin of the RoPE angles for `count` consecutive positions from first_position: entry (r, i) belongs to
+/// position first_position + r and pair i, angle = position · θ^(−2i/d) (RoFormer, Su et al. 2021, eq. 34),
+/// computed in float as run.c and Hugging Face do (frequency 1/powf(θ, 2i/d), then position · frequency).
+struct RotaryTable {
+  RowMatrix<float> cosine, sine;  // count × head_size/2
+};
+
+/// The RotaryTable of positions [first_position, first_position + count) for heads of size head_size and base θ.
+/// Throws attnscope::invalid_argument for an odd or non-positive head_size, a negative position or count, or θ not
+/// finite and > 0. O(count·head_size) cosines and sines.
+inline RotaryTable rotary_table(Index first_position, Index count, Index head_size, double theta = 10000.0) {
+  const char* fn = "rotary_table";
+  if (head_size <= 0 || head_size % 2 != 0)
+    detail::throw_invalid_argument(fn, "head_size ", head_size, " must be even and > 0");
+  if (first_position < 0 || count < 0)
+    detail::throw_invalid_argument(fn, "first_position ", first_position, " and count ", count, " must be >= 0");
+  detail::require_positive(fn, "theta", theta);
+  const Index pairs = head_size / 2;
+  RotaryTable table{RowMatrix<float>(count, pairs), RowMatrix<float>(count, pairs)};
+  for (Index i = 0; i < pairs; ++i) {
+    const float frequency = 1.0f / std::pow(static_cast<float>(theta),
+                                            static_cast<float>(2 * i) / static_cast<float>(head_size));
+    for (Index r = 0; r < count; ++r) {
+      const float angle = static_cast<float>(first_position + r) * frequency;
+      table.cosine(r, i) = std::cos(angle);
+      table.sine(r, i) = std::sin(angle);
+    }
+  }
+  return table;
+}
+
+/// Applies RoPE in place: row r of `rows` (several heads of head_size columns side by side) is rotated with row r of
+/// `table`; pair i of each head is (2i, 2i+1) or (i, i + head_size/2) by `convention`; (a, b) becomes
+/// (a·cos − b·sin, a·sin + b·cos). Throws on a table with other row count or pair count, or a width that head_size
+/// does not divide. O(rows·cols).
+inline void apply_rotary(RowMatrix<float>& rows, Index head_size, const RotaryTable& table, RopeConvention convention) {
+  if (head_size <= 0 || head_size % 2 != 0 || rows.cols() % head_size != 0)
+    detail::throw_invalid_argument("apply_rotary", "head_size ", head_size, " must be even, > 0 and divide the width ",
+                                   rows.cols());
+  const Index pairs = head_size / 2;
+  if (table.cosine.rows() != rows.rows() || table.cosine.cols() != pairs || table.sine.rows() != rows.rows() ||
+      table.sine.cols() != pairs)
+    detail::throw_invalid_argument("apply_rotary", "table of ", table.cosine.rows(), "x", table.cosine.cols(),
+                                   " does not fit ", rows.rows(), " rows with ", pairs, " pairs per head");
+  const Index first_step = convention == RopeConvention::interleaved ? 2 : 1;       // from pair i to pair i+1
+  const Index partner = convention == RopeConvention::interleaved ? 1 : pairs;      // from a to b inside a pair
+  for (Index r = 0; r < rows.rows(); ++r) {
+    const float* cosine = table.cosine.data() + r * pairs;
+    const float* sine = table.sine.data() + r * pairs;
+    for (Index head = 0; head < rows.cols(); head += head_size) {
+      float* row = rows.data() + r * rows.cols() + head;
+      for (Index i = 0; i < pairs; ++i) {
+        float* a = row + i * first_step;
+        float* b = a + partner;
+        const float first = *a, second = *b;
+        *a = first * cosine[i] - second * sine[i];
+        *b = first * sine[i] + second * cosine[i];
+      }
+    }
+  }
+}
+
 /// Rotary position embedding in place (llama2.c run.c): row r holds the token at position first_position + r;
 /// inside each head of `head_size` columns the pairs (2i, 2i+1) are rotated by the angle
 /// position · 10000^(−(2i)/head_size) (RoFormer, Su et al. 2021, eq. 34, with run.c's pairing and float math).
@@ -44,20 +112,37 @@ inline void apply_rope(RowMatrix<float>& rows, Index head_size, Index first_posi
     detail::throw_invalid_argument("apply_rope", "head_size ", head_size, " must be even, > 0 and divide the width ",
                                    rows.cols());
   if (first_position < 0) detail::throw_invalid_argument("apply_rope", "first_position ", first_position, " < 0");
-  for (Index r = 0; r < rows.rows(); ++r) {
-    const float position = static_cast<float>(first_position + r);
-    float* row = rows.data() + r * rows.cols();
-    for (Index i = 0; i < rows.cols(); i += 2) {
-      const Index index_in_head = i % head_size;
-      const float frequency =
-          1.0f / std::pow(10000.0f, static_cast<float>(index_in_head) / static_cast<float>(head_size));
-      const float angle = position * frequency;
-      const float cosine = std::cos(angle), sine = std::sin(angle);
-      const float first = row[i], second = row[i + 1];
-      row[i] = first * cosine - second * sine;
-      row[i + 1] = first * sine + second * cosine;
-    }
+  apply_rotary(rows, head_size, rotary_table(first_position, rows.rows(), head_size), RopeConvention::interleaved);
+}
+
+/// LayerNorm of every row: y = w ⊙ (x − mean(x)) / sqrt(var(x) + eps) + b with the biased variance (Ba et al. 2016,
+/// "Layer Normalization", eq. 4; torch.nn.LayerNorm). Mean and variance are accumulated in double. O(rows·cols).
+template <class Derived, class WeightDerived, class BiasDerived>
+RowMatrix<float> layer_norm(const Eigen::MatrixBase<Derived>& rows, const Eigen::MatrixBase<WeightDerived>& weight,
+                            const Eigen::MatrixBase<BiasDerived>& bias, float epsilon = 1e-5f) {
+  if (weight.size() != rows.cols() || bias.size() != rows.cols())
+    detail::throw_invalid_argument("layer_norm", "weight has ", weight.size(), " and bias ", bias.size(),
+                                   " entries but rows have ", rows.cols(), " columns");
+  if (rows.cols() == 0) detail::throw_invalid_argument("layer_norm", "rows have no columns");
+  detail::require_positive("layer_norm", "epsilon", epsilon);
+  RowMatrix<float> out(rows.rows(), rows.cols());
+  const double width = static_cast<double>(rows.cols());
+  for (Index i = 0; i < rows.rows(); ++i) {
+    const double mean = rows.row(i).template cast<double>().sum() / width;
+    const double variance = (rows.row(i).template cast<double>().array() - mean).square().sum() / width;
+    const float inverse_deviation = static_cast<float>(1.0 / std::sqrt(variance + double(epsilon)));
+    out.row(i) = ((rows.row(i).array() - static_cast<float>(mean)) * inverse_deviation) *
+                     weight.transpose().array() + bias.transpose().array();
   }
+  return out;
+}
+
+/// GELU with the tanh approximation in place ("gelu_new" of GPT-2; Hendrycks & Gimpel 2016, §2):
+/// x ↦ x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))), in float with Eigen's vectorized tanh. O(size).
+inline void gelu_tanh_in_place(RowMatrix<float>& values) {
+  const float scale = 0.7978845608028654f;  // √(2/π)
+  auto x = values.array();
+  x = 0.5f * x * (1.0f + (scale * (x + 0.044715f * x.cube())).tanh());
 }
 
 /// SwiGLU gate (Shazeer 2020, "GLU Variants Improve Transformer", FFN_SwiGLU; run.c): silu(a) ⊙ b with

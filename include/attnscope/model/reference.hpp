@@ -1,4 +1,4 @@
-// attnscope/model/reference.hpp — compares a LlamaModel with a reference dump of another engine (llama2.c run.c
+// attnscope/model/reference.hpp — compares a model (Transformer) with a reference dump of another engine (llama2.c run.c
 // format of ../shared/data/stories260K.greedy.json): logits, per-layer/per-head scores and attention at listed
 // positions, and greedy decoding. Needs nlohmann-json (link attnscope::io).
 #pragma once
@@ -12,7 +12,7 @@
 
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
-#include "attnscope/model/llama.hpp"
+#include "attnscope/model/transformer.hpp"
 
 namespace attnscope::model {
 
@@ -64,7 +64,7 @@ const JsonValue& require_field(const JsonValue& json, const char* name) {
 /// decoding of `next_tokens.size()` tokens from input_tokens[0] against `next_tokens`.
 /// Throws attnscope::invalid_argument when a field is missing or a layer/head/position/length is out of range.
 /// Cost: one forward pass with score/attention capture plus one greedy decode.
-inline ReferenceComparison compare_with_reference(const LlamaModel& model, const nlohmann::json& reference) {
+inline ReferenceComparison compare_with_reference(const Transformer& model, const nlohmann::json& reference) {
   const char* fn = "compare_with_reference";
   const auto tokens = detail::require_field(reference, "input_tokens").get<std::vector<int>>();
   const auto next_tokens = detail::require_field(reference, "next_tokens").get<std::vector<int>>();

@@ -1,0 +1,24 @@
+// attnscope/model/load.hpp — one entry point for every model format: a directory is a Hugging Face folder, a file a
+// llama2.c checkpoint. Needs nlohmann-json (link attnscope::io).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include "attnscope/io/llama2c.hpp"
+#include "attnscope/model/huggingface.hpp"
+#include "attnscope/model/llama.hpp"
+#include "attnscope/model/transformer.hpp"
+
+namespace attnscope::model {
+
+/// Loads a model: a directory → load_huggingface_model(path); anything else → a llama2.c checkpoint
+/// (io::read_llama2c). Throws attnscope::io_error naming the path for a missing or unreadable model.
+inline Transformer load_model(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return load_huggingface_model(path);
+  return Transformer(transformer_weights_from_llama2c(io::read_llama2c(path)));
+}
+
+}  // namespace attnscope::model

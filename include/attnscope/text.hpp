@@ -1,0 +1,8 @@
+// attnscope/text.hpp — umbrella header of the text module: byte-level BPE tokenizers (GPT-2, Llama-3, Qwen2, ...)
+// from vocab.json + merges.txt or tokenizer.json. Needs nlohmann-json and libpcre2-8 (link attnscope::text).
+#pragma once
+
+#include "attnscope/text/bpe_merge.hpp"
+#include "attnscope/text/bpe_tokenizer.hpp"
+#include "attnscope/text/byte_level.hpp"
+#include "attnscope/text/regex.hpp"

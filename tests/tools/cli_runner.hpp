@@ -1,0 +1,81 @@
+// Running the `attnscope` command as a process in the tests of tests/tools/: exit code, stdout and stderr of one
+// invocation, a scratch folder per test process, and small text helpers.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/catch.hpp"
+
+namespace attnscope_test::cli {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// A scratch folder per test process, removed when the process exits.
+struct ScratchDirectory {
+  fs::path path = fs::temp_directory_path() / ("attnscope_cli_test_" + std::to_string(getpid()));
+  ScratchDirectory() { fs::create_directories(path); }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+inline const fs::path& work_dir() {
+  static const ScratchDirectory dir;
+  return dir.path;
+}
+
+inline std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Runs `attnscope <arguments>` (arguments are passed to the shell as written).
+inline Run attnscope_command(const std::string& arguments) {
+  const fs::path out = work_dir() / "stdout.txt", err = work_dir() / "stderr.txt";
+  const std::string command = std::string(ATTNSCOPE_BINARY_DIR) + "/tools/attnscope " + arguments + " > " +
+                              out.string() + " 2> " + err.string();
+  const int status = std::system(command.c_str());
+  Run run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = slurp(out);
+  run.err = slurp(err);
+  return run;
+}
+
+inline std::string path_in_work_dir(const std::string& name) { return (work_dir() / name).string(); }
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// A command line that must fail: its exit code and a part of its stderr message.
+struct ExpectedFailure {
+  std::string arguments, message;
+  int exit_code;
+};
+
+/// Runs each command line and checks exit code, message, and that nothing went to stdout.
+inline void check_failures(const std::vector<ExpectedFailure>& cases) {
+  for (const auto& c : cases) {
+    INFO("attnscope " << c.arguments);
+    const Run run = attnscope_command(c.arguments);
+    CHECK(run.exit_code == c.exit_code);
+    CHECK(contains(run.err, c.message));
+    CHECK(run.out.empty());
+  }
+}
+
+}  // namespace attnscope_test::cli

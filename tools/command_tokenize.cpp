@@ -1,0 +1,52 @@
+// tools/command_tokenize.cpp — `attnscope tokenize`: encode text with a model folder's byte-level BPE tokenizer
+// and print the token ids on one line. Documented in docs/cli.md.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli_model.hpp"
+#include "commands.hpp"
+
+namespace attnscope::cli {
+namespace {
+
+constexpr const char* tokenize_usage =
+    R"(usage: attnscope tokenize --model DIR (--text STRING | --text-file FILE) [--special-tokens]
+
+Encodes the text with the model folder's tokenizer (tokenizer.json when it is a byte-level BPE, else vocab.json +
+merges.txt) and prints the token ids on one line, separated by single spaces. The empty text prints an empty line.
+
+Options:
+  --model DIR         Hugging Face model folder holding the tokenizer files
+  --text STRING       the text (UTF-8)
+  --text-file FILE    a UTF-8 text file, read as is (a final newline is part of the text)
+  --special-tokens    special tokens written in the text (e.g. <|endoftext|>) become their ids; by default they
+                      are encoded as ordinary text
+  --help              this text
+)";
+
+int command_tokenize(int argc, char** argv) {
+  Arguments arguments;
+  arguments.value_option("model").value_option("text").value_option("text-file").flag("special-tokens");
+  if (parse_subcommand(arguments, argc, argv, tokenize_usage)) return 0;
+  require_no_positional(arguments);
+  const std::string folder = arguments.require("model");
+  const std::vector<int> ids = encode_text(folder, text_argument(arguments), arguments.has("special-tokens"));
+  std::string line;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) line += ' ';
+    line += std::to_string(ids[i]);
+  }
+  std::cout << line << "\n";
+  return 0;
+}
+
+}  // namespace
+
+const Command& tokenize_command() {
+  static const Command command{"tokenize", "encode text with a model folder's tokenizer and print the token ids",
+                               tokenize_usage, command_tokenize};
+  return command;
+}
+
+}  // namespace attnscope::cli
