@@ -14,6 +14,7 @@
 
 #include "attnscope/io/mapped_arrays.hpp"
 #include "attnscope/io/npz.hpp"
+#include "attnscope/io/mapped_safetensors.hpp"
 #include "attnscope/io/safetensors.hpp"
 #include "attnscope/stream.hpp"
 #include "cli_progress.hpp"
@@ -29,9 +30,9 @@ constexpr const char* rowstats_usage =
 
 Exact per-query-row statistics of softmax(q·Kᵀ/√d) for every selected (layer, head) of a Q/K file, computed in
 row blocks from Q and K without the L×L matrix (memory O(L·d) per head plus a strip of 64 rows per thread).
-INPUT is an .npz / .npy file (memory-mapped; stored NPZ members are read in place) or a .safetensors file, holding
-[H, L, d] arrays layer{i}.q and layer{i}.k (as written by `attnscope capture`) or q and k (reported as layer 0),
-float32 or float64 (the statistics are computed and written in that precision).
+INPUT is an .npz / .npy or .safetensors file (memory-mapped; stored NPZ members and safetensors tensors are read in
+place), holding [H, L, d] arrays layer{i}.q and layer{i}.k (as written by `attnscope capture`) or q and k (reported
+as layer 0), float32 or float64 (the statistics are computed and written in that precision).
 
 Output arrays, [heads, L] each, per layer i: layer{i}.entropy, .sink_mass, .max_attention, .max_scaled_logit,
 .log_partition, .jacobian_norm (exact spectral norm of the row's softmax Jacobian), .top{k}_mass for each k, and
@@ -62,44 +63,45 @@ std::vector<Index> parse_index_list(const std::string& text, const std::string& 
   return values;
 }
 
-/// The Q/K arrays of the input: memory-mapped NPY/NPZ, or a safetensors file read into memory.
+/// The Q/K arrays of the input, memory-mapped: NPY/NPZ (io::MappedArrays) or safetensors (io::MappedSafetensors),
+/// both seen as io::MappedArray views.
 class QueryKeySource {
  public:
   explicit QueryKeySource(const std::string& path) {
     if (ends_with(path, ".safetensors")) {
-      for (auto& [name, array] : io::read_safetensors(path)) {
-        loaded_.emplace(name, array);
-        names_.push_back(name);
-      }
+      tensors_.emplace(path);
+      for (const io::TensorView& view : tensors_->tensors()) arrays_.emplace_back(view.name, view.dtype, view.shape, view.data);
     } else {
       mapped_.emplace(path);
-      names_ = mapped_->names();
+      arrays_ = mapped_->arrays();
     }
   }
-  const std::vector<std::string>& names() const { return names_; }
-  io::DType dtype(const std::string& name) const { return mapped_ ? mapped_->at(name).dtype() : loaded_.at(name).dtype(); }
-  std::vector<std::int64_t> shape(const std::string& name) const {
-    return mapped_ ? mapped_->at(name).shape() : loaded_.at(name).shape();
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const io::MappedArray& array : arrays_) out.push_back(array.name());
+    return out;
   }
-  bool is_view(const std::string& name) const { return mapped_ && mapped_->at(name).is_view(); }
+  const io::MappedArray& at(const std::string& name) const {
+    for (const io::MappedArray& array : arrays_)
+      if (array.name() == name) return array;
+    throw usage_error("no array " + name);  // not reached: names come from names()
+  }
+  io::DType dtype(const std::string& name) const { return at(name).dtype(); }
+  std::vector<std::int64_t> shape(const std::string& name) const { return at(name).shape(); }
 
   /// Calls use(matrix) with head `head` of array `name` ([H, L, d]): a view into the mapped file when aligned,
   /// else a copy of that one head.
   template <class Scalar, class Use>
   void with_head(const std::string& name, Index head, Use&& use) const {
-    if (!mapped_) {
-      use(loaded_.at(name).slice_matrix<Scalar>({head}));
-      return;
-    }
-    const io::MappedArray& array = mapped_->at(name);
+    const io::MappedArray& array = at(name);
     if (array.is_aligned()) use(array.slice<Scalar>(head));
     else use(array.slice_copy<Scalar>(head));
   }
 
  private:
   std::optional<io::MappedArrays> mapped_;
-  std::map<std::string, io::Array> loaded_;
-  std::vector<std::string> names_;
+  std::optional<io::MappedSafetensors> tensors_;
+  std::vector<io::MappedArray> arrays_;
 };
 
 /// One layer of the input: its number, the Q and K array names.
@@ -147,10 +149,15 @@ int run_rowstats(const QueryKeySource& source, const std::vector<LayerArrays>& l
   std::vector<Index> head_selection;
   if (arguments.has("heads")) head_selection = parse_index_list(arguments.get("heads"), "--heads");
   io::NamedArrays arrays;
-  std::printf("%-6s %-5s %8s %9s %9s %9s %9s %9s", "layer", "head", "L", "entropy", "sink", "max_attn", "J_mean",
-              "J_median");
-  for (const Index k : options.top_k) std::printf(" %9s", ("top" + std::to_string(k)).c_str());
-  std::printf(" %8s\n", "seconds");
+  bool header_printed = false;  // printed with the first row, so that errors leave stdout empty
+  const auto print_header = [&] {
+    if (header_printed) return;
+    header_printed = true;
+    std::printf("%-6s %-5s %8s %9s %9s %9s %9s %9s", "layer", "head", "L", "entropy", "sink", "max_attn", "J_mean",
+                "J_median");
+    for (const Index k : options.top_k) std::printf(" %9s", ("top" + std::to_string(k)).c_str());
+    std::printf(" %8s\n", "seconds");
+  };
   std::size_t total_heads = 0;
   for (const LayerArrays& layer : layers) total_heads += head_selection.empty() ? source.shape(layer.q)[0] : head_selection.size();
   ProgressBar progress("rowstats");
@@ -199,6 +206,7 @@ int run_rowstats(const QueryKeySource& source, const std::vector<LayerArrays>& l
       head_ids.push_back(static_cast<std::int32_t>(head));
       const double seconds = milliseconds_since(start) / 1000;
       progress.finish();
+      print_header();
       std::printf("%-6ld %-5ld %8ld %9.4f %9.4f %9.4f %9.5f %9.5f", static_cast<long>(layer.layer),
                   static_cast<long>(head), static_cast<long>(length), stats.entropy.mean(), stats.sink_mass.mean(),
                   stats.max_weight.mean(), options.jacobian_norm ? stats.jacobian_norm.mean() : 0.0,

@@ -3,13 +3,10 @@
 // and the scale-out recipe — shards by layer or by head, run one after another or with GNU parallel, merged with
 // `attnscope merge`, give byte-identical arrays to one run; CSV and JSON merging.
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,58 +16,32 @@
 #include "attnscope/normalize/entropy.hpp"
 #include "attnscope/normalize/softmax.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
+#include "tools/cli_runner.hpp"
 #include "support/catch.hpp"
 
 namespace {
 
-namespace rowstats_fs = std::filesystem;
-
-struct RowstatsRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-/// A scratch folder of this test process, removed at exit.
-struct RowstatsScratch {
-  rowstats_fs::path path =
-      rowstats_fs::temp_directory_path() / ("attnscope_rowstats_test_" + std::to_string(getpid()));
-  RowstatsScratch() { rowstats_fs::create_directories(path); }
-  ~RowstatsScratch() {
-    std::error_code ignored;
-    rowstats_fs::remove_all(path, ignored);
-  }
-};
-
-std::string rowstats_path(const std::string& name) {
-  static const RowstatsScratch scratch;
-  return (scratch.path / name).string();
-}
-
-std::string rowstats_slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using attnscope_test::cli::contains;
+using attnscope_test::cli::path_in_work_dir;
+using RowstatsRun = attnscope_test::cli::Run;
 
 std::string attnscope_binary() { return std::string(ATTNSCOPE_BINARY_DIR) + "/tools/attnscope"; }
 
-/// Runs a shell command line (the attnscope binary is $ATTNSCOPE) and captures its output.
+/// Runs a shell command line (several commands, GNU parallel; the attnscope binary is $ATTNSCOPE) and captures the
+/// output of all of it.
 RowstatsRun rowstats_shell(const std::string& command_line) {
-  const std::string out = rowstats_path("stdout.txt"), err = rowstats_path("stderr.txt");
+  const std::string out = path_in_work_dir("shell_stdout.txt"), err = path_in_work_dir("shell_stderr.txt");
   const std::string command =
       "ATTNSCOPE=" + attnscope_binary() + "; { " + command_line + "; } > " + out + " 2> " + err;
   const int status = std::system(command.c_str());
   RowstatsRun run;
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = rowstats_slurp(out);
-  run.err = rowstats_slurp(err);
+  run.out = attnscope_test::cli::slurp(out);
+  run.err = attnscope_test::cli::slurp(err);
   return run;
 }
 
-RowstatsRun rowstats_command(const std::string& arguments) { return rowstats_shell("$ATTNSCOPE " + arguments); }
-
-bool rowstats_contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+RowstatsRun rowstats_command(const std::string& arguments) { return attnscope_test::cli::attnscope_command(arguments); }
 
 /// A capture-like Q/K file: layer{l}.q / layer{l}.k of shape [heads, length, dimension], float64, seeded.
 std::string write_query_key_file(const std::string& name, int layers, std::int64_t heads, std::int64_t length,
@@ -84,7 +55,7 @@ std::string write_query_key_file(const std::string& name, int layers, std::int64
       arrays.emplace_back("layer" + std::to_string(l) + "." + which,
                           attnscope::io::Array::from_vector(values, {heads, length, dimension}));
     }
-  const std::string path = rowstats_path(name);
+  const std::string path = path_in_work_dir(name);
   attnscope::io::write_npz(path, arrays, attnscope::io::Compression::stored);
   return path;
 }
@@ -94,10 +65,10 @@ std::string write_query_key_file(const std::string& name, int layers, std::int64
 TEST_CASE("attnscope rowstats writes the dense per-row statistics of every head") {
   const std::int64_t length = 37, dimension = 6;
   const std::string input = write_query_key_file("qk.npz", 2, 3, length, dimension);
-  const std::string output = rowstats_path("rows.npz");
+  const std::string output = path_in_work_dir("rows.npz");
   const RowstatsRun run = rowstats_command("rowstats " + input + " --out " + output + " --top-k 1,4 --sink-keys 0,2");
   REQUIRE(run.exit_code == 0);
-  CHECK(rowstats_contains(run.out, "J_median"));
+  CHECK(contains(run.out, "J_median"));
   const auto inputs = attnscope::io::read_npz(input);
   const auto rows = attnscope::io::read_npz(output);
   for (int layer = 0; layer < 2; ++layer)
@@ -128,7 +99,7 @@ TEST_CASE("attnscope rowstats writes the dense per-row statistics of every head"
 
 TEST_CASE("attnscope rowstats: layer and head selection, safetensors output, errors") {
   const std::string input = write_query_key_file("qk_select.npz", 2, 3, 20, 4);
-  const std::string output = rowstats_path("select.safetensors");
+  const std::string output = path_in_work_dir("select.safetensors");
   const RowstatsRun run = rowstats_command("rowstats " + input + " --out " + output + " --layers 1 --heads 2,0 --window 5");
   REQUIRE(run.exit_code == 0);
   const auto rows = attnscope::io::read_safetensors(output);
@@ -136,11 +107,7 @@ TEST_CASE("attnscope rowstats: layer and head selection, safetensors output, err
   CHECK(rows.at("layer1.entropy").shape() == std::vector<std::int64_t>{2, 20});
   CHECK(rows.at("layer1.heads").to_vector<int>() == std::vector<int>{2, 0});
   CHECK(rows.at("layer1.sink_mass").slice_matrix<double>({}).rightCols(15).isZero());  // key 0 left every window
-  struct RowstatsCase {
-    std::string arguments, message;
-    int exit_code;
-  };
-  const std::vector<RowstatsCase> cases = {
+  attnscope_test::cli::check_failures({
       {"rowstats " + input, "missing required option --out", 2},
       {"rowstats --out x.npz", "expected exactly one INPUT", 2},
       {"rowstats " + input + " --out x.txt", "--out must end in .npz or .safetensors", 2},
@@ -150,19 +117,13 @@ TEST_CASE("attnscope rowstats: layer and head selection, safetensors output, err
       {"rowstats " + input + " --out " + output + " --window 0", "--window: expected an integer in [1", 2},
       {"rowstats " + input + " --out " + output + " --sink-keys 20", "sink key 20 is outside [0, 20)", 1},
       {"rowstats /nonexistent.npz --out " + output, "/nonexistent.npz", 1},
-      {"rowstats " + output + " --out " + rowstats_path("again.npz"), "neither layer{i}.q", 1},
-  };
-  for (const RowstatsCase& c : cases) {
-    INFO(c.arguments);
-    const RowstatsRun bad = rowstats_command(c.arguments);
-    CHECK(bad.exit_code == c.exit_code);
-    CHECK(rowstats_contains(bad.err, c.message));
-  }
+      {"rowstats " + output + " --out " + path_in_work_dir("again.npz"), "neither layer{i}.q", 1},
+  });
 }
 
 TEST_CASE("scale-out recipe: shards by layer and by head, merged, equal one run (also with GNU parallel)") {
   const std::string input = write_query_key_file("qk_shards.npz", 2, 4, 25, 4);
-  const std::string whole = rowstats_path("whole.npz");
+  const std::string whole = path_in_work_dir("whole.npz");
   REQUIRE(rowstats_command("rowstats " + input + " --out " + whole).exit_code == 0);
   const auto expected = attnscope::io::read_npz_ordered(whole);
   const auto require_same = [&](const std::string& merged) {
@@ -178,26 +139,26 @@ TEST_CASE("scale-out recipe: shards by layer and by head, merged, equal one run 
   // by layer: disjoint array names
   for (const char* layer : {"0", "1"})
     REQUIRE(rowstats_command("rowstats " + input + " --layers " + layer + " --out " +
-                             rowstats_path(std::string("layer") + layer + ".npz")).exit_code == 0);
-  const std::string by_layer = rowstats_path("by_layer.npz");
-  REQUIRE(rowstats_command("merge --out " + by_layer + " " + rowstats_path("layer0.npz") + " " +
-                           rowstats_path("layer1.npz")).exit_code == 0);
+                             path_in_work_dir(std::string("layer") + layer + ".npz")).exit_code == 0);
+  const std::string by_layer = path_in_work_dir("by_layer.npz");
+  REQUIRE(rowstats_command("merge --out " + by_layer + " " + path_in_work_dir("layer0.npz") + " " +
+                           path_in_work_dir("layer1.npz")).exit_code == 0);
   require_same(by_layer);
   // by head: the same names in both shards, joined along the head axis
   const RowstatsRun clash = rowstats_shell("$ATTNSCOPE rowstats " + input + " --heads 0,1 --out " +
-                                           rowstats_path("h01.npz") + " && $ATTNSCOPE rowstats " + input +
-                                           " --heads 2,3 --out " + rowstats_path("h23.npz") + " && $ATTNSCOPE merge --out " +
-                                           rowstats_path("clash.npz") + " " + rowstats_path("h01.npz") + " " +
-                                           rowstats_path("h23.npz"));
+                                           path_in_work_dir("h01.npz") + " && $ATTNSCOPE rowstats " + input +
+                                           " --heads 2,3 --out " + path_in_work_dir("h23.npz") + " && $ATTNSCOPE merge --out " +
+                                           path_in_work_dir("clash.npz") + " " + path_in_work_dir("h01.npz") + " " +
+                                           path_in_work_dir("h23.npz"));
   CHECK(clash.exit_code == 1);
-  CHECK(rowstats_contains(clash.err, "differs from an earlier input's (use --concatenate"));
-  const std::string by_head = rowstats_path("by_head.npz");
-  REQUIRE(rowstats_command("merge --concatenate --out " + by_head + " " + rowstats_path("h01.npz") + " " +
-                           rowstats_path("h23.npz")).exit_code == 0);
+  CHECK(contains(clash.err, "differs from an earlier input's (use --concatenate"));
+  const std::string by_head = path_in_work_dir("by_head.npz");
+  REQUIRE(rowstats_command("merge --concatenate --out " + by_head + " " + path_in_work_dir("h01.npz") + " " +
+                           path_in_work_dir("h23.npz")).exit_code == 0);
   require_same(by_head);
   // the documented GNU parallel recipe (docs/cli.md), when parallel is installed
   if (std::system("command -v parallel > /dev/null 2>&1") == 0) {
-    const std::string shards = rowstats_path("parallel");
+    const std::string shards = path_in_work_dir("parallel");
     const RowstatsRun recipe = rowstats_shell(
         "mkdir -p " + shards + " && parallel --will-cite -j 2 $ATTNSCOPE rowstats " + input +
         " --layers {} --out " + shards + "/layer{}.npz ::: 0 1 && $ATTNSCOPE merge --out " + shards + "/all.npz " +
@@ -211,28 +172,28 @@ TEST_CASE("scale-out recipe: shards by layer and by head, merged, equal one run 
 }
 
 TEST_CASE("attnscope merge joins CSV tables and JSON reports and rejects mismatches") {
-  const std::string first = rowstats_path("a.csv"), second = rowstats_path("b.csv"), merged = rowstats_path("ab.csv");
+  const std::string first = path_in_work_dir("a.csv"), second = path_in_work_dir("b.csv"), merged = path_in_work_dir("ab.csv");
   std::ofstream(first) << "layer,head,entropy\n0,0,1.5\n0,1,2.5\n";
   std::ofstream(second) << "layer,head,entropy\n1,0,0.5\n";
   REQUIRE(rowstats_command("merge --out " + merged + " " + first + " " + second).exit_code == 0);
-  CHECK(rowstats_slurp(merged) == "layer,head,entropy\n0,0,1.5\n0,1,2.5\n1,0,0.5\n");
+  CHECK(attnscope_test::cli::slurp(merged) == "layer,head,entropy\n0,0,1.5\n0,1,2.5\n1,0,0.5\n");
   std::ofstream(second) << "layer,head,sink\n1,0,0.5\n";
   const RowstatsRun header = rowstats_command("merge --out " + merged + " " + first + " " + second);
   CHECK(header.exit_code == 1);
-  CHECK(rowstats_contains(header.err, "has CSV header 'layer,head,sink'"));
+  CHECK(contains(header.err, "has CSV header 'layer,head,sink'"));
 
-  const std::string json_a = rowstats_path("a.json"), json_b = rowstats_path("b.json"), json = rowstats_path("ab.json");
+  const std::string json_a = path_in_work_dir("a.json"), json_b = path_in_work_dir("b.json"), json = path_in_work_dir("ab.json");
   std::ofstream(json_a) << R"({"columns": ["entropy"], "heads": [{"layer": 0, "head": 0, "entropy": 1.5}]})";
   std::ofstream(json_b) << R"({"columns": ["entropy"], "heads": [{"layer": 1, "head": 0, "entropy": 0.5}]})";
   REQUIRE(rowstats_command("merge --out " + json + " " + json_a + " " + json_b).exit_code == 0);
-  const std::string merged_json = rowstats_slurp(json);
-  CHECK(rowstats_contains(merged_json, "\"layer\": 1"));
-  CHECK(rowstats_contains(merged_json, "\"layer\": 0"));
+  const std::string merged_json = attnscope_test::cli::slurp(json);
+  CHECK(contains(merged_json, "\"layer\": 1"));
+  CHECK(contains(merged_json, "\"layer\": 0"));
   std::ofstream(json_b) << R"({"columns": ["sink"], "heads": []})";
   const RowstatsRun clash = rowstats_command("merge --out " + json + " " + json_a + " " + json_b);
   CHECK(clash.exit_code == 1);
-  CHECK(rowstats_contains(clash.err, "key 'columns' differs"));
+  CHECK(contains(clash.err, "key 'columns' differs"));
   const RowstatsRun kinds = rowstats_command("merge --out " + json + " " + first);
   CHECK(kinds.exit_code == 2);
-  CHECK(rowstats_contains(kinds.err, "is not of the kind of --out"));
+  CHECK(contains(kinds.err, "is not of the kind of --out"));
 }
