@@ -97,7 +97,7 @@ TEST_CASE("attnscope rowstats writes the dense per-row statistics of every head"
   CHECK(rows.at("layer1.heads").to_vector<int>() == std::vector<int>{0, 1, 2});
 }
 
-TEST_CASE("attnscope rowstats: layer and head selection, safetensors output, errors") {
+TEST_CASE("attnscope rowstats: layer and head selection, safetensors input and output, --help, errors") {
   const std::string input = write_query_key_file("qk_select.npz", 2, 3, 20, 4);
   const std::string output = path_in_work_dir("select.safetensors");
   const RowstatsRun run = rowstats_command("rowstats " + input + " --out " + output + " --layers 1 --heads 2,0 --window 5");
@@ -107,6 +107,18 @@ TEST_CASE("attnscope rowstats: layer and head selection, safetensors output, err
   CHECK(rows.at("layer1.entropy").shape() == std::vector<std::int64_t>{2, 20});
   CHECK(rows.at("layer1.heads").to_vector<int>() == std::vector<int>{2, 0});
   CHECK(rows.at("layer1.sink_mass").slice_matrix<double>({}).rightCols(15).isZero());  // key 0 left every window
+  // safetensors input (memory-mapped by io::MappedSafetensors) gives the bytes the NPZ input gives
+  const std::string converted = path_in_work_dir("qk_select.safetensors");
+  REQUIRE(rowstats_command("merge --out " + converted + " " + input).exit_code == 0);
+  REQUIRE(rowstats_command("rowstats " + converted + " --out " + path_in_work_dir("from_st.npz")).exit_code == 0);
+  REQUIRE(rowstats_command("rowstats " + input + " --out " + path_in_work_dir("from_npz.npz")).exit_code == 0);
+  CHECK(attnscope_test::cli::slurp(path_in_work_dir("from_st.npz")) ==
+        attnscope_test::cli::slurp(path_in_work_dir("from_npz.npz")));
+  for (const std::string command : {"rowstats", "merge"}) {
+    const RowstatsRun help = rowstats_command(command + " --help");
+    CHECK(help.exit_code == 0);
+    CHECK(contains(help.out, "usage: attnscope " + command));
+  }
   attnscope_test::cli::check_failures({
       {"rowstats " + input, "missing required option --out", 2},
       {"rowstats --out x.npz", "expected exactly one INPUT", 2},
