@@ -9,3 +9,4 @@
 #include "attnscope/kernels.hpp"
 #include "attnscope/logits.hpp"
 #include "attnscope/normalize.hpp"
+#include "attnscope/stream.hpp"
