@@ -1,5 +1,5 @@
 // attnscope/attnscope.hpp — everything that needs only Eigen: core, kernels, normalization maps and the three paper
-// modules (capacity, logits, composition). The file formats and the model, which also need zlib and nlohmann-json
+// modules (capacity, logits, composition), and the long-context row statistics (stream). The file formats and the model, which also need zlib and nlohmann-json
 // (target attnscope::io), are included separately through attnscope/io.hpp and attnscope/model.hpp.
 #pragma once
 
