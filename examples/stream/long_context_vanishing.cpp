@@ -211,9 +211,9 @@ int main(int argc, char** argv) try {
   out["timing"] = {{"L", timing_lengths}, {"seconds", timing_seconds}, {"exponent", time_exponent}};
   report.claim({"Cost of the streamed statistics (one causal head, d = 64, one thread)",
                 "O(L²·d) work, O(L·d) memory (no L × L matrix)",
-                "time ∝ L^" + format(time_exponent, 3) + " over L = " + format(timing_lengths.front()) + " … " +
-                    format(timing_lengths.back()) + "; " + format(timing_seconds.back(), 3) + " s at L = " +
-                    format(timing_lengths.back()),
+                "time ∝ L^" + format(time_exponent, 3) + " over L = " + format(timing_lengths.front(), 6) + " … " +
+                    format(timing_lengths.back(), 6) + "; " + format(timing_seconds.back(), 3) + " s at L = " +
+                    format(timing_lengths.back(), 6),
                 std::abs(time_exponent - 2) < 0.3 ? "agrees: quadratic in L"
                                                   : "differs: not quadratic here (timing noise on a shared machine?)"});
   report.json("long_context_vanishing.json", out);
