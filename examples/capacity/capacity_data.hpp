@@ -21,6 +21,7 @@
 #include "attnscope/io/file.hpp"
 #include "attnscope/model.hpp"
 #include "attnscope/text.hpp"
+#include "capacity/layer_inputs.hpp"
 #include "support/example.hpp"
 
 #if defined(_OPENMP)
@@ -35,8 +36,24 @@ struct HeadCaptures {
   std::vector<RowMatrix<float>> attention;  // L × L, causal (future entries 0)
   std::vector<RowMatrix<float>> scores;     // L × L scaled pre-softmax scores (future entries may be −inf)
   std::vector<RowMatrix<float>> values;     // L × d_head
+  std::vector<RowMatrix<float>> layer_input, normed_layer_input;  // per layer, L × dim (empty unless captured)
   Index heads_per_layer = 0;
   Index length() const { return attention.empty() ? 0 : attention.front().rows(); }
+  /// Whether the x_i of `source` were captured (value vectors always; layer inputs with capture_layer_inputs).
+  bool has(capacity::VectorSource source) const {
+    return source == capacity::VectorSource::value ? !values.empty()
+           : source == capacity::VectorSource::layer_input ? !layer_input.empty()
+                                                            : !normed_layer_input.empty();
+  }
+  /// The x_i of head `head` (layer-major index) under `source`.
+  const RowMatrix<float>& vectors(capacity::VectorSource source, std::size_t head) const {
+    if (!has(source))
+      detail::throw_invalid_argument("HeadCaptures::vectors", capacity::vector_source_name(source),
+                                     " vectors were not captured for ", name);
+    if (source == capacity::VectorSource::value) return values.at(head);
+    const std::size_t layer = head / static_cast<std::size_t>(heads_per_layer);
+    return source == capacity::VectorSource::layer_input ? layer_input.at(layer) : normed_layer_input.at(layer);
+  }
 };
 
 /// Where the real-model inputs come from, for the report.
@@ -56,18 +73,26 @@ inline HeadCaptures prefix(const HeadCaptures& full, Index length) {
     out.scores.push_back(full.scores[h].topLeftCorner(length, length));
     out.values.push_back(full.values[h].topRows(length));
   }
+  for (const auto& rows : full.layer_input) out.layer_input.push_back(rows.topRows(length));
+  for (const auto& rows : full.normed_layer_input) out.normed_layer_input.push_back(rows.topRows(length));
   return out;
 }
 
-/// Runs a model on `tokens` and keeps attention, scores and values of every head.
-template <class Model>
-HeadCaptures capture_stories(const Model& llama, const std::vector<int>& tokens, const std::string& name) {
+/// Runs a model on `tokens` and keeps attention, scores and values of every head, and with `layer_inputs` also the
+/// residual stream entering each layer and its attention-norm output (capacity::VectorSource).
+inline HeadCaptures capture_stories(const model::Transformer& llama, const std::vector<int>& tokens,
+                                    const std::string& name, bool layer_inputs = false) {
   model::ForwardOptions options;
   options.capture.attention = options.capture.scores = options.capture.v = true;
+  options.capture.hidden_states = layer_inputs;
   const model::ForwardResult result = llama.forward(tokens, options);
   HeadCaptures out;
   out.name = name;
   out.heads_per_layer = llama.config().n_heads;
+  if (layer_inputs) {
+    out.layer_input = layer_input_vectors(llama, result, capacity::VectorSource::layer_input);
+    out.normed_layer_input = layer_input_vectors(llama, result, capacity::VectorSource::normed_layer_input);
+  }
   for (const auto& layer : result.layers)
     for (std::size_t h = 0; h < layer.attention.size(); ++h) {
       out.attention.push_back(layer.attention[h]);
@@ -134,7 +159,8 @@ inline std::vector<std::vector<int>> war_and_peace_passages(const Options& optio
 
 /// The inputs from a Hugging Face model folder (`--model DIR`): `count` passages of War and Peace of
 /// min(1024, max positions) tokens (128 with --quick), encoded by the folder's tokenizer.
-inline RealSource model_folder_source(const Options& options, const std::string& folder, int count) {
+inline RealSource model_folder_source(const Options& options, const std::string& folder, int count,
+                                      bool layer_inputs = false) {
   const model::Transformer transformer = model::load_model(folder);
   const text::ByteLevelBpeTokenizer tokenizer = text::ByteLevelBpeTokenizer::from_folder(folder);
   const auto& config = transformer.config();
@@ -149,13 +175,15 @@ inline RealSource model_folder_source(const Options& options, const std::string&
                        " tokens each, the normalization-limits paper's text";
   const auto passages = war_and_peace_passages(options, tokenizer, count, length);
   for (std::size_t i = 0; i < passages.size(); ++i)
-    source.sequences.push_back(capture_stories(transformer, passages[i], "passage " + std::to_string(i + 1)));
+    source.sequences.push_back(capture_stories(transformer, passages[i], "passage " + std::to_string(i + 1), layer_inputs));
   return source;
 }
 
-/// The real-model inputs: `--capture FILE.npz` if given, `--model DIR` if given, otherwise stories260K's greedy 256-token sequence and
+/// The real-model inputs (with `layer_inputs`, also each layer's input and normed input; not in capture files):
+/// `--capture FILE.npz` if given, `--model DIR` if given, otherwise stories260K's greedy 256-token sequence and
 /// `sampled` seeded sequences of `sampled_length` tokens sampled from BOS at temperature 1 (seeds 1, 2, ...).
-inline RealSource real_source(const Options& options, int sampled = 3, int sampled_length = 512) {
+inline RealSource real_source(const Options& options, int sampled = 3, int sampled_length = 512,
+                              bool layer_inputs = false) {
   RealSource source;
   const std::string capture = options.get("capture");
   if (!capture.empty()) {
@@ -165,7 +193,7 @@ inline RealSource real_source(const Options& options, int sampled = 3, int sampl
     return source;
   }
   const std::string folder = options.get("model");
-  if (!folder.empty()) return model_folder_source(options, folder, std::max(sampled, 1) + 1);
+  if (!folder.empty()) return model_folder_source(options, folder, std::max(sampled, 1) + 1, layer_inputs);
   const model::LlamaModel llama = model::LlamaModel::load((options.data_dir / "stories260K.bin").string());
   if (options.quick) sampled_length = std::min(sampled_length, 128);
   source.label = "stories260K";
@@ -174,11 +202,12 @@ inline RealSource real_source(const Options& options, int sampled = 3, int sampl
     source.description += " and " + std::to_string(sampled) + " sequences of " + std::to_string(sampled_length) +
                           " tokens sampled from BOS at temperature 1 (seeds 1.." + std::to_string(sampled) + ")";
   source.description += "; a Hugging Face model such as GPT-2 runs with --model DIR, captures with --capture FILE.npz";
-  source.sequences.push_back(capture_stories(llama, llama.generate_greedy({1}, options.quick ? 127 : 255), "greedy"));
+  source.sequences.push_back(capture_stories(llama, llama.generate_greedy({1}, options.quick ? 127 : 255), "greedy",
+                                             layer_inputs));
   for (int seed = 1; seed <= sampled; ++seed)
     source.sequences.push_back(capture_stories(
         llama, llama.generate_sampled({1}, sampled_length - 1, 1.0, static_cast<std::uint64_t>(seed)),
-        "sampled seed " + std::to_string(seed)));
+        "sampled seed " + std::to_string(seed), layer_inputs));
   return source;
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -218,6 +219,47 @@ ExactJacobianNorm exact_jacobian_norm(const std::vector<Matrix>& head_logits, do
     result.max_over_rows = std::max(result.max_over_rows, norms.maxCoeff());
   }
   return result;
+}
+
+/// Two-logit closed form of the softmax Jacobian norm from the top-2 gap g = l_(1) − l_(2) ≥ 0 ([derived]): for two
+/// logits, α = (σ(g/T), σ(−g/T)) and J = (1/T)(diag α − ααᵀ) has eigenvalues {0, 2α₁α₂/T}, so
+/// ‖J‖₂ = 2σ(g/T)σ(−g/T)/T = 1/(2T·cosh²(g/(2T))). Its supremum, 1/(2T) at g = 0 (two tied logits), is the supremum of
+/// ‖J‖₂ over all logit vectors; Corollary 3's 1/(4T) is the largest diagonal entry, not a bound on ‖J‖₂. For a row
+/// with more keys it approximates ‖J‖₂ by the top two logits only (exact when the others carry no weight).
+/// g = +∞ (a row with one visible key) gives 0. O(1). Throws on g NaN or < 0, T not finite and > 0.
+inline double two_logit_jacobian_norm(double gap, double temperature) {
+  if (!(gap >= 0)) detail::throw_invalid_argument("two_logit_jacobian_norm", "top-2 gap must be >= 0, got ", gap);
+  detail::require_positive("two_logit_jacobian_norm", "temperature T", temperature);
+  const double decay = std::exp(-gap / temperature);  // e^{−2x} with x = g/(2T): 1/cosh²(x) = 4e^{−2x}/(1 + e^{−2x})²
+  return 2 * decay / ((1 + decay) * (1 + decay) * temperature);
+}
+
+/// Top-2 gap l_(1) − l_(2) of every query row over its visible keys (+∞ for a row with a single visible key), the
+/// quantity that decides whether a row is near-tied at temperature T (gap < T) and so near the 1/(2T) supremum.
+/// O(L_q · L_k). Throws on empty input, non-finite visible logits, mask mismatch, a fully masked row.
+template <class Derived>
+std::vector<double> top_two_gaps(const Eigen::MatrixBase<Derived>& logits, const Visibility& visibility = {}) {
+  const char* function = "top_two_gaps";
+  using Scalar = typename Derived::Scalar;
+  const RowMatrixView<Scalar> scores(logits.derived());  // read in place
+  detail::validate_logit_rows(function, scores.data(), scores.rows(), scores.cols(), scores.outerStride(), visibility);
+  std::vector<double> gaps;
+  gaps.reserve(static_cast<std::size_t>(scores.rows()));
+  for (Index i = 0; i < scores.rows(); ++i) {
+    double first = -std::numeric_limits<double>::infinity(), second = first;
+    for (Index j = 0; j < scores.cols(); ++j) {
+      if (!visibility.visible(i, j, scores.cols())) continue;
+      const double value = static_cast<double>(scores(i, j));
+      if (value > first) {
+        second = first;
+        first = value;
+      } else if (value > second) {
+        second = value;
+      }
+    }
+    gaps.push_back(std::isinf(second) ? std::numeric_limits<double>::infinity() : first - second);
+  }
+  return gaps;
 }
 
 }  // namespace attnscope::capacity
