@@ -16,12 +16,12 @@
 using namespace attnscope;
 using namespace attnscope::examples;
 
-// The verdict on a real model's median max weight going from `first` at L = `first_length` to `last` at
-// `last_length`: the fitted exponent e of max ∝ L^e against Lemma 1's e = −1 [derived: two-point log-log slope].
-std::string real_decay_verdict(double first, double last, double first_length, double last_length,
+// The verdict on a real model's median max weight against L: the least-squares exponent e of max ∝ L^e
+// (capacity::fit_power_law over every L) against Lemma 1's e = −1.
+std::string real_decay_verdict(const std::vector<double>& lengths, const std::vector<double>& median_max,
                                double concentrated_fraction) {
-  const double exponent = std::log(last / first) / std::log(last_length / first_length);
-  const std::string fitted = "max ∝ L^" + format(exponent, 3);
+  const double exponent = capacity::fit_power_law(lengths, median_max).exponent;
+  const std::string fitted = "max ∝ L^" + format(exponent, 3) + " (least squares over every L)";
   if (exponent < -0.8) return "agrees: " + fitted + ", close to 1/L";
   const std::string why = concentrated_fraction > 0.25
                               ? "many heads keep one concentrated (sink-like) weight"
@@ -145,8 +145,8 @@ int main(int argc, char** argv) try {
                 "median over heads " + format(real_median.front()) + " (L = " + format(real_lengths.front()) +
                     ") → " + format(real_median.back()) + " (L = " + format(real_lengths.back()) + "); heads with max > 0.5: " +
                     format(100 * real_sink_fraction.back()) + "%",
-                real_decay_verdict(real_median.front(), real_median.back(), double(real_lengths.front()),
-                                   double(real_lengths.back()), real_sink_fraction.back())});
+                real_decay_verdict(std::vector<double>(real_lengths.begin(), real_lengths.end()), real_median,
+                                   real_sink_fraction.back())});
   report.text("Synthetic setting: " + out["setting"].get<std::string>() + ". Real model: " + source.description + ".");
   report.figure("vanishing_attention.png",
                 "set logscale xy\nset key bottom left\nset xlabel 'L'\nset ylabel 'max weight'\nset datafile separator ','\n"

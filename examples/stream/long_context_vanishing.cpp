@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/capacity/power_law.hpp"
 #include "attnscope/core/random.hpp"
 #include "attnscope/io/file.hpp"
 #include "attnscope/model.hpp"
@@ -29,19 +30,15 @@ using namespace attnscope::examples;
 
 namespace {
 
-// Least-squares slope of log y against log x over the points with x ≥ from [derived: ordinary least squares].
+// Least-squares exponent of y ∝ x^e over the points with x ≥ from (capacity::fit_power_law, log–log regression).
 double log_log_slope(const std::vector<double>& x, const std::vector<double>& y, double from) {
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (x[i] < from || !(y[i] > 0)) continue;
-    const double lx = std::log(x[i]), ly = std::log(y[i]);
-    n += 1;
-    sx += lx;
-    sy += ly;
-    sxx += lx * lx;
-    sxy += lx * ly;
-  }
-  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  std::vector<double> kept_x, kept_y;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x[i] >= from && y[i] > 0) {
+      kept_x.push_back(x[i]);
+      kept_y.push_back(y[i]);
+    }
+  return capacity::fit_power_law(kept_x, kept_y).exponent;
 }
 
 struct Curve {
