@@ -12,10 +12,13 @@ const Command& capture_command();
 const Command& report_command();
 const Command& normalize_command();
 const Command& tokenize_command();
+const Command& rowstats_command();
+const Command& merge_command();
 
 /// Every subcommand, in the order of the general usage text.
 inline std::vector<const Command*> all_commands() {
-  return {&capture_command(), &report_command(), &tokenize_command(), &normalize_command()};
+  return {&capture_command(), &report_command(), &tokenize_command(), &normalize_command(), &rowstats_command(),
+          &merge_command()};
 }
 
 }  // namespace attnscope::cli

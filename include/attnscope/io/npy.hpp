@@ -160,10 +160,20 @@ class NpyHeaderParser {
 
 }  // namespace detail
 
-/// Parses an .npy file from memory. Throws attnscope::io_error (naming `name_for_errors`) for a bad magic or version,
-/// a malformed header, big-endian or unsupported dtypes, an absurd shape, or data shorter or longer than the shape.
-inline Array parse_npy(const unsigned char* data, std::size_t size, const std::string& name_for_errors) {
-  detail::ByteReader reader(data, size, "parse_npy", name_for_errors);
+namespace detail {
+
+/// The header of an .npy file: dtype, shape, storage order and where its data bytes start.
+struct NpyHeader {
+  DType dtype = DType::float32;
+  bool fortran_order = false;
+  std::vector<std::int64_t> shape;
+  std::uint64_t byte_count = 0;  ///< data bytes: elements × item size
+};
+
+/// Reads and validates an .npy header from `reader` (at the file's first byte), leaving it at the first data byte;
+/// the data must fill the rest of the input exactly. The one NPY header parser, used by parse_npy and the
+/// memory-mapped reader (io/mapped_arrays.hpp). Throws attnscope::io_error as parse_npy.
+inline NpyHeader read_npy_header(ByteReader& reader) {
   const unsigned char* magic = reader.take(6, "magic");
   if (std::memcmp(magic, "\x93NUMPY", 6) != 0) reader.fail("not an NPY file (bad magic)");
   const int major = reader.read<std::uint8_t>("version"), minor = reader.read<std::uint8_t>("version");
@@ -175,15 +185,13 @@ inline Array parse_npy(const unsigned char* data, std::size_t size, const std::s
   const std::string header(reinterpret_cast<const char*>(header_bytes), header_length);
 
   std::string descr;
-  bool fortran_order = false;
-  std::vector<std::int64_t> shape;
-  detail::NpyHeaderParser(reader, header).parse(descr, fortran_order, shape);
+  NpyHeader result;
+  NpyHeaderParser(reader, header).parse(descr, result.fortran_order, result.shape);
 
-  DType dtype = DType::float32;
   bool known = false;
   for (DType candidate : {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean, DType::float16})
-    if (descr == detail::npy_descr(candidate) || (candidate == DType::boolean && (descr == "?" || descr == "<b1"))) {
-      dtype = candidate;
+    if (descr == npy_descr(candidate) || (candidate == DType::boolean && (descr == "?" || descr == "<b1"))) {
+      result.dtype = candidate;
       known = true;
     }
   if (!known && !descr.empty() && descr[0] == '>' && descr.size() > 1 && descr[1] != '\0')
@@ -191,19 +199,31 @@ inline Array parse_npy(const unsigned char* data, std::size_t size, const std::s
   if (!known)
     reader.fail("unsupported dtype '", descr, "' (supported: <f4, <f8, <i4, <i8, |b1, <f2)");
 
-  std::uint64_t count = 0, byte_count = 0;
-  if (!detail::shape_element_count(shape, count) || !detail::multiply_checked(count, dtype_size(dtype), byte_count))
-    reader.fail("absurd shape ", detail::shape_string(shape), " (element count overflows)");
-  if (byte_count != reader.remaining())
-    reader.fail("shape ", detail::shape_string(shape), " of ", dtype_name(dtype), " needs ", byte_count,
+  std::uint64_t count = 0;
+  if (!shape_element_count(result.shape, count) ||
+      !multiply_checked(count, dtype_size(result.dtype), result.byte_count))
+    reader.fail("absurd shape ", shape_string(result.shape), " (element count overflows)");
+  if (result.byte_count != reader.remaining())
+    reader.fail("shape ", shape_string(result.shape), " of ", dtype_name(result.dtype), " needs ", result.byte_count,
                 " data bytes but ", reader.remaining(), " follow the header");
-  const unsigned char* payload = reader.take(byte_count, "data");
-  std::vector<unsigned char> bytes = fortran_order && shape.size() > 1
-                                         ? detail::reorder_axes(payload, shape, dtype_size(dtype), false)
-                                         : std::vector<unsigned char>(payload, payload + byte_count);
-  if (dtype == DType::boolean)
+  return result;
+}
+
+}  // namespace detail
+
+/// Parses an .npy file from memory. Throws attnscope::io_error (naming `name_for_errors`) for a bad magic or version,
+/// a malformed header, big-endian or unsupported dtypes, an absurd shape, or data shorter or longer than the shape.
+inline Array parse_npy(const unsigned char* data, std::size_t size, const std::string& name_for_errors) {
+  detail::ByteReader reader(data, size, "parse_npy", name_for_errors);
+  detail::NpyHeader header = detail::read_npy_header(reader);
+  const unsigned char* payload = reader.take(header.byte_count, "data");
+  std::vector<unsigned char> bytes =
+      header.fortran_order && header.shape.size() > 1
+          ? detail::reorder_axes(payload, header.shape, dtype_size(header.dtype), false)
+          : std::vector<unsigned char>(payload, payload + header.byte_count);
+  if (header.dtype == DType::boolean)
     for (auto& b : bytes) b = b != 0;
-  return Array(dtype, std::move(shape), std::move(bytes));
+  return Array(header.dtype, std::move(header.shape), std::move(bytes));
 }
 
 /// Reads an .npy file (see parse_npy).

@@ -99,20 +99,32 @@ inline std::string npz_key(const ByteReader& reader, const std::string& member) 
 
 }  // namespace detail
 
-/// Parses an .npz archive from memory into (key, array) pairs in central-directory order; keys lack ".npy".
-/// Throws attnscope::io_error (naming `name_for_errors` and the member) for anything that is not a well-formed
-/// single-disk, non-ZIP64, unencrypted archive of stored/deflated .npy members with matching CRC-32 and sizes.
-inline NamedArrays parse_npz_ordered(const unsigned char* data, std::size_t size, const std::string& name_for_errors) {
-  detail::ByteReader reader(data, size, "parse_npz", name_for_errors);
-  if (size < detail::zip_end_record_bytes) reader.fail("too short for a ZIP archive (", size, " bytes)");
+namespace detail {
+
+/// One member of an NPZ archive as found by walk_npz_members: its key (name without ".npy"), member name, ZIP
+/// method (0 stored, 8 deflate), its stored bytes inside the archive, their sizes and CRC-32.
+struct NpzMember {
+  std::string key, name;
+  std::uint16_t method = 0;
+  const unsigned char* stored = nullptr;
+  std::uint32_t compressed_size = 0, uncompressed_size = 0, crc = 0;
+};
+
+/// Walks the central directory of an .npz archive in memory and calls visit(reader, member) for every member after
+/// validating its directory entry and local header (the one ZIP walker, used by parse_npz_ordered and the
+/// memory-mapped reader in io/mapped_arrays.hpp). Throws attnscope::io_error as parse_npz_ordered.
+template <class Visit>
+void walk_npz_members(const unsigned char* data, std::size_t size, const std::string& name_for_errors, Visit&& visit) {
+  ByteReader reader(data, size, "parse_npz", name_for_errors);
+  if (size < zip_end_record_bytes) reader.fail("too short for a ZIP archive (", size, " bytes)");
   // End-of-central-directory record: the last signature whose comment reaches exactly the end of the file.
   std::size_t end_record = size;
-  for (std::size_t position = size - detail::zip_end_record_bytes + 1; position-- > 0;) {
-    if (size - position > detail::zip_end_record_bytes + 65535) break;
+  for (std::size_t position = size - zip_end_record_bytes + 1; position-- > 0;) {
+    if (size - position > zip_end_record_bytes + 65535) break;
     reader.seek(position, "end record");
-    if (reader.read<std::uint32_t>("signature") != detail::zip_end_signature) continue;
+    if (reader.read<std::uint32_t>("signature") != zip_end_signature) continue;
     reader.seek(position + 20, "comment length");
-    if (reader.read<std::uint16_t>("comment length") == size - position - detail::zip_end_record_bytes) {
+    if (reader.read<std::uint16_t>("comment length") == size - position - zip_end_record_bytes) {
       end_record = position;
       break;
     }
@@ -123,7 +135,7 @@ inline NamedArrays parse_npz_ordered(const unsigned char* data, std::size_t size
   }
   if (end_record >= 20) {
     reader.seek(end_record - 20, "ZIP64 locator");
-    if (reader.read<std::uint32_t>("signature") == detail::zip64_locator_signature)
+    if (reader.read<std::uint32_t>("signature") == zip64_locator_signature)
       reader.fail("ZIP64 archives are not supported");
   }
   reader.seek(end_record + 4, "end record");
@@ -140,14 +152,13 @@ inline NamedArrays parse_npz_ordered(const unsigned char* data, std::size_t size
     reader.fail("central directory [", directory_offset, ", +", directory_size, ") points past its end record at ",
                 end_record);
 
-  NamedArrays arrays;
   std::set<std::string> keys;
   std::map<std::uint64_t, std::uint64_t> member_extents;  // local header offset -> end of its data
   std::uint64_t directory_position = directory_offset;
   for (std::uint16_t entry = 0; entry < entries; ++entry) {
-    detail::ByteReader directory(data, std::size_t{directory_offset} + directory_size, "parse_npz", name_for_errors);
+    ByteReader directory(data, std::size_t{directory_offset} + directory_size, "parse_npz", name_for_errors);
     directory.seek(directory_position, "central directory entry");
-    if (directory.read<std::uint32_t>("central directory signature") != detail::zip_central_signature)
+    if (directory.read<std::uint32_t>("central directory signature") != zip_central_signature)
       directory.fail("bad central directory signature for entry ", entry);
     directory.take(4, "central directory entry");  // version made by, version needed
     const std::uint16_t flags = directory.read<std::uint16_t>("flags");
@@ -171,15 +182,15 @@ inline NamedArrays parse_npz_ordered(const unsigned char* data, std::size_t size
     if (flags & 1) reader.fail("member '", member, "' is encrypted");
     if (method != 0 && method != 8)
       reader.fail("member '", member, "' uses unsupported compression method ", method, " (supported: 0 stored, 8 deflate)");
-    const std::string key = detail::npz_key(reader, member);
+    const std::string key = npz_key(reader, member);
     if (!keys.insert(key).second) reader.fail("duplicate member '", member, "'");
 
     // Local header: only its name and extra lengths are used (numpy writes ZIP64 extras and 0xFFFFFFFF sizes there).
     if (local_offset >= directory_offset) reader.fail("member '", member, "': local header offset ", local_offset,
                                                       " is not before the central directory at ", directory_offset);
-    detail::ByteReader local(data, directory_offset, "parse_npz", name_for_errors);
+    ByteReader local(data, directory_offset, "parse_npz", name_for_errors);
     local.seek(local_offset, "local header");
-    if (local.read<std::uint32_t>("local header signature") != detail::zip_local_signature)
+    if (local.read<std::uint32_t>("local header signature") != zip_local_signature)
       local.fail("bad local header signature for member '", member, "'");
     local.take(22, "local header");
     const std::uint16_t local_name_length = local.read<std::uint16_t>("local name length");
@@ -196,18 +207,42 @@ inline NamedArrays parse_npz_ordered(const unsigned char* data, std::size_t size
       reader.fail("member '", member, "' overlaps another member's bytes");
     member_extents.emplace(local_offset, local.position());
 
-    std::vector<unsigned char> inflated;  // stored members are parsed in place
     if (method == 0 && compressed_size != uncompressed_size)
       reader.fail("stored member '", member, "' has compressed size ", compressed_size, " != uncompressed size ",
                   uncompressed_size);
-    if (method == 8) inflated = detail::zip_inflate(reader, member, stored, compressed_size, uncompressed_size);
-    const unsigned char* content = method == 8 ? inflated.data() : stored;
-    const std::uint32_t computed = detail::zip_crc32(content, uncompressed_size);
-    if (computed != crc)
-      reader.fail("CRC-32 mismatch in member '", member, "': directory says 0x", std::hex, crc, ", data gives 0x",
-                  computed, std::dec);
-    arrays.emplace_back(key, parse_npy(content, uncompressed_size, name_for_errors + ":" + member));
+    visit(static_cast<const ByteReader&>(reader),
+          NpzMember{key, member, method, stored, compressed_size, uncompressed_size, crc});
   }
+}
+
+/// The uncompressed bytes of a member (inflated into `inflated` when deflated, in place when stored) after checking
+/// its CRC-32.
+inline const unsigned char* npz_member_content(const ByteReader& reader, const NpzMember& member,
+                                               std::vector<unsigned char>& inflated) {
+  if (member.method == 8)
+    inflated = zip_inflate(reader, member.name, member.stored, member.compressed_size, member.uncompressed_size);
+  const unsigned char* content = member.method == 8 ? inflated.data() : member.stored;
+  const std::uint32_t computed = zip_crc32(content, member.uncompressed_size);
+  if (computed != member.crc)
+    reader.fail("CRC-32 mismatch in member '", member.name, "': directory says 0x", std::hex, member.crc,
+                ", data gives 0x", computed, std::dec);
+  return content;
+}
+
+}  // namespace detail
+
+/// Parses an .npz archive from memory into (key, array) pairs in central-directory order; keys lack ".npy".
+/// Throws attnscope::io_error (naming `name_for_errors` and the member) for anything that is not a well-formed
+/// single-disk, non-ZIP64, unencrypted archive of stored/deflated .npy members with matching CRC-32 and sizes.
+inline NamedArrays parse_npz_ordered(const unsigned char* data, std::size_t size, const std::string& name_for_errors) {
+  NamedArrays arrays;
+  detail::walk_npz_members(data, size, name_for_errors,
+                           [&](const detail::ByteReader& reader, const detail::NpzMember& member) {
+    std::vector<unsigned char> inflated;  // stored members are parsed in place
+    const unsigned char* content = detail::npz_member_content(reader, member, inflated);
+    arrays.emplace_back(member.key,
+                        parse_npy(content, member.uncompressed_size, name_for_errors + ":" + member.name));
+  });
   return arrays;
 }
 
