@@ -18,9 +18,10 @@ rm -rf "$out"
 mkdir -p "$out"
 start=$(date +%s)
 # Sections of the report, in this order; examples.txt lists "<module> <name> <executable>".
-modules=(normalize model capacity logits composition)
+modules=(normalize model capacity logits composition stream)
 titles=("Normalization maps" "Real attention: stories260K" "Normalization limits (arXiv:2508.17821)"
-        "Logit explosion (arXiv:2505.15548)" "Attention rows as compositional data (arXiv:2608.14712)")
+        "Logit explosion (arXiv:2505.15548)" "Attention rows as compositional data (arXiv:2608.14712)"
+        "Long contexts: streamed row statistics (normalization limits at L up to 32k)")
 while read -r module name exe; do
   echo "== $module/$name" >&2
   ( cd "$root" && /usr/bin/time -f "%e s, %M KB" "$exe" --data "$data" --out "$out" ) 2>&1 | tee "$out/.$name.log"

@@ -1,6 +1,7 @@
-// attnscope/attnscope.hpp — everything that needs only Eigen: core, kernels, normalization maps and the three paper
-// modules (capacity, logits, composition). The file formats and the model, which also need zlib and nlohmann-json
-// (target attnscope::io), are included separately through attnscope/io.hpp and attnscope/model.hpp.
+// attnscope/attnscope.hpp — everything that needs only Eigen: core, kernels, normalization maps, the three paper
+// modules (capacity, logits, composition) and the long-context row statistics (stream). The file formats, the
+// tokenizers and the model, which also need zlib, nlohmann-json or PCRE2 (targets attnscope::io and attnscope::text),
+// are included separately through attnscope/io.hpp, attnscope/text.hpp and attnscope/model.hpp.
 #pragma once
 
 #include "attnscope/capacity.hpp"
@@ -9,3 +10,4 @@
 #include "attnscope/kernels.hpp"
 #include "attnscope/logits.hpp"
 #include "attnscope/normalize.hpp"
+#include "attnscope/stream.hpp"
