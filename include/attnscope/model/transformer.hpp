@@ -309,8 +309,9 @@ class Transformer {
   /// of scores or attention; streaming.statistics with causal = false, a window, a scale or a key mask; block sizes
   /// ≤ 0; L > seq_len with learned positions (GPT-2), or with RoPE unless allow_beyond_trained_positions; plus every
   /// error of forward() and of stream::row_statistics.
-  /// Memory O(n_layers·L·(dim + kv_dim) + L·vocab + n_heads·L·statistics) + query_block·key_block per head; cost as
-  /// forward() plus the statistics' O(n_layers·n_heads·L²·head_size).
+  /// Memory: the key/value cache O(n_layers·L·kv_dim), activations and logits O(L·(dim + hidden_dim + vocab)), the
+  /// statistics O(n_layers·n_heads·L), query_block·key_block scores per head and stream::row_statistics' strips; never
+  /// O(L²). Cost as forward() plus the statistics' O(n_layers·n_heads·L²·head_size).
   StreamingForwardResult forward_row_statistics(const std::vector<int>& tokens, const ForwardOptions& options = {},
                                                 const StreamingOptions& streaming = {}) const {
     const char* fn = "Transformer::forward_row_statistics";
