@@ -17,6 +17,7 @@
 #include "attnscope/io/mapped_safetensors.hpp"
 #include "attnscope/io/safetensors.hpp"
 #include "attnscope/stream.hpp"
+#include "cli_model.hpp"
 #include "cli_progress.hpp"
 #include "commands.hpp"
 
@@ -27,6 +28,11 @@ constexpr const char* rowstats_usage =
     R"(usage: attnscope rowstats INPUT --out ROWS.npz [--layers LIST] [--heads LIST] [--sink-keys LIST]
                          [--top-k LIST] [--window W] [--full] [--scale S] [--exclude-sinks] [--no-jacobian]
                          [--threads N]
+       attnscope rowstats (--model DIR | --checkpoint FILE)
+                         (--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE)
+                         --out ROWS.npz [--max-tokens N] [--special-tokens] [--beyond-trained-length]
+                         [--layers LIST] [--heads LIST] [--sink-keys LIST] [--top-k LIST] [--exclude-sinks]
+                         [--no-jacobian] [--threads N]
 
 Exact per-query-row statistics of softmax(q·Kᵀ/√d) for every selected (layer, head) of a Q/K file, computed in
 row blocks from Q and K without the L×L matrix (memory O(L·d) per head plus a strip of 64 rows per thread).
@@ -37,6 +43,12 @@ as layer 0), float32 or float64 (the statistics are computed and written in that
 Output arrays, [heads, L] each, per layer i: layer{i}.entropy, .sink_mass, .max_attention, .max_scaled_logit,
 .log_partition, .jacobian_norm (exact spectral norm of the row's softmax Jacobian), .top{k}_mass for each k, and
 layer{i}.heads (the head index of each output row). A per-head summary table (means, median ‖J‖) goes to stdout.
+
+With --model DIR (a Hugging Face folder; text is encoded by its tokenizer) or --checkpoint FILE (llama2.c; token
+ids only), the model's streaming forward (Transformer::forward_row_statistics) runs attention blockwise and computes
+the statistics of every head from its q and k (causal, the model's sliding window, scale 1/sqrt(head size)); no L×L
+matrix is formed, and the output is float64. Inputs longer than the model's trained length run only for RoPE models
+and only with --beyond-trained-length (stated on stderr); GPT-2's learned positions cannot.
 
 Options:
   -o, --out FILE     output .npz (stored) or .safetensors
@@ -50,6 +62,9 @@ Options:
   --exclude-sinks    max_attention skips the sink keys
   --no-jacobian      skip the exact Jacobian norm (the most expensive statistic)
   --threads N        OpenMP threads (default 1; 0 = OpenMP default)
+  --model DIR, --checkpoint FILE, --tokens LIST, --tokens-file FILE, --text STRING, --text-file FILE,
+  --max-tokens N, --special-tokens   the model and its input (as for `attnscope capture`)
+  --beyond-trained-length  let a RoPE model run past its trained length (seq_len)
   --help             this text
 )";
 
@@ -136,11 +151,82 @@ std::vector<LayerArrays> find_layers(const QueryKeySource& source, const std::st
   return layers;
 }
 
-/// Per-layer output columns ([heads, L], row-major), filled head by head.
+/// The output of rowstats: per layer, [heads, L] columns filled head by head, a summary row per head on stdout (the
+/// header printed with the first row, so that errors leave stdout empty), and the arrays written at the end.
 template <class Scalar>
-struct LayerOutput {
-  std::vector<std::pair<std::string, std::vector<Scalar>>> columns;
-  std::vector<std::int32_t> heads;
+class RowstatsOutput {
+ public:
+  explicit RowstatsOutput(const stream::RowStatisticsOptions& options) : options_(options) {}
+
+  /// Starts layer `layer` with `heads` heads of `length` rows.
+  void begin_layer(Index layer, Index length, std::size_t heads) {
+    layer_ = layer;
+    length_ = length;
+    names_ = {"entropy", "sink_mass", "max_attention", "max_scaled_logit", "log_partition"};
+    if (options_.jacobian_norm) names_.push_back("jacobian_norm");
+    for (const Index k : options_.top_k) names_.push_back("top" + std::to_string(k) + "_mass");
+    columns_.assign(names_.size(), std::vector<Scalar>(static_cast<std::size_t>(length) * heads));
+    head_ids_.clear();
+  }
+
+  /// Stores head `head` (the slot-th of the layer) and prints its summary row.
+  void add_head(std::size_t slot, Index head, const stream::RowStatistics& stats, double seconds) {
+    std::vector<const Vector<double>*> per_row = {&stats.entropy, &stats.sink_mass, &stats.max_weight,
+                                                  &stats.max_scaled_logit, &stats.log_partition};
+    if (options_.jacobian_norm) per_row.push_back(&stats.jacobian_norm);
+    std::vector<Vector<double>> top_columns;
+    for (Index c = 0; c < stats.top_k_mass.cols(); ++c) top_columns.push_back(stats.top_k_mass.col(c));
+    for (const auto& column : top_columns) per_row.push_back(&column);
+    for (std::size_t c = 0; c < per_row.size(); ++c)
+      for (Index i = 0; i < length_; ++i)
+        columns_[c][slot * static_cast<std::size_t>(length_) + static_cast<std::size_t>(i)] =
+            static_cast<Scalar>((*per_row[c])(i));
+    head_ids_.push_back(static_cast<std::int32_t>(head));
+    print_header();
+    std::printf("%-6ld %-5ld %8ld %9.4f %9.4f %9.4f %9.5f %9.5f", static_cast<long>(layer_), static_cast<long>(head),
+                static_cast<long>(length_), stats.entropy.mean(), stats.sink_mass.mean(), stats.max_weight.mean(),
+                options_.jacobian_norm ? stats.jacobian_norm.mean() : 0.0,
+                options_.jacobian_norm ? stream::summarize(stats.jacobian_norm, {0.5}).quantiles[0] : 0.0);
+    for (const auto& column : top_columns) std::printf(" %9.4f", column.mean());
+    std::printf(" %8.2f\n", seconds);
+    std::fflush(stdout);
+  }
+
+  /// Moves the layer's columns into the output arrays.
+  void end_layer() {
+    const std::string prefix = "layer" + std::to_string(layer_) + ".";
+    const std::int64_t rows = static_cast<std::int64_t>(head_ids_.size());
+    for (std::size_t c = 0; c < names_.size(); ++c)
+      arrays_.emplace_back(prefix + names_[c], io::Array::from_vector(columns_[c], {rows, length_}));
+    arrays_.emplace_back(prefix + "heads", io::Array::from_vector(head_ids_, {rows}));
+  }
+
+  /// Writes the arrays to `out` (.safetensors, else a stored .npz).
+  void write(const std::string& out, const std::string& input) const {
+    if (ends_with(out, ".safetensors"))
+      io::write_safetensors(out, arrays_, {{"input", input}, {"command", "rowstats"}});
+    else
+      io::write_npz(out, arrays_, io::Compression::stored);
+    std::cerr << "attnscope: wrote " << arrays_.size() << " arrays to " << out << "\n";
+  }
+
+ private:
+  void print_header() {
+    if (header_printed_) return;
+    header_printed_ = true;
+    std::printf("%-6s %-5s %8s %9s %9s %9s %9s %9s", "layer", "head", "L", "entropy", "sink", "max_attn", "J_mean",
+                "J_median");
+    for (const Index k : options_.top_k) std::printf(" %9s", ("top" + std::to_string(k)).c_str());
+    std::printf(" %8s\n", "seconds");
+  }
+
+  stream::RowStatisticsOptions options_;
+  io::NamedArrays arrays_;
+  bool header_printed_ = false;
+  Index layer_ = 0, length_ = 0;
+  std::vector<std::string> names_;
+  std::vector<std::vector<Scalar>> columns_;
+  std::vector<std::int32_t> head_ids_;
 };
 
 template <class Scalar>
@@ -148,16 +234,7 @@ int run_rowstats(const QueryKeySource& source, const std::vector<LayerArrays>& l
                  stream::RowStatisticsOptions options, const std::string& out, const std::string& input) {
   std::vector<Index> head_selection;
   if (arguments.has("heads")) head_selection = parse_index_list(arguments.get("heads"), "--heads");
-  io::NamedArrays arrays;
-  bool header_printed = false;  // printed with the first row, so that errors leave stdout empty
-  const auto print_header = [&] {
-    if (header_printed) return;
-    header_printed = true;
-    std::printf("%-6s %-5s %8s %9s %9s %9s %9s %9s", "layer", "head", "L", "entropy", "sink", "max_attn", "J_mean",
-                "J_median");
-    for (const Index k : options.top_k) std::printf(" %9s", ("top" + std::to_string(k)).c_str());
-    std::printf(" %8s\n", "seconds");
-  };
+  RowstatsOutput<Scalar> output(options);
   std::size_t total_heads = 0;
   for (const LayerArrays& layer : layers) total_heads += head_selection.empty() ? source.shape(layer.q)[0] : head_selection.size();
   ProgressBar progress("rowstats");
@@ -177,13 +254,7 @@ int run_rowstats(const QueryKeySource& source, const std::vector<LayerArrays>& l
       if (h >= heads_in_file)
         attnscope::detail::throw_invalid_argument("rowstats", "head ", h, " is outside [0, ", heads_in_file, ") of ",
                                                   layer.q);
-    const std::string prefix = "layer" + std::to_string(layer.layer) + ".";
-    std::vector<std::string> names = {"entropy", "sink_mass", "max_attention", "max_scaled_logit", "log_partition"};
-    if (options.jacobian_norm) names.push_back("jacobian_norm");
-    for (const Index k : options.top_k) names.push_back("top" + std::to_string(k) + "_mass");
-    std::vector<std::vector<Scalar>> columns(names.size(),
-                                             std::vector<Scalar>(static_cast<std::size_t>(length) * heads.size()));
-    std::vector<std::int32_t> head_ids;
+    output.begin_layer(layer.layer, length, heads.size());
     for (std::size_t slot = 0; slot < heads.size(); ++slot) {
       const Index head = heads[slot];
       const auto start = std::chrono::steady_clock::now();
@@ -193,40 +264,62 @@ int run_rowstats(const QueryKeySource& source, const std::vector<LayerArrays>& l
           stats = stream::row_statistics(queries, keys, options);
         });
       });
-      std::vector<const Vector<double>*> per_row = {&stats.entropy, &stats.sink_mass, &stats.max_weight,
-                                                    &stats.max_scaled_logit, &stats.log_partition};
-      if (options.jacobian_norm) per_row.push_back(&stats.jacobian_norm);
-      std::vector<Vector<double>> top_columns;
-      for (Index c = 0; c < stats.top_k_mass.cols(); ++c) top_columns.push_back(stats.top_k_mass.col(c));
-      for (const auto& column : top_columns) per_row.push_back(&column);
-      for (std::size_t c = 0; c < per_row.size(); ++c)
-        for (Index i = 0; i < length; ++i)
-          columns[c][slot * static_cast<std::size_t>(length) + static_cast<std::size_t>(i)] =
-              static_cast<Scalar>((*per_row[c])(i));
-      head_ids.push_back(static_cast<std::int32_t>(head));
-      const double seconds = milliseconds_since(start) / 1000;
       progress.finish();
-      print_header();
-      std::printf("%-6ld %-5ld %8ld %9.4f %9.4f %9.4f %9.5f %9.5f", static_cast<long>(layer.layer),
-                  static_cast<long>(head), static_cast<long>(length), stats.entropy.mean(), stats.sink_mass.mean(),
-                  stats.max_weight.mean(), options.jacobian_norm ? stats.jacobian_norm.mean() : 0.0,
-                  options.jacobian_norm ? stream::summarize(stats.jacobian_norm, {0.5}).quantiles[0] : 0.0);
-      for (const auto& column : top_columns) std::printf(" %9.4f", column.mean());
-      std::printf(" %8.2f\n", seconds);
-      std::fflush(stdout);
+      output.add_head(slot, head, stats, milliseconds_since(start) / 1000);
       progress.update(++done, static_cast<int>(total_heads));
     }
-    const std::int64_t rows = static_cast<std::int64_t>(heads.size());
-    for (std::size_t c = 0; c < names.size(); ++c)
-      arrays.emplace_back(prefix + names[c], io::Array::from_vector(columns[c], {rows, length}));
-    arrays.emplace_back(prefix + "heads", io::Array::from_vector(head_ids, {rows}));
+    output.end_layer();
   }
   progress.finish();
-  if (ends_with(out, ".safetensors"))
-    io::write_safetensors(out, arrays, {{"input", input}, {"command", "rowstats"}});
-  else
-    io::write_npz(out, arrays, io::Compression::stored);
-  std::cerr << "attnscope: wrote " << arrays.size() << " arrays to " << out << "\n";
+  output.write(out, input);
+  return 0;
+}
+
+/// rowstats --model: the model's streaming forward (Transformer::forward_row_statistics) over the tokens, then the
+/// statistics of the selected layers and heads, float64 columns (the model's statistics are in double).
+int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOptions& options,
+                       const std::string& out) {
+  const std::string model_path = model_path_argument(arguments);
+  const CaptureRequest request = model_request(arguments, model_path, 0);
+  const model::Transformer transformer = model::load_model(model_path);
+  const auto& config = transformer.config();
+  if (request.tokens.size() > static_cast<std::size_t>(config.seq_len) && !arguments.has("beyond-trained-length"))
+    throw usage_error("the input has " + std::to_string(request.tokens.size()) + " tokens but the model was trained on " +
+                      std::to_string(config.seq_len) + " positions; --beyond-trained-length runs a RoPE model past "
+                      "them, or cut the input with --max-tokens " + std::to_string(config.seq_len));
+  model::StreamingOptions streaming;
+  streaming.statistics = options;
+  streaming.allow_beyond_trained_positions = arguments.has("beyond-trained-length");
+  const auto start = std::chrono::steady_clock::now();
+  const model::StreamingForwardResult result = transformer.forward_row_statistics(request.tokens, {}, streaming);
+  const double seconds_per_head =
+      milliseconds_since(start) / 1000 / static_cast<double>(config.n_layers * config.n_heads);
+  if (result.beyond_trained_positions)
+    std::cerr << "attnscope: " << request.tokens.size() << " tokens run beyond the model's trained length of "
+              << result.trained_positions << " positions (RoPE extrapolation, --beyond-trained-length)\n";
+  std::vector<Index> layers, heads;
+  if (arguments.has("layers")) layers = parse_index_list(arguments.get("layers"), "--layers");
+  if (arguments.has("heads")) heads = parse_index_list(arguments.get("heads"), "--heads");
+  if (layers.empty())
+    for (Index l = 0; l < config.n_layers; ++l) layers.push_back(l);
+  if (heads.empty())
+    for (Index h = 0; h < config.n_heads; ++h) heads.push_back(h);
+  for (const Index l : layers)
+    if (l >= config.n_layers) attnscope::detail::throw_invalid_argument("rowstats", "the model has no layer ", l);
+  for (const Index h : heads)
+    if (h >= config.n_heads)
+      attnscope::detail::throw_invalid_argument("rowstats", "head ", h, " is outside [0, ", config.n_heads,
+                                                ") of the model");
+  RowstatsOutput<double> output(options);
+  for (const Index l : layers) {
+    output.begin_layer(l, static_cast<Index>(request.tokens.size()), heads.size());
+    for (std::size_t slot = 0; slot < heads.size(); ++slot)
+      output.add_head(slot, heads[slot],
+                      result.row_statistics[static_cast<std::size_t>(l)][static_cast<std::size_t>(heads[slot])],
+                      seconds_per_head);
+    output.end_layer();
+  }
+  output.write(out, model_path);
   return 0;
 }
 
@@ -235,8 +328,22 @@ int command_rowstats(int argc, char** argv) {
   arguments.value_option("out", "-o").value_option("layers").value_option("heads").value_option("sink-keys")
       .value_option("top-k").value_option("window").value_option("scale")
       .flag("full").flag("exclude-sinks").flag("no-jacobian");
+  arguments.value_option("model").value_option("checkpoint").value_option("tokens").value_option("tokens-file")
+      .value_option("text").value_option("text-file").value_option("max-tokens").flag("special-tokens")
+      .flag("beyond-trained-length");
   if (parse_subcommand(arguments, argc, argv, rowstats_usage)) return 0;
-  if (arguments.positional().size() != 1) throw usage_error("expected exactly one INPUT (a Q/K .npz, .npy or .safetensors)");
+  const bool from_model = arguments.has("model") || arguments.has("checkpoint");
+  if (from_model && !arguments.positional().empty())
+    throw usage_error("give either an INPUT Q/K file or --model / --checkpoint, not both");
+  if (!from_model && arguments.positional().size() != 1)
+    throw usage_error("expected exactly one INPUT (a Q/K .npz, .npy or .safetensors), or --model DIR / --checkpoint FILE");
+  if (from_model && (arguments.has("full") || arguments.has("window") || arguments.has("scale")))
+    throw usage_error("--full, --window and --scale come from the model with --model / --checkpoint (causal, its "
+                      "sliding window, 1/sqrt(head size))");
+  if (!from_model)
+    for (const char* name : {"tokens", "tokens-file", "text", "text-file", "max-tokens", "special-tokens",
+                             "beyond-trained-length"})
+      if (arguments.has(name)) throw usage_error(std::string("--") + name + " needs --model or --checkpoint");
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".npz") && !ends_with(out, ".safetensors"))
     throw usage_error("--out must end in .npz or .safetensors: " + out);
@@ -253,6 +360,7 @@ int command_rowstats(int argc, char** argv) {
   }
   options.max_weight_excludes_sinks = arguments.has("exclude-sinks");
   options.jacobian_norm = !arguments.has("no-jacobian");
+  if (from_model) return run_model_rowstats(arguments, options, out);
   const std::string input = arguments.positional()[0];
   const QueryKeySource source(input);
   std::vector<LayerArrays> layers = find_layers(source, input);

@@ -2,7 +2,8 @@
 // GPT-2, Llama, Mistral, Qwen2): a TransformerConfig says which norm, position encoding, biases and feed-forward a
 // model uses, TransformerWeights hold its tensors, and Transformer runs the forward pass over a whole token sequence
 // in matrix form with per-layer, per-head capture, swappable attention normalization, head ablation, generation and
-// likelihood.
+// likelihood; forward_row_statistics is the streaming mode (blockwise softmax attention, exact per-row statistics
+// from stream::row_statistics, no L×L matrix).
 #pragma once
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "attnscope/model/layers.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "attnscope/normalize/softmax.hpp"
+#include "attnscope/stream/row_statistics.hpp"
 
 namespace attnscope::model {
 
@@ -163,6 +165,31 @@ struct ForwardResult {
   std::vector<RowMatrix<float>> hidden_states;  // n_layers + 1 entries when requested
 };
 
+/// Settings of the streaming forward (Transformer::forward_row_statistics) besides the ForwardOptions.
+struct StreamingOptions {
+  /// Which statistics stream::row_statistics computes per head: sink_keys, max_weight_excludes_sinks, top_k,
+  /// jacobian_norm, block_rows, threads. causal, window, scale and key_mask belong to the model (causal mask,
+  /// config.sliding_window, 1/√head_size, no padding) and must stay at their defaults.
+  stream::RowStatisticsOptions statistics{};
+  /// RoPE models only: allow L > config.seq_len (positions the model was not trained on; RoPE extrapolates, the
+  /// result's beyond_trained_positions says so). Learned absolute positions (GPT-2) have no embedding past seq_len.
+  bool allow_beyond_trained_positions = false;
+  /// Query rows and keys per block of the blockwise attention (memory per head: query_block × key_block scores).
+  Index query_block = 64;
+  Index key_block = 256;
+};
+
+/// Result of forward_row_statistics(): logits, per layer and head the exact softmax row statistics, the requested
+/// L×head_size / L×dim captures, and whether positions beyond the trained length were used.
+struct StreamingForwardResult {
+  RowMatrix<float> logits;                                         // L × vocab
+  std::vector<std::vector<stream::RowStatistics>> row_statistics;  // [layer][head], each of length L
+  std::vector<LayerCapture> layers;              // q, k, v, head_output when requested; scores/attention never
+  std::vector<RowMatrix<float>> hidden_states;  // n_layers + 1 entries when requested
+  Index trained_positions = 0;          // config.seq_len
+  bool beyond_trained_positions = false;  // L > trained_positions (RoPE extrapolation, opted in)
+};
+
 /// Progress callback: (steps done, total steps).
 using ProgressCallback = std::function<void(int, int)>;
 
@@ -271,6 +298,63 @@ class Transformer {
     return result;
   }
 
+  /// Streaming forward over tokens[0..L) at positions 0..L−1: the same logits as forward() (softmax attention), but
+  /// every head's attention runs blockwise in the flash-attention style (Dao et al. 2022, "FlashAttention", Alg. 1:
+  /// blocks of query rows × blocks of keys, online softmax with a running max, running sum and output accumulator;
+  /// Milakov & Gimelshein 2018), so no L×L matrix (scores or attention) is allocated. Per layer and head it returns
+  /// stream::row_statistics of that head's post-RoPE q and k (causal, the config's sliding window, scale
+  /// 1/√head_size, the statistics chosen in streaming.statistics). options: capture of q, k, v, head_output and
+  /// hidden_states, and ablation work as in forward(); the attention is softmax only.
+  /// Throws attnscope::invalid_argument, naming the problem, for: options.map or options.normalizer set; a capture
+  /// of scores or attention; streaming.statistics with causal = false, a window, a scale or a key mask; block sizes
+  /// ≤ 0; L > seq_len with learned positions (GPT-2), or with RoPE unless allow_beyond_trained_positions; plus every
+  /// error of forward() and of stream::row_statistics.
+  /// Memory: the key/value cache O(n_layers·L·kv_dim), activations and logits O(L·(dim + hidden_dim + vocab)), the
+  /// statistics O(n_layers·n_heads·L), query_block·key_block scores per head and stream::row_statistics' strips; never
+  /// O(L²). Cost as forward() plus the statistics' O(n_layers·n_heads·L²·head_size).
+  StreamingForwardResult forward_row_statistics(const std::vector<int>& tokens, const ForwardOptions& options = {},
+                                                const StreamingOptions& streaming = {}) const {
+    const char* fn = "Transformer::forward_row_statistics";
+    const auto& c = config();
+    if (options.map || options.normalizer)
+      attnscope::detail::throw_invalid_argument(fn, "only softmax attention streams: options.map and ",
+                                                "options.normalizer must be unset");
+    if (options.capture.scores || options.capture.attention)
+      attnscope::detail::throw_invalid_argument(fn, "capture.scores and capture.attention are L x L matrices, ",
+                                                "which the streaming forward never forms; use forward()");
+    const stream::RowStatisticsOptions& statistics = streaming.statistics;
+    if (!statistics.causal || statistics.window || statistics.scale || statistics.key_mask.size() != 0)
+      attnscope::detail::throw_invalid_argument(fn, "streaming.statistics.causal, window, scale and key_mask are ",
+                                                "set by the model (causal, sliding_window, 1/sqrt(head_size)); leave ",
+                                                "them at their defaults");
+    if (streaming.query_block <= 0 || streaming.key_block <= 0)
+      attnscope::detail::throw_invalid_argument(fn, "query_block = ", streaming.query_block, " and key_block = ",
+                                                streaming.key_block, " must be >= 1");
+    const Index length = static_cast<Index>(tokens.size());
+    const bool beyond = length > c.seq_len;
+    if (beyond && c.position_encoding == PositionEncoding::learned)
+      attnscope::detail::throw_invalid_argument(fn, "sequence length ", length, " exceeds seq_len ", c.seq_len,
+                                                ": the learned position embedding has only ", c.seq_len,
+                                                " positions");
+    if (beyond && !streaming.allow_beyond_trained_positions)
+      attnscope::detail::throw_invalid_argument(fn, "sequence length ", length, " exceeds the trained length seq_len ",
+                                                c.seq_len, "; set allow_beyond_trained_positions to run RoPE past it");
+    validate_tokens(fn, tokens, beyond ? length : c.seq_len);
+    validate_options(fn, options);
+    StreamingRun run_state{&streaming, {}};
+    run_state.statistics.resize(std::size_t(c.n_layers));
+    detail::DecoderState state = start_state(length);
+    ForwardResult captures;
+    StreamingForwardResult result;
+    result.logits = run(tokens, state, options, &captures, false, &run_state);
+    result.row_statistics = std::move(run_state.statistics);
+    result.layers = std::move(captures.layers);
+    result.hidden_states = std::move(captures.hidden_states);
+    result.trained_positions = c.seq_len;
+    result.beyond_trained_positions = beyond;
+    return result;
+  }
+
   /// Greedy decoding (argmax, first index on ties, as run.c): returns prefix followed by `steps` new tokens.
   /// Uses a key/value cache, so each step costs one row of the forward pass. Throws if prefix is invalid, steps < 0
   /// or prefix.size() + steps > seq_len. Capture flags in options are ignored.
@@ -314,6 +398,12 @@ class Transformer {
 
  private:
   TransformerWeights weights_;
+
+  // What run() needs in the streaming mode: the settings, and the statistics it fills per layer and head.
+  struct StreamingRun {
+    const StreamingOptions* options;
+    std::vector<std::vector<stream::RowStatistics>> statistics;
+  };
 
   template <class Choose>
   std::vector<int> generate(const char* function, const std::vector<int>& prefix, int steps,
@@ -393,8 +483,12 @@ class Transformer {
   }
 
   void validate_tokens(const char* function, const std::vector<int>& tokens) const {
+    validate_tokens(function, tokens, config().seq_len);
+  }
+
+  void validate_tokens(const char* function, const std::vector<int>& tokens, Index max_length) const {
     if (tokens.empty()) attnscope::detail::throw_invalid_argument(function, "empty token sequence");
-    if (tokens.size() > static_cast<std::size_t>(config().seq_len))
+    if (tokens.size() > static_cast<std::size_t>(max_length))
       attnscope::detail::throw_invalid_argument(function, "sequence length ", tokens.size(), " exceeds seq_len ",
                                                 config().seq_len);
     for (std::size_t p = 0; p < tokens.size(); ++p)
@@ -484,15 +578,21 @@ class Transformer {
 
   // Processes `tokens` at positions state.length.. (appending to the cache); returns logits of every new row, or of
   // the last one only. Fills `capture` (rows = new positions, score columns = all positions so far) when given.
+  // With `streaming` (whole sequence from position 0, softmax only) each head attends blockwise and its row
+  // statistics are appended to streaming->statistics; no L×L buffer is allocated.
   RowMatrix<float> run(const std::vector<int>& tokens, detail::DecoderState& state, const ForwardOptions& options,
-                       ForwardResult* capture, bool last_logits_only) const {
+                       ForwardResult* capture, bool last_logits_only, StreamingRun* streaming = nullptr) const {
     const auto& c = config();
     const Index rows = static_cast<Index>(tokens.size()), offset = state.length, total = offset + rows;
     const Index head_size = c.head_dim, heads_per_kv = c.n_heads / c.n_kv_heads;
     const float score_divisor = std::sqrt(static_cast<float>(head_size));
     const CaptureOptions want = capture ? options.capture : CaptureOptions{};
     if (capture && want.any_head_capture()) capture->layers.resize(std::size_t(c.n_layers));
-    const Visibility visible = visibility(rows, offset, total);
+    // (streaming: unused; the window's L×L mask is not built)
+    const Visibility visible = streaming ? Visibility(Causal{offset}) : visibility(rows, offset, total);
+    stream::RowStatisticsOptions statistics_options = streaming ? streaming->options->statistics
+                                                                : stream::RowStatisticsOptions{};
+    if (c.sliding_window > 0) statistics_options.window = c.sliding_window;
     const bool rope = c.position_encoding != PositionEncoding::learned;
     const RopeConvention convention = c.position_encoding == PositionEncoding::rope_interleaved
                                           ? RopeConvention::interleaved
@@ -503,7 +603,8 @@ class Transformer {
     for (Index r = 0; r < rows; ++r) residual.row(r) = weights_.token_embedding.row(tokens[std::size_t(r)]);
     if (!rope) residual += weights_.position_embedding.middleRows(offset, rows);  // GPT-2: wte + wpe
 
-    RowMatrix<float> queries(rows, c.query_dim()), head_outputs(rows, c.query_dim()), scores(rows, total);
+    RowMatrix<float> queries(rows, c.query_dim()), head_outputs(rows, c.query_dim());
+    RowMatrix<float> scores(streaming ? 0 : rows, streaming ? 0 : total);
     RowMatrix<float> attention_buffer;  // reused across heads unless the attention is captured
     for (int l = 0; l < c.n_layers; ++l) {
       const auto& layer = weights_.layers[std::size_t(l)];
@@ -530,15 +631,22 @@ class Transformer {
         const auto head_queries = queries.middleCols(h * head_size, head_size);
         const auto head_keys = keys.topRows(total).middleCols(kv_head * head_size, head_size);
         const auto head_values = values.topRows(total).middleCols(kv_head * head_size, head_size);
-        // Scaled scores q·k/√head_size (Vaswani et al. 2017, eq. 1; run.c divides by sqrtf(head_size)).
-        scores.noalias() = head_queries * head_keys.transpose();
-        scale_and_mask(scores, visible, score_divisor);
-        const bool keep_attention = layer_capture && want.attention;
-        RowMatrix<float> captured_attention;
-        RowMatrix<float>& attention = keep_attention ? captured_attention : attention_buffer;
-        normalize_into(scores, visible, options, attention);
         auto output = head_outputs.middleCols(h * head_size, head_size);
-        output.noalias() = attention * head_values;
+        RowMatrix<float> captured_attention;
+        if (streaming) {
+          blockwise_softmax_attention(head_queries, head_keys, head_values, score_divisor, c.sliding_window,
+                                      *streaming->options, output);
+          streaming->statistics[std::size_t(l)].push_back(
+              stream::row_statistics(head_queries, head_keys, statistics_options));
+        } else {
+          // Scaled scores q·k/√head_size (Vaswani et al. 2017, eq. 1; run.c divides by sqrtf(head_size)).
+          scores.noalias() = head_queries * head_keys.transpose();
+          scale_and_mask(scores, visible, score_divisor);
+          const bool keep_attention = layer_capture && want.attention;
+          RowMatrix<float>& attention = keep_attention ? captured_attention : attention_buffer;
+          normalize_into(scores, visible, options, attention);
+          output.noalias() = attention * head_values;
+        }
         ablate(state, options, l, h, output);
         if (layer_capture) {
           if (want.q) layer_capture->q.emplace_back(head_queries);
@@ -578,6 +686,63 @@ class Transformer {
       return norm(last_row, weights_.final_norm, weights_.final_norm_bias) * weights_.output_head().transpose();
     }
     return norm(residual, weights_.final_norm, weights_.final_norm_bias) * weights_.output_head().transpose();
+  }
+
+  // softmax(q·kᵀ/divisor)·V of one head over a whole sequence from position 0, causal (and within `window` keys when
+  // window > 0), without the L×L matrix: FlashAttention (Dao et al. 2022, Alg. 1) — per block of query rows, the key
+  // blocks they can see; per row the online softmax (Milakov & Gimelshein 2018) keeps the running max m, the running
+  // sum ℓ = Σ exp(s − m) and the accumulator a = Σ exp(s − m)·v; a new block with max m' rescales ℓ and a by
+  // exp(m − m'); the output row is a / ℓ. Scores are formed as the dense path does (float q·k, then ÷ divisor).
+  template <class Queries, class Keys, class Values, class Output>
+  static void blockwise_softmax_attention(const Queries& queries, const Keys& keys, const Values& values,
+                                          float divisor, Index window, const StreamingOptions& streaming,
+                                          Output& output) {
+    const Index length = queries.rows(), head_size = queries.cols();
+    const Index query_block = std::min(streaming.query_block, length), key_block = std::min(streaming.key_block, length);
+    const float minus_infinity = -std::numeric_limits<float>::infinity();
+    RowMatrix<float> block_scores(query_block, key_block), accumulator(query_block, head_size);
+    Vector<float> running_max(query_block), running_sum(query_block);
+    for (Index query_first = 0; query_first < length; query_first += query_block) {
+      const Index rows = std::min(query_block, length - query_first);
+      running_max.head(rows).setConstant(minus_infinity);
+      running_sum.head(rows).setZero();
+      accumulator.topRows(rows).setZero();
+      const Index key_end = query_first + rows;  // causal: the block's last row sees keys < key_end
+      const Index key_start = window > 0 ? std::max<Index>(0, query_first - window + 1) : 0;
+      for (Index key_first = key_start; key_first < key_end; key_first += key_block) {
+        const Index cols = std::min(key_block, key_end - key_first);
+        auto block = block_scores.topLeftCorner(rows, cols);
+        block.noalias() = queries.middleRows(query_first, rows) * keys.middleRows(key_first, cols).transpose();
+        for (Index i = 0; i < rows; ++i) {
+          const Index position = query_first + i;
+          // visible keys of this row inside the block: [begin, end) relative to key_first
+          const Index begin = std::max<Index>(0, (window > 0 ? position - window + 1 : 0) - key_first);
+          const Index end = std::min<Index>(cols, position + 1 - key_first);
+          float* row = block_scores.data() + i * key_block;
+          if (begin >= end) {  // no visible key of this row here
+            std::fill(row, row + cols, 0.0f);
+            continue;
+          }
+          float block_max = minus_infinity;
+          for (Index j = begin; j < end; ++j) {
+            row[j] /= divisor;
+            block_max = std::max(block_max, row[j]);
+          }
+          const float new_max = std::max(running_max(i), block_max);
+          const float correction = std::exp(running_max(i) - new_max);  // exp(−inf) = 0 on the first visible block
+          float block_sum = 0;
+          for (Index j = 0; j < cols; ++j) {
+            row[j] = (j >= begin && j < end) ? std::exp(row[j] - new_max) : 0.0f;
+            block_sum += row[j];
+          }
+          running_sum(i) = running_sum(i) * correction + block_sum;
+          accumulator.row(i) *= correction;
+          running_max(i) = new_max;
+        }
+        accumulator.topRows(rows).noalias() += block * values.middleRows(key_first, cols);
+      }
+      for (Index i = 0; i < rows; ++i) output.row(query_first + i) = accumulator.row(i) / running_sum(i);
+    }
   }
 
   // Applies the ablation of head (layer, head) if requested; mean ablation adds each row of the head's output to

@@ -1,0 +1,135 @@
+// Tests of `attnscope rowstats --checkpoint/--model` (the model's streaming forward), run as processes: on
+// stories260K it writes the statistics that `rowstats` computes from the q/k that `attnscope capture` writes for the
+// same tokens (dense forward); inputs beyond the trained length need --beyond-trained-length and say so; options
+// that belong to the model or to a Q/K file are refused.
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "attnscope/io/npz.hpp"
+#include "support/catch.hpp"
+#include "tools/cli_runner.hpp"
+
+namespace {
+
+using attnscope_test::cli::attnscope_command;
+using attnscope_test::cli::contains;
+using attnscope_test::cli::path_in_work_dir;
+
+const std::string stories_checkpoint = std::string(ATTNSCOPE_DATA_DIR) + "/stories260K.bin";
+
+// "1,a,b,..." of `length` token ids below 512 (a fixed arithmetic pattern; BOS first).
+std::string model_rowstats_token_list(int length) {
+  std::string list = "1";
+  for (int p = 1; p < length; ++p) list += "," + std::to_string((37 * p + 11) % 500 + 3);
+  return list;
+}
+
+}  // namespace
+
+TEST_CASE("attnscope rowstats --checkpoint equals rowstats of the q/k that capture writes for the same tokens") {
+  const std::string tokens = model_rowstats_token_list(120);
+  const std::string captured = path_in_work_dir("model_rowstats_capture.npz");
+  const std::string from_file = path_in_work_dir("model_rowstats_file.npz");
+  const std::string from_model = path_in_work_dir("model_rowstats_model.npz");
+  REQUIRE(attnscope_command("capture --checkpoint " + stories_checkpoint + " --tokens " + tokens + " --out " + captured)
+              .exit_code == 0);
+  REQUIRE(attnscope_command("rowstats " + captured + " --top-k 1,4 --out " + from_file).exit_code == 0);
+  const auto run = attnscope_command("rowstats --checkpoint " + stories_checkpoint + " --tokens " + tokens +
+                                     " --top-k 1,4 --layers 0,4 --out " + from_model);
+  REQUIRE(run.exit_code == 0);
+  CHECK(contains(run.out, "J_median"));
+  CHECK_FALSE(contains(run.err, "beyond"));
+  const auto file_rows = attnscope::io::read_npz(from_file);
+  const auto model_rows = attnscope::io::read_npz(from_model);
+  CHECK(model_rows.count("layer1.entropy") == 0);  // --layers 0,4
+  // The file path is float32 statistics of the dense forward's q/k; the model path float32 statistics of the
+  // streaming forward's q/k (equal at layer 0, within float rounding after): probabilities to 2e-5, logits,
+  // log-partitions, entropies and ‖J‖₂ to 2e-4 (as tests/model/test_streaming_forward.cpp).
+  for (const int layer : {0, 4}) {
+    const std::string prefix = "layer" + std::to_string(layer) + ".";
+    CHECK(model_rows.at(prefix + "heads").to_vector<int>() == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+    for (const char* name : {"entropy", "sink_mass", "max_attention", "max_scaled_logit", "log_partition",
+                             "jacobian_norm", "top1_mass", "top4_mass"}) {
+      INFO(prefix << name);
+      const attnscope::RowMatrix<double> expected = file_rows.at(prefix + name).slice_matrix<double>({});
+      const attnscope::RowMatrix<double> actual = model_rows.at(prefix + name).slice_matrix<double>({});
+      REQUIRE(actual.rows() == 8);
+      REQUIRE(actual.cols() == 120);
+      const bool probability = std::string(name).find("mass") != std::string::npos ||
+                               std::string(name) == "max_attention";
+      CHECK((actual - expected).cwiseAbs().maxCoeff() <= (probability ? 2e-5 : 2e-4));
+    }
+  }
+}
+
+TEST_CASE("attnscope rowstats --checkpoint beyond the trained length, and the options it refuses") {
+  const std::string long_tokens = model_rowstats_token_list(530);  // stories260K: seq_len 512
+  const std::string out = path_in_work_dir("model_rowstats_long.npz");
+  const auto refused = attnscope_command("rowstats --checkpoint " + stories_checkpoint + " --tokens " + long_tokens +
+                                         " --no-jacobian --out " + out);
+  CHECK(refused.exit_code != 0);
+  CHECK(contains(refused.err, "530 tokens"));
+  CHECK(contains(refused.err, "512 positions"));
+  CHECK(contains(refused.err, "--beyond-trained-length"));
+  CHECK(refused.out.empty());
+  const auto beyond = attnscope_command("rowstats --checkpoint " + stories_checkpoint + " --tokens " + long_tokens +
+                                        " --no-jacobian --layers 2 --heads 1,6 --beyond-trained-length --out " + out);
+  REQUIRE(beyond.exit_code == 0);
+  CHECK(contains(beyond.err, "beyond the model's trained length of 512 positions"));
+  const auto rows = attnscope::io::read_npz(out);
+  CHECK(rows.at("layer2.heads").to_vector<int>() == std::vector<int>{1, 6});
+  const attnscope::RowMatrix<double> entropy = rows.at("layer2.entropy").slice_matrix<double>({});
+  REQUIRE(entropy.cols() == 530);
+  CHECK(entropy.allFinite());
+  CHECK(std::abs(entropy(0, 0)) <= 1e-6);  // the first row sees one key
+  CHECK(rows.count("layer2.jacobian_norm") == 0);
+
+  const std::string short_tokens = model_rowstats_token_list(8);
+  for (const auto& [arguments, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--window 4", "--window and --scale come from the model"},
+           {"--full", "--window and --scale come from the model"},
+           {"--heads 8", "head 8 is outside [0, 8)"},
+           {"--layers 5", "the model has no layer 5"}}) {
+    INFO(arguments);
+    const auto run = attnscope_command("rowstats --checkpoint " + stories_checkpoint + " --tokens " + short_tokens +
+                                       " " + arguments + " --out " + out);
+    CHECK(run.exit_code != 0);
+    CHECK(contains(run.err, message));
+  }
+  const auto both = attnscope_command("rowstats " + out + " --checkpoint " + stories_checkpoint + " --out " + out);
+  CHECK(both.exit_code != 0);
+  CHECK(contains(both.err, "not both"));
+  const auto tokens_without_model = attnscope_command("rowstats " + out + " --tokens 1,2 --out " + out);
+  CHECK(tokens_without_model.exit_code != 0);
+  CHECK(contains(tokens_without_model.err, "--tokens needs --model or --checkpoint"));
+}
+
+TEST_CASE("attnscope rowstats --checkpoint at L = 4096 stays far below one L x L matrix (peak RSS of the process)") {
+  // /usr/bin/time (Debian package `time`) reports the peak RSS of the command it runs, a fresh process: the number
+  // does not depend on what this test binary allocated before. The dense forward holds a score and an attention
+  // buffer of L × L floats per head: 2 × 64 MB at L = 4096. The streaming forward measured 39 MB for the whole
+  // process (docs/performance.md); the bound 96 MB lies between the two.
+  if (!std::filesystem::exists("/usr/bin/time")) {
+    WARN("/usr/bin/time not installed: peak-memory check not run");
+    return;
+  }
+  const std::string tokens_file = path_in_work_dir("model_rowstats_4096.txt");
+  {
+    std::ofstream ids(tokens_file);
+    for (int p = 0; p < 4096; ++p) ids << (p == 0 ? 1 : (37 * p + 11) % 500 + 3) << "\n";
+  }
+  const std::string memory_file = path_in_work_dir("model_rowstats_peak_kb.txt");
+  const std::string command = "/usr/bin/time -f %M -o " + memory_file + " " + std::string(ATTNSCOPE_BINARY_DIR) +
+                              "/tools/attnscope rowstats --checkpoint " + stories_checkpoint + " --tokens-file " +
+                              tokens_file + " --beyond-trained-length --no-jacobian --layers 4 --heads 7 --out " +
+                              path_in_work_dir("model_rowstats_4096.npz") + " > /dev/null 2>&1";
+  REQUIRE(std::system(command.c_str()) == 0);
+  const long peak_kb = std::stol(attnscope_test::cli::slurp(memory_file));
+  INFO("peak RSS " << peak_kb << " KB");
+  CHECK(peak_kb > 0);
+  CHECK(peak_kb < 96 * 1024);
+}
