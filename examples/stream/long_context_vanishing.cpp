@@ -19,10 +19,10 @@
 
 #include "attnscope/capacity/power_law.hpp"
 #include "attnscope/core/random.hpp"
-#include "attnscope/io/file.hpp"
 #include "attnscope/model.hpp"
 #include "attnscope/stream.hpp"
 #include "attnscope/text.hpp"
+#include "capacity/capacity_data.hpp"
 #include "support/example.hpp"
 
 using namespace attnscope;
@@ -141,12 +141,9 @@ int main(int argc, char** argv) try {
   if (std::filesystem::is_directory(folder)) {
     const model::Transformer transformer = model::load_model(folder.string());
     const text::ByteLevelBpeTokenizer tokenizer = text::ByteLevelBpeTokenizer::from_folder(folder.string());
-    const std::vector<unsigned char> bytes = io::read_file((options.data_dir / "war_and_peace.txt").string());
-    const std::string book(bytes.begin(), bytes.end());
-    const std::size_t start = book.find("\n\n", book.size() / 2) + 2;  // a paragraph in the middle of the book
     const Index real_length = std::min<Index>(options.quick ? 256 : 1024, transformer.config().seq_len);
-    std::vector<int> tokens = tokenizer.encode(std::string_view(book).substr(start, std::size_t(real_length) * 8));
-    tokens.resize(std::size_t(real_length));
+    // One passage: the paragraph starting after the middle of the book (the capacity examples' passage helper).
+    const std::vector<int> tokens = war_and_peace_passages(options, tokenizer, 1, real_length).front();
     // The model's streaming forward: flash-style blockwise attention and every head's statistics, no L × L matrix.
     model::StreamingOptions streaming;
     streaming.statistics.top_k = {8};
