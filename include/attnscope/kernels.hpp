@@ -4,4 +4,5 @@
 #include "attnscope/kernels/exp.hpp"
 #include "attnscope/kernels/packet.hpp"
 #include "attnscope/kernels/row_reductions.hpp"
+#include "attnscope/kernels/runtime_dispatch.hpp"
 #include "attnscope/kernels/secular.hpp"

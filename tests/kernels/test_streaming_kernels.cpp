@@ -103,7 +103,7 @@ TEMPLATE_TEST_CASE("exp_shifted_scaled_row: the exponentials of exp_shifted_sum 
     attnscope::kernels::exp_shifted_sum(x.data(), n, shift, scale, exponentials.data());
     attnscope::kernels::scale_row(exponentials.data(), n, factor);  // factor a power of two: exact
     attnscope::kernels::exp_shifted_scaled_row_reference(x.data(), n, shift, scale, factor, reference.data());
-    const Index body = n - n % attnscope::kernels::packet_size<TestType>;  // where both use the packet exp
+    const Index body = n - n % attnscope::kernels::exp_loop_packet_size<TestType>();  // both use the packet exp
     std::vector<TestType> ordinary(x.size());
     attnscope::kernels::exp_shifted_scaled_row(x.data(), n, shift, scale, factor, ordinary.data(), false);
     CHECK(same_bits(ordinary.data(), exponentials.data(), body));

@@ -14,6 +14,7 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/exp.hpp"
 #include "attnscope/kernels/packet.hpp"
+#include "attnscope/kernels/runtime_dispatch.hpp"
 #include "attnscope/kernels/stream_store.hpp"
 
 #include "attnscope/kernels/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
@@ -418,6 +419,20 @@ Scalar exp_shifted_sum_loop(const Scalar* x, Index n, Scalar shift, Scalar scale
                             const Scalar* prefetch = nullptr) {
   Index i = 0;
   Scalar sum = 0;
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  // a build for an older x86-64 on an AVX2 + FMA CPU: the same loop on 8-float AVX2 packets (runtime_dispatch.hpp)
+  if constexpr (std::is_same<Scalar, float>::value) {
+    if (avx2::available()) {
+      i = avx2::exp_shifted_sum_body<store_values>(x, n, shift, scale, out, prefetch, sum);
+      for (; i < n; ++i) {
+        const Scalar value = exp_reference(scale * (x[i] - shift));
+        if constexpr (store_values) out[i] = value;
+        sum += value;
+      }
+      return sum;
+    }
+  }
+#endif
   if constexpr (is_vectorized<Scalar>) {
     using P = Packet<Scalar>;
     constexpr Index width = packet_size<Scalar>;
@@ -516,6 +531,11 @@ Scalar exp_shifted_total(const Scalar* x, Index n, Scalar shift, Scalar scale) {
 template <class Scalar>
 void exp_shifted_scaled_row(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar factor, Scalar* out,
                             bool streaming) {
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  if constexpr (std::is_same<Scalar, float>::value) {  // runtime_dispatch.hpp
+    if (detail::avx2::available()) return detail::avx2::exp_shifted_scaled_row(x, n, shift, scale, factor, out, streaming);
+  }
+#endif
   if constexpr (is_vectorized<Scalar>) {
     using P = Packet<Scalar>;
     const P shift_packet = detail::pset1<P>(shift), scale_packet = detail::pset1<P>(scale);
@@ -547,6 +567,11 @@ void exp_shifted_scaled_row_reference(const Scalar* x, Index n, Scalar shift, Sc
 /// overlap unless equal. Bitwise equal to scale_row.
 template <class Scalar>
 void scale_row_into(const Scalar* x, Index n, Scalar factor, Scalar* out, bool streaming) {
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  if constexpr (std::is_same<Scalar, float>::value) {  // runtime_dispatch.hpp
+    if (detail::avx2::available()) return detail::avx2::scale_row_into(x, n, factor, out, streaming);
+  }
+#endif
   if constexpr (is_vectorized<Scalar>) {
     using P = Packet<Scalar>;
     const P factor_packet = detail::pset1<P>(factor);
@@ -578,6 +603,11 @@ Scalar exp_shifted_sum_reference(const Scalar* x, Index n, Scalar shift, Scalar 
 /// x[i] *= factor for a contiguous row (vectorized).
 template <class Scalar>
 void scale_row(Scalar* x, Index n, Scalar factor) {
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  if constexpr (std::is_same<Scalar, float>::value) {  // runtime_dispatch.hpp
+    if (detail::avx2::available()) return detail::avx2::scale_row_into(x, n, factor, x, false);
+  }
+#endif
   Index i = 0;
   if constexpr (is_vectorized<Scalar>) {
     using P = Packet<Scalar>;

@@ -3,10 +3,13 @@
 // pass (one division per entry), with the scalar reference beside it.
 #pragma once
 
+#include <type_traits>
+
 #include <Eigen/Core>
 
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/packet.hpp"
+#include "attnscope/kernels/runtime_dispatch.hpp"
 
 #include "attnscope/kernels/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
 
@@ -59,6 +62,15 @@ struct SecularAccumulator {
 /// g(λ) = Σ p_i/(p_i − λ) and g'(λ) = Σ p_i/(p_i − λ)² over p[0..n) for λ different from every p_i (vectorized).
 template <class Scalar>
 SecularSums<Scalar> secular_sums(const Scalar* p, Index n, Scalar lambda) {
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  if constexpr (std::is_same<Scalar, float>::value) {  // runtime_dispatch.hpp
+    if (detail::avx2::available()) {
+      SecularSums<Scalar> sums{0, 0};
+      detail::avx2::secular_sums(p, n, lambda, sums.value, sums.derivative);
+      return sums;
+    }
+  }
+#endif
   const auto result =
       detail::reduce_row<detail::SecularAccumulator>(p, n, detail::SecularParameters<Scalar>{lambda});
   return {result.value, result.derivative};

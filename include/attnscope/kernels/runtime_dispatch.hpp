@@ -1,0 +1,212 @@
+// attnscope/kernels/runtime_dispatch.hpp — run-time dispatch of the float softmax exponential loops to AVX2 + FMA
+// when the translation unit itself was compiled for an older x86-64 (no -mavx2: Eigen's packets are then SSE2, 4
+// floats and no FMA, and the exponential costs ≈ 3× — docs/performance.md, issue 15).
+//
+// How: the two loops that carry the exponential (exp_shifted_sum's exp-and-sum pass and exp_shifted_scaled_row's
+// recompute-and-scale pass), the scale pass of the softmax (scale_row, scale_row_into) and the secular sums of the
+// exact Jacobian norm (secular_sums, one division per entry) are written a second time with AVX2 intrinsics inside functions marked
+// __attribute__((target("avx2,fma"))), which GCC and Clang compile to AVX2 code whatever the translation unit's
+// flags. The row kernels call them when the running CPU reports AVX2 and FMA (__builtin_cpu_supports, a read of
+// the compiler runtime's CPU model filled in at program start), and their Eigen packet code otherwise. Eigen's packet
+// math itself cannot be dispatched: its packet types are fixed by the flags when Eigen is first included.
+//
+// The AVX2 exponential is exactly the packet_exp_nonpositive of kernels/exp.hpp (same reduction, same degree-6
+// polynomial, same FMAs), so it meets the same accuracy contract (≤ 2 ULP against std::exp, tests/kernels/
+// test_runtime_dispatch.cpp) and gives, lane for lane, the bits an -march=x86-64-v3 build gives.
+//
+// Active only on x86-64 with GCC or Clang, when __AVX2__ is not defined (a build for AVX2 or wider needs no
+// dispatch) and Eigen vectorizes (no EIGEN_DONT_VECTORIZE); define ATTNSCOPE_NO_RUNTIME_DISPATCH to switch it off.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "attnscope/core/types.hpp"
+#include "attnscope/kernels/packet.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__) && !defined(EIGEN_DONT_VECTORIZE) && \
+    !defined(ATTNSCOPE_NO_RUNTIME_DISPATCH)
+#define ATTNSCOPE_RUNTIME_DISPATCH_AVX2 1
+#include <immintrin.h>
+#endif
+
+namespace attnscope::kernels {
+
+/// The instruction set the dispatched float loops (exponential, scale, secular sums) go to at run time on this CPU: "avx2+fma" when
+/// the dispatch is compiled in and the CPU has AVX2 and FMA, else "none" (the compile-time packets run).
+inline const char* runtime_dispatch_target() {
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  return (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? "avx2+fma" : "none";
+#else
+  return "none";
+#endif
+}
+
+/// Lanes of the packets the exponential loops (exp_shifted_sum, exp_shifted_scaled_row) use for `Scalar` on this
+/// CPU: 8 for float when dispatched to AVX2, else packet_size<Scalar>. The scalar tail of exp_shifted_sum starts at
+/// the last multiple of it.
+template <class Scalar>
+Index exp_loop_packet_size() {
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  if (std::is_same<Scalar, float>::value && std::string_view(runtime_dispatch_target()) == "avx2+fma") return 8;
+#endif
+  return packet_size<Scalar>;
+}
+
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+namespace detail::avx2 {
+
+/// Whether the running CPU has AVX2 and FMA (the condition for calling anything in this namespace).
+inline bool available() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+#define ATTNSCOPE_AVX2_TARGET __attribute__((target("avx2,fma")))
+
+/// packet_exp_nonpositive (kernels/exp.hpp) on 8 floats: x ≤ 0 (or −inf), results below FLT_MIN flush to 0.
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET inline __m256 exp_nonpositive(__m256 x) {
+  const __m256 clamped = _mm256_max_ps(x, _mm256_set1_ps(-88.0f));  // n ≥ −127: 2^n field 0 below FLT_MIN
+  const __m256 magic = _mm256_set1_ps(12583039.0f);                   // 1.5·2^23 + 127, rounds and biases n
+  const __m256 biased = _mm256_fmadd_ps(clamped, _mm256_set1_ps(1.44269504088896340736f), magic);
+  const __m256 n = _mm256_sub_ps(biased, magic);
+  const __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f),  // Cody–Waite, two-part ln 2
+                                   _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), clamped));
+  const __m256 power = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(biased), 23));  // 2^n
+  // exp(r) by the degree-6 Horner form of exp_polynomial_degree6 (coefficients fitted on Chebyshev nodes [derived])
+  __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(1.3859291e-3f), r, _mm256_set1_ps(8.374764e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1667726e-2f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666421e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.9999994e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
+  return _mm256_mul_ps(y, power);
+}
+
+/// exp(scale·(x − shift)) of one float by the 8-lane code (the tails of exp_shifted_scaled_row).
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET inline float exp_nonpositive_one(float argument) {
+  return _mm256_cvtss_f32(exp_nonpositive(_mm256_set1_ps(argument)));
+}
+
+/// exp(scale·(x[at] − shift)) on the 8 entries from `at`.
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET inline __m256 exp_shifted_at(const float* x, Index at, __m256 shift, __m256 scale) {
+  return exp_nonpositive(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + at), shift), scale));
+}
+
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET inline float sum_lanes(__m256 value) {
+  const __m128 half = _mm_add_ps(_mm256_castps256_ps128(value), _mm256_extractf128_ps(value, 1));
+  const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
+  return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
+}
+
+/// The vector part of exp_shifted_sum_loop (kernels/row_reductions.hpp) on 8-float AVX2 packets: four accumulators
+/// over blocks of 32, then single packets; returns the index where the scalar tail starts and the packets' sum.
+/// With store_values, out[0, returned index) receives the exponentials; with prefetch, prefetch[0, n) is requested.
+template <bool store_values>
+ATTNSCOPE_AVX2_TARGET Index exp_shifted_sum_body(const float* x, Index n, float shift, float scale, float* out,
+                                                const float* prefetch, float& sum) {
+  const __m256 shift_packet = _mm256_set1_ps(shift), scale_packet = _mm256_set1_ps(scale);
+  __m256 first = _mm256_setzero_ps(), second = first, third = first, fourth = first;
+  Index i = 0;
+  for (; i + 32 <= n; i += 32) {
+    if (prefetch != nullptr)
+      for (Index at = i; at < i + 32; at += 16) _mm_prefetch(reinterpret_cast<const char*>(prefetch + at), _MM_HINT_T0);
+    const __m256 a = exp_shifted_at(x, i, shift_packet, scale_packet), b = exp_shifted_at(x, i + 8, shift_packet, scale_packet),
+                 c = exp_shifted_at(x, i + 16, shift_packet, scale_packet),
+                 d = exp_shifted_at(x, i + 24, shift_packet, scale_packet);
+    if constexpr (store_values) {
+      _mm256_storeu_ps(out + i, a);
+      _mm256_storeu_ps(out + i + 8, b);
+      _mm256_storeu_ps(out + i + 16, c);
+      _mm256_storeu_ps(out + i + 24, d);
+    }
+    first = _mm256_add_ps(first, a);
+    second = _mm256_add_ps(second, b);
+    third = _mm256_add_ps(third, c);
+    fourth = _mm256_add_ps(fourth, d);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = exp_shifted_at(x, i, shift_packet, scale_packet);
+    if constexpr (store_values) _mm256_storeu_ps(out + i, a);
+    first = _mm256_add_ps(first, a);
+  }
+  sum = sum_lanes(_mm256_add_ps(_mm256_add_ps(first, second), _mm256_add_ps(third, fourth)));
+  return i;
+}
+
+/// The whole of exp_shifted_scaled_row (kernels/row_reductions.hpp) on AVX2: out[i] = exp(scale·(x[i] − shift))·factor,
+/// every entry by the 8-lane exponential; with `streaming`, non-temporal stores on the 32-byte aligned body.
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET void exp_shifted_scaled_row(const float* x, Index n, float shift, float scale, float factor,
+                                                  float* out, bool streaming) {
+  const __m256 shift_packet = _mm256_set1_ps(shift), scale_packet = _mm256_set1_ps(scale);
+  const __m256 factor_packet = _mm256_set1_ps(factor);
+  Index i = 0;
+  if (streaming) {
+    for (; i < n && reinterpret_cast<std::uintptr_t>(out + i) % 32 != 0; ++i) out[i] = exp_nonpositive_one(scale * (x[i] - shift)) * factor;
+    for (; i + 8 <= n; i += 8) _mm256_stream_ps(out + i, _mm256_mul_ps(exp_shifted_at(x, i, shift_packet, scale_packet), factor_packet));
+    _mm_sfence();
+  } else {
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(exp_shifted_at(x, i, shift_packet, scale_packet), factor_packet));
+  }
+  for (; i < n; ++i) out[i] = exp_nonpositive_one(scale * (x[i] - shift)) * factor;
+}
+
+/// scale_row_into (kernels/row_reductions.hpp) on AVX2: out[i] = x[i]·factor, with `streaming` non-temporal stores on
+/// the 32-byte aligned body; x and out must not overlap unless equal (then it is scale_row).
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET void scale_row_into(const float* x, Index n, float factor, float* out, bool streaming) {
+  const __m256 factor_packet = _mm256_set1_ps(factor);
+  Index i = 0;
+  if (streaming) {
+    for (; i < n && reinterpret_cast<std::uintptr_t>(out + i) % 32 != 0; ++i) out[i] = x[i] * factor;
+    for (; i + 8 <= n; i += 8) _mm256_stream_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), factor_packet));
+    _mm_sfence();
+  } else {
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), factor_packet));
+  }
+  for (; i < n; ++i) out[i] = x[i] * factor;
+}
+
+/// secular_sums (kernels/secular.hpp) on AVX2: g(λ) = Σ p_i/(p_i − λ) and g'(λ) = Σ p_i/(p_i − λ)², four
+/// accumulators over blocks of 32, the tail in scalar code; `value` and `derivative` receive the sums.
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET void secular_sums(const float* p, Index n, float lambda, float& value, float& derivative) {
+  const __m256 lambda_packet = _mm256_set1_ps(lambda), one = _mm256_set1_ps(1.0f);
+  __m256 values[4], derivatives[4];
+  for (int k = 0; k < 4; ++k) values[k] = derivatives[k] = _mm256_setzero_ps();
+  Index i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      const __m256 entry = _mm256_loadu_ps(p + i + 8 * k);
+      const __m256 inverse = _mm256_div_ps(one, _mm256_sub_ps(entry, lambda_packet));  // 1/(p_i − λ)
+      const __m256 term = _mm256_mul_ps(entry, inverse);                               // p_i/(p_i − λ)
+      values[k] = _mm256_add_ps(values[k], term);
+      derivatives[k] = _mm256_fmadd_ps(term, inverse, derivatives[k]);                 // p_i/(p_i − λ)²
+    }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 entry = _mm256_loadu_ps(p + i);
+    const __m256 inverse = _mm256_div_ps(one, _mm256_sub_ps(entry, lambda_packet));
+    const __m256 term = _mm256_mul_ps(entry, inverse);
+    values[0] = _mm256_add_ps(values[0], term);
+    derivatives[0] = _mm256_fmadd_ps(term, inverse, derivatives[0]);
+  }
+  value = sum_lanes(_mm256_add_ps(_mm256_add_ps(values[0], values[1]), _mm256_add_ps(values[2], values[3])));
+  derivative = sum_lanes(
+      _mm256_add_ps(_mm256_add_ps(derivatives[0], derivatives[1]), _mm256_add_ps(derivatives[2], derivatives[3])));
+  for (; i < n; ++i) {
+    const float inverse = 1.0f / (p[i] - lambda);
+    value += p[i] * inverse;
+    derivative += p[i] * inverse * inverse;
+  }
+}
+
+#undef ATTNSCOPE_AVX2_TARGET
+
+}  // namespace detail::avx2
+#endif
+
+}  // namespace attnscope::kernels
