@@ -276,6 +276,15 @@ struct ProbabilitySummaryAccumulator {
 /// Maximum of x[0..n) (n ≥ 1) with a fused finiteness check (one pass, vectorized).
 template <class Scalar>
 MaxAndFiniteness<Scalar> row_max(const Scalar* x, Index n) {
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  if constexpr (std::is_same<Scalar, float>::value) {  // runtime_dispatch.hpp
+    if (detail::avx2::available()) {
+      MaxAndFiniteness<Scalar> result{0, true};
+      detail::avx2::row_max(x, n, result.max, result.finite);
+      return result;
+    }
+  }
+#endif
   const auto result = detail::reduce_row<detail::MaxAccumulator>(x, n, detail::NoParameters{});
   return {result.max, result.poison == Scalar(0)};
 }

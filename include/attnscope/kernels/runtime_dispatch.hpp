@@ -1,14 +1,15 @@
-// attnscope/kernels/runtime_dispatch.hpp — run-time dispatch of the float softmax exponential loops to AVX2 + FMA
+// attnscope/kernels/runtime_dispatch.hpp — run-time dispatch of the float softmax and Jacobian-norm loops to AVX2 + FMA
 // when the translation unit itself was compiled for an older x86-64 (no -mavx2: Eigen's packets are then SSE2, 4
 // floats and no FMA, and the exponential costs ≈ 3× — docs/performance.md, issue 15).
 //
 // How: the two loops that carry the exponential (exp_shifted_sum's exp-and-sum pass and exp_shifted_scaled_row's
-// recompute-and-scale pass), the scale pass of the softmax (scale_row, scale_row_into) and the secular sums of the
-// exact Jacobian norm (secular_sums, one division per entry) are written a second time with AVX2 intrinsics inside functions marked
-// __attribute__((target("avx2,fma"))), which GCC and Clang compile to AVX2 code whatever the translation unit's
-// flags. The row kernels call them when the running CPU reports AVX2 and FMA (__builtin_cpu_supports, a read of
-// the compiler runtime's CPU model filled in at program start), and their Eigen packet code otherwise. Eigen's packet
-// math itself cannot be dispatched: its packet types are fixed by the flags when Eigen is first included.
+// recompute-and-scale pass), the max and scale passes of the softmax (row_max, scale_row, scale_row_into) and the
+// secular sums of the exact Jacobian norm (secular_sums, one division per entry) are written a second time with AVX2
+// intrinsics inside functions marked __attribute__((target("avx2,fma"))), which GCC and Clang compile to AVX2 code
+// whatever the translation unit's flags. The row kernels call them when the running CPU reports AVX2 and FMA
+// (__builtin_cpu_supports, a read of the compiler runtime's CPU model filled in at program start), and their Eigen
+// packet code otherwise. Eigen's packet math itself cannot be dispatched: its packet types are fixed by the flags
+// when Eigen is first included.
 //
 // The AVX2 exponential is exactly the packet_exp_nonpositive of kernels/exp.hpp (same reduction, same degree-6
 // polynomial, same FMAs), so it meets the same accuracy contract (≤ 2 ULP against std::exp, tests/kernels/
@@ -26,16 +27,17 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/packet.hpp"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__) && !defined(EIGEN_DONT_VECTORIZE) && \
-    !defined(ATTNSCOPE_NO_RUNTIME_DISPATCH)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__) && \
+    !defined(EIGEN_DONT_VECTORIZE) && !defined(ATTNSCOPE_NO_RUNTIME_DISPATCH)
 #define ATTNSCOPE_RUNTIME_DISPATCH_AVX2 1
 #include <immintrin.h>
 #endif
 
 namespace attnscope::kernels {
 
-/// The instruction set the dispatched float loops (exponential, scale, secular sums) go to at run time on this CPU: "avx2+fma" when
-/// the dispatch is compiled in and the CPU has AVX2 and FMA, else "none" (the compile-time packets run).
+/// The instruction set the dispatched float loops (exponential, scale, secular sums) go to at run time on this CPU:
+/// "avx2+fma" when the dispatch is compiled in and the CPU has AVX2 and FMA, else "none" (the compile-time packets
+/// run).
 inline const char* runtime_dispatch_target() {
 #if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
   return (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? "avx2+fma" : "none";
@@ -67,7 +69,7 @@ inline bool available() { return __builtin_cpu_supports("avx2") && __builtin_cpu
 template <int = 0>
 ATTNSCOPE_AVX2_TARGET inline __m256 exp_nonpositive(__m256 x) {
   const __m256 clamped = _mm256_max_ps(x, _mm256_set1_ps(-88.0f));  // n ≥ −127: 2^n field 0 below FLT_MIN
-  const __m256 magic = _mm256_set1_ps(12583039.0f);                   // 1.5·2^23 + 127, rounds and biases n
+  const __m256 magic = _mm256_set1_ps(12583039.0f);                 // 1.5·2^23 + 127, rounds and biases n
   const __m256 biased = _mm256_fmadd_ps(clamped, _mm256_set1_ps(1.44269504088896340736f), magic);
   const __m256 n = _mm256_sub_ps(biased, magic);
   const __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f),  // Cody–Waite, two-part ln 2
@@ -107,14 +109,15 @@ ATTNSCOPE_AVX2_TARGET inline float sum_lanes(__m256 value) {
 /// With store_values, out[0, returned index) receives the exponentials; with prefetch, prefetch[0, n) is requested.
 template <bool store_values>
 ATTNSCOPE_AVX2_TARGET Index exp_shifted_sum_body(const float* x, Index n, float shift, float scale, float* out,
-                                                const float* prefetch, float& sum) {
+                                                 const float* prefetch, float& sum) {
   const __m256 shift_packet = _mm256_set1_ps(shift), scale_packet = _mm256_set1_ps(scale);
   __m256 first = _mm256_setzero_ps(), second = first, third = first, fourth = first;
   Index i = 0;
   for (; i + 32 <= n; i += 32) {
     if (prefetch != nullptr)
       for (Index at = i; at < i + 32; at += 16) _mm_prefetch(reinterpret_cast<const char*>(prefetch + at), _MM_HINT_T0);
-    const __m256 a = exp_shifted_at(x, i, shift_packet, scale_packet), b = exp_shifted_at(x, i + 8, shift_packet, scale_packet),
+    const __m256 a = exp_shifted_at(x, i, shift_packet, scale_packet),
+                 b = exp_shifted_at(x, i + 8, shift_packet, scale_packet),
                  c = exp_shifted_at(x, i + 16, shift_packet, scale_packet),
                  d = exp_shifted_at(x, i + 24, shift_packet, scale_packet);
     if constexpr (store_values) {
@@ -146,13 +149,50 @@ ATTNSCOPE_AVX2_TARGET void exp_shifted_scaled_row(const float* x, Index n, float
   const __m256 factor_packet = _mm256_set1_ps(factor);
   Index i = 0;
   if (streaming) {
-    for (; i < n && reinterpret_cast<std::uintptr_t>(out + i) % 32 != 0; ++i) out[i] = exp_nonpositive_one(scale * (x[i] - shift)) * factor;
-    for (; i + 8 <= n; i += 8) _mm256_stream_ps(out + i, _mm256_mul_ps(exp_shifted_at(x, i, shift_packet, scale_packet), factor_packet));
+    for (; i < n && reinterpret_cast<std::uintptr_t>(out + i) % 32 != 0; ++i)
+      out[i] = exp_nonpositive_one(scale * (x[i] - shift)) * factor;
+    for (; i + 8 <= n; i += 8)
+      _mm256_stream_ps(out + i, _mm256_mul_ps(exp_shifted_at(x, i, shift_packet, scale_packet), factor_packet));
     _mm_sfence();
   } else {
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(exp_shifted_at(x, i, shift_packet, scale_packet), factor_packet));
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(exp_shifted_at(x, i, shift_packet, scale_packet), factor_packet));
   }
   for (; i < n; ++i) out[i] = exp_nonpositive_one(scale * (x[i] - shift)) * factor;
+}
+
+/// row_max (kernels/row_reductions.hpp) on AVX2: the maximum of x[0, n) (n ≥ 1) and whether every entry is finite
+/// (the sum of x − x, 0 for finite entries and NaN for ±inf or NaN, is 0).
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET void row_max(const float* x, Index n, float& max, bool& finite) {
+  __m256 maxima[4], poisons[4];
+  for (int k = 0; k < 4; ++k) {
+    maxima[k] = _mm256_set1_ps(-__builtin_inff());
+    poisons[k] = _mm256_setzero_ps();
+  }
+  Index i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      const __m256 value = _mm256_loadu_ps(x + i + 8 * k);
+      maxima[k] = _mm256_max_ps(maxima[k], value);
+      poisons[k] = _mm256_add_ps(poisons[k], _mm256_sub_ps(value, value));
+    }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 value = _mm256_loadu_ps(x + i);
+    maxima[0] = _mm256_max_ps(maxima[0], value);
+    poisons[0] = _mm256_add_ps(poisons[0], _mm256_sub_ps(value, value));
+  }
+  const __m256 packet_max = _mm256_max_ps(_mm256_max_ps(maxima[0], maxima[1]), _mm256_max_ps(maxima[2], maxima[3]));
+  float lanes[8];
+  _mm256_storeu_ps(lanes, packet_max);
+  max = lanes[0];
+  for (int lane = 1; lane < 8; ++lane) max = lanes[lane] > max ? lanes[lane] : max;
+  float poison = sum_lanes(_mm256_add_ps(_mm256_add_ps(poisons[0], poisons[1]), _mm256_add_ps(poisons[2], poisons[3])));
+  for (; i < n; ++i) {
+    max = x[i] > max ? x[i] : max;
+    poison += x[i] - x[i];
+  }
+  finite = poison == 0.0f;
 }
 
 /// scale_row_into (kernels/row_reductions.hpp) on AVX2: out[i] = x[i]·factor, with `streaming` non-temporal stores on
@@ -185,7 +225,7 @@ ATTNSCOPE_AVX2_TARGET void secular_sums(const float* p, Index n, float lambda, f
       const __m256 inverse = _mm256_div_ps(one, _mm256_sub_ps(entry, lambda_packet));  // 1/(p_i − λ)
       const __m256 term = _mm256_mul_ps(entry, inverse);                               // p_i/(p_i − λ)
       values[k] = _mm256_add_ps(values[k], term);
-      derivatives[k] = _mm256_fmadd_ps(term, inverse, derivatives[k]);                 // p_i/(p_i − λ)²
+      derivatives[k] = _mm256_fmadd_ps(term, inverse, derivatives[k]);  // p_i/(p_i − λ)²
     }
   for (; i + 8 <= n; i += 8) {
     const __m256 entry = _mm256_loadu_ps(p + i);
