@@ -1,6 +1,7 @@
 // The HTML view of the report: downsampling (block maximum and mean) against hand-computed pixels and, for random
 // shapes, against a direct recomputation; the sink/content split by hand; the page's elements, escaping and notes;
 // base64 against RFC 4648's test vectors; every error. The page in a real browser: tests/browser/.
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -55,8 +56,8 @@ attnscope_test::DecodedPng html_head_image(const nlohmann::json& data, std::size
   return attnscope_test::decode_test_png(bytes);
 }
 
-// The colour index of an attention value with the default gamma 0.5 (the documented mapping round(a^0.5 · 254)).
-int html_expected_index(double value) { return static_cast<int>(std::lround(std::sqrt(value) * 254)); }
+// The colour index of an attention value with the default gamma 0.5 (the documented mapping round(a^0.5 · 63)).
+int html_expected_index(double value) { return static_cast<int>(std::lround(std::sqrt(value) * 63)); }
 
 // Causal softmax attention of seeded random scores.
 RowMatrix<double> html_random_attention(attnscope::Random& random, Index rows, Index cols) {
@@ -91,7 +92,7 @@ TEST_CASE("HTML report: base64 matches RFC 4648's test vectors", "[analysis][htm
 }
 
 TEST_CASE("HTML report: a small matrix is drawn pixel for pixel; one weight survives block maximum", "[analysis][html]") {
-  // 3 × 3 causal attention, no downsampling: pixel = round(sqrt(a) · 254).
+  // 3 × 3 causal attention, no downsampling: pixel = round(sqrt(a) · 63).
   RowMatrix<double> small(3, 3);
   small << 1, 0, 0, 0.5, 0.5, 0, 0.2, 0.3, 0.5;
   // 600 × 600 zeros with one 1: side 256 → blocks of 3 × 3 (⌈600/256⌉ = 3), a 200 × 200 image.
@@ -116,8 +117,8 @@ TEST_CASE("HTML report: a small matrix is drawn pixel for pixel; one weight surv
     REQUIRE(big.width == 200);
     REQUIRE(big.height == 200);
     CHECK(data["heads"][1]["block"] == 3);
-    // Block (100, 15) holds entry (301, 47): the maximum keeps 1 (index 254), the mean is 1/9 → round(254/3) = 85.
-    const int expected = method == DownsampleMethod::block_max ? 254 : 85;
+    // Block (100, 15) holds entry (301, 47): the maximum keeps 1 (index 63), the mean is 1/9 → round(63/3) = 21.
+    const int expected = method == DownsampleMethod::block_max ? 63 : 21;
     for (int y = 0; y < 200; ++y)
       for (int x = 0; x < 200; ++x)
         if (y == 100 && x == 15)
@@ -183,7 +184,7 @@ TEST_CASE("HTML report: the sink/content split is the mean mass on the sink keys
     CHECK(head["content"].get<double>() == Approx(0.5 / 3));
   }
   {
-    // A non-finite entry: drawn with the reserved index 255, its row left out of the split, counted on the page.
+    // A non-finite entry: drawn with the reserved index 64, its row left out of the split, counted on the page.
     RowMatrix<double> bad = a;
     bad(2, 1) = std::nan("");
     HtmlReportBuilder builder;
@@ -192,7 +193,12 @@ TEST_CASE("HTML report: the sink/content split is the mean mass on the sink keys
     const nlohmann::json data = html_page_data(page);
     CHECK(data["heads"][0]["sink"].get<double>() == Approx(1.5 / 2));
     CHECK(data["heads"][0]["nonfinite"] == 1);
-    CHECK(html_head_image(data, 0).pixels[7] == 255);
+    CHECK(html_head_image(data, 0).pixels[7] == 64);
+    CHECK(html_head_image(data, 0).palette.size() == 65);
+    CHECK(html_head_image(data, 0).palette[64] == std::array<unsigned char, 3>{255, 0, 255});
+    // The ends of the scale are viridis's ends (matplotlib: #440154 and #fde725).
+    CHECK(html_head_image(data, 0).palette[0] == std::array<unsigned char, 3>{0x44, 0x01, 0x54});
+    CHECK(html_head_image(data, 0).palette[63] == std::array<unsigned char, 3>{0xfd, 0xe7, 0x25});
     CHECK(page.find("1 non-finite entries") != std::string::npos);
   }
 }
