@@ -91,7 +91,7 @@ TEST_CASE("HTML report: base64 matches RFC 4648's test vectors", "[analysis][htm
   CHECK(html_base64(std::string("\xff\xfe\x00", 3)) == "//4A");
 }
 
-TEST_CASE("HTML report: a small matrix is drawn pixel for pixel; one weight survives block maximum", "[analysis][html]") {
+TEST_CASE("HTML report: a small matrix is drawn pixel for pixel, one weight survives block maximum", "[analysis][html]") {
   // 3 × 3 causal attention, no downsampling: pixel = round(sqrt(a) · 63).
   RowMatrix<double> small(3, 3);
   small << 1, 0, 0, 0.5, 0.5, 0, 0.2, 0.3, 0.5;
@@ -256,7 +256,7 @@ TEST_CASE("HTML report: write puts the page in a file", "[analysis][html]") {
   std::remove(path.c_str());
 }
 
-TEST_CASE("HTML report: bad options, heads and reports are invalid_argument; an unwritable file io_error",
+TEST_CASE("HTML report: bad options, heads and reports are invalid_argument, an unwritable file io_error",
           "[analysis][html][errors]") {
   using attnscope_test::error_message;
   using Catch::Matchers::Contains;
