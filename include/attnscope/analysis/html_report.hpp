@@ -432,7 +432,7 @@ class HtmlReportBuilder {
     std::ostringstream out;
     out << "<section id=\"statistics\"><h2>Per-head statistics</h2><p class=\"hint\">Click a column heading to sort; "
            "click a row for the head's matrix. \"-\" = not available (see the glossary).</p>\n"
-        << "<table id=\"stats\"><thead><tr><th data-type=\"number\">layer</th><th data-type=\"number\">head</th>"
+        << "<div class=\"scroll\"><table id=\"stats\"><thead><tr><th data-type=\"number\">layer</th><th data-type=\"number\">head</th>"
         << "<th data-type=\"number\" title=\"mean mass on the sink keys / on the content keys\">sink | content</th>";
     for (const auto& name : report.columns)
       out << "<th data-type=\"number\"><a href=\"#glossary-" << detail::html_escape(name) << "\">"
@@ -452,7 +452,7 @@ class HtmlReportBuilder {
             << detail::html_format_value(value) << "</td>";
       out << "</tr>\n";
     }
-    out << "</tbody></table></section>\n";
+    out << "</tbody></table></div></section>\n";
     return out.str();
   }
 
@@ -517,7 +517,7 @@ grid-template-columns:max-content max-content;align-items:start}.yaxis,.xaxis{po
 .yaxis span{position:absolute;right:4px;white-space:pre}.xaxis span{position:absolute;top:2px;white-space:pre;
 transform:rotate(60deg);transform-origin:0 0}.big{image-rendering:pixelated;display:block;border:1px solid #999}
 #readout{font:12px monospace;min-height:1.4em}table{border-collapse:collapse;margin:.5em 0}
-th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;font-size:12px}th{background:#eee;cursor:pointer}
+.scroll{overflow-x:auto}th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;font-size:12px;white-space:nowrap}th{background:#eee;cursor:pointer}
 tbody tr:hover{background:#fff6d5;cursor:pointer}dt{font-weight:bold;margin-top:.6em}dd{margin-left:1.5em}
 #script-errors{background:#fdd;color:#900;padding:.5em})";
   }
