@@ -1,0 +1,62 @@
+// Writes the HTML report page that tests/browser/check_html_page.py loads in headless Chromium: 3 layers × 4 heads of
+// seeded causal attention (layer 0: L = 24 with token strings; layer 1: a sink head and others; layer 2: L = 700, so
+// downsampled), one head with a NaN entry, and the report's standard columns.
+// Usage: make_test_page OUT.html
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "attnscope/analysis/head_report.hpp"
+#include "attnscope/analysis/html_report.hpp"
+#include "attnscope/core/random.hpp"
+
+namespace {
+
+attnscope::RowMatrix<double> causal_attention(attnscope::Random& random, attnscope::Index length, double sink_logit) {
+  attnscope::RowMatrix<double> a = attnscope::RowMatrix<double>::Zero(length, length);
+  for (attnscope::Index i = 0; i < length; ++i) {
+    for (attnscope::Index j = 0; j <= i; ++j) a(i, j) = std::exp(1.5 * random.normal() + (j == 0 ? sink_logit : 0.0));
+    a.row(i) /= a.row(i).sum();
+  }
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_test_page OUT.html\n");
+    return 2;
+  }
+  try {
+    using namespace attnscope;
+    Random random(13);
+    analysis::HtmlReportOptions options;
+    options.title = "attnscope browser test";
+    options.source = "synthetic heads (tests/browser/page/make_test_page.cpp)";
+    analysis::HtmlReportBuilder builder(options);
+    std::vector<analysis::HeadInput> heads;
+    for (int layer = 0; layer < 3; ++layer)
+      for (int head = 0; head < 4; ++head) {
+        const Index length = layer == 2 ? 700 : 24;
+        analysis::HeadInput input;
+        input.layer = layer;
+        input.head = head;
+        input.attention = causal_attention(random, length, layer == 1 ? 2.0 * head : 0.0);
+        if (layer == 1 && head == 3) input.attention(5, 2) = std::nan("");
+        builder.add_head(layer, head, input.attention);
+        heads.push_back(std::move(input));
+      }
+    std::vector<std::string> tokens;
+    const char* words[] = {"<s>", "Once", " upon", " a", " time", ",", " there", " was", " a", " <little>", " girl"};
+    for (int i = 0; i < 24; ++i) tokens.push_back(words[i % 11]);
+    builder.set_tokens(tokens);
+    builder.write(argv[1], analysis::compute_head_report(heads, analysis::default_report_columns()));
+    return 0;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "make_test_page: %s\n", error.what());
+    return 1;
+  }
+}
