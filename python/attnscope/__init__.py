@@ -8,7 +8,7 @@ import sys as _sys
 
 from . import _attnscope
 from ._attnscope import *  # noqa: F401,F403
-from ._attnscope import __version__, capacity, composition, io, logits, model, stream, text  # noqa: F401
+from ._attnscope import _input_address, __version__, capacity, composition, io, logits, model, stream, text  # noqa: F401
 
 # `import attnscope.capacity` and `from attnscope.io import read_npy` work like for any package.
 for _name in ("capacity", "composition", "io", "logits", "model", "stream", "text"):

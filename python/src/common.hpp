@@ -15,6 +15,10 @@
 #include <attnscope/core.hpp>
 #include <attnscope/normalize/maps.hpp>
 
+namespace attnscope::stream {
+struct RowStatistics;
+}
+
 namespace attnscope_python {
 
 namespace py = pybind11;
@@ -403,11 +407,39 @@ auto run_sliced(const Layout& layout, const VisibilitySpec& visibility, Fn&& fn)
   return results;
 }
 
+/// Heads (H, rows, cols) as the std::vector of matrices the C++ functions take; the dtype is kept.
+template <class T>
+std::vector<RowMatrix<T>> head_list(const py::array& heads, const char* function) {
+  const CArray<T> array = carray<T>(heads, function, "heads");
+  if (array.ndim() == 2) return {RowMatrix<T>(matrix_of(array, function, "heads"))};
+  if (array.ndim() != 3) throw_value_error(function, "heads must have shape (heads, rows, cols)");
+  std::vector<RowMatrix<T>> out;
+  const Index rows = array.shape(1), cols = array.shape(2);
+  for (Index h = 0; h < array.shape(0); ++h)
+    out.emplace_back(Eigen::Map<const RowMatrix<T>>(array.data() + h * rows * cols, rows, cols));
+  return out;
+}
+
+inline VisibilitySpec matrix_visibility(const py::object& causal, const py::object& mask, Index rows, Index cols,
+                                 const char* function) {
+  Layout layout;
+  layout.shape = {rows, cols};
+  layout.rows = rows;
+  layout.cols = cols;
+  return make_visibility(causal, mask, layout, function);
+}
+
 void bind_normalize(py::module_& m);
 void bind_composition(py::module_& m);
 void bind_capacity(py::module_& m);
 void bind_logits(py::module_& m);
 void bind_io(py::module_& m);
 void bind_model(py::module_& m);
+void bind_stream(py::module_& m);
+
+/// Row statistics of one head as an object of per-row arrays (stream.cpp).
+py::object row_statistics_object(const attnscope::stream::RowStatistics& statistics);
+/// Row statistics of every layer and head ([layer][head]) as an object of arrays (layers, heads, L[, K]).
+py::object stacked_row_statistics(const std::vector<std::vector<attnscope::stream::RowStatistics>>& statistics);
 
 }  // namespace attnscope_python

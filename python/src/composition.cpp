@@ -30,28 +30,6 @@ composition::Metric metric_of(const std::string& name, const char* function) {
   throw_value_error(function, "metric must be 'cosine', 'js', 'aitchison' or 'entropy', got '" + name + "'");
 }
 
-/// Heads [H, rows, cols] (or a list of equally shaped 2-D arrays) as the std::vector the C++ functions take.
-template <class T>
-std::vector<RowMatrix<T>> heads_of(const py::object& heads, const char* function) {
-  const CArray<T> array = carray<T>(heads, function, "heads");
-  if (array.ndim() != 3) throw_value_error(function, "heads must have shape (heads, rows, cols)");
-  std::vector<RowMatrix<T>> out;
-  const Index rows = array.shape(1), cols = array.shape(2);
-  for (Index h = 0; h < array.shape(0); ++h)
-    out.emplace_back(Eigen::Map<const RowMatrix<T>>(array.data() + h * rows * cols, rows, cols));
-  return out;
-}
-
-/// Visibility of one (rows, cols) head matrix from causal/mask.
-VisibilitySpec head_visibility(const py::object& causal, const py::object& mask, Index rows, Index cols,
-                               const char* function) {
-  Layout layout;
-  layout.shape = {rows, cols};
-  layout.rows = rows;
-  layout.cols = cols;
-  return make_visibility(causal, mask, layout, function);
-}
-
 const char* const rows_doc = R"(
 
 Rows over the last axis of (..., rows, cols) or (cols,), float32 or float64 (others converted to float64; C-contiguous
@@ -402,7 +380,7 @@ void bind_composition(py::module_& parent) {
           using T = decltype(tag);
           const CArray<T> values = carray<T>(array, "composition.argmax_mass_sink", "attention");
           const auto a = matrix_of(values, "composition.argmax_mass_sink", "attention");
-          const VisibilitySpec vis = head_visibility(causal, mask, a.rows(), a.cols(), "composition.argmax_mass_sink");
+          const VisibilitySpec vis = matrix_visibility(causal, mask, a.rows(), a.cols(), "composition.argmax_mass_sink");
           return py::cast(composition::argmax_mass_sink(a, vis.at(0), tol).columns());
         });
       },
@@ -419,7 +397,7 @@ void bind_composition(py::module_& parent) {
           using T = decltype(tag);
           const CArray<T> values = carray<T>(array, "composition.channel_summary", "attention");
           const auto a = matrix_of(values, "composition.channel_summary", "attention");
-          const VisibilitySpec vis = head_visibility(causal, mask, a.rows(), a.cols(), "composition.channel_summary");
+          const VisibilitySpec vis = matrix_visibility(causal, mask, a.rows(), a.cols(), "composition.channel_summary");
           composition::ChannelSummary summary;
           {
             py::gil_scoped_release release;
@@ -444,9 +422,9 @@ void bind_composition(py::module_& parent) {
         const py::array array = as_array(heads, "composition.head_scores", "heads");
         return dispatch(array, [&](auto tag) -> py::object {
           using T = decltype(tag);
-          const auto list = heads_of<T>(array, "composition.head_scores");
+          const auto list = head_list<T>(array, "composition.head_scores");
           const VisibilitySpec vis =
-              head_visibility(causal, mask, list[0].rows(), list[0].cols(), "composition.head_scores");
+              matrix_visibility(causal, mask, list[0].rows(), list[0].cols(), "composition.head_scores");
           composition::HeadScores scores;
           {
             py::gil_scoped_release release;
@@ -472,9 +450,9 @@ void bind_composition(py::module_& parent) {
         const py::array array = as_array(heads, "composition.pair_metric_matrices", "heads");
         return dispatch(array, [&](auto tag) -> py::object {
           using T = decltype(tag);
-          const auto list = heads_of<T>(array, "composition.pair_metric_matrices");
+          const auto list = head_list<T>(array, "composition.pair_metric_matrices");
           const VisibilitySpec vis =
-              head_visibility(causal, mask, list[0].rows(), list[0].cols(), "composition.pair_metric_matrices");
+              matrix_visibility(causal, mask, list[0].rows(), list[0].cols(), "composition.pair_metric_matrices");
           composition::ConventionMatrices matrices;
           {
             py::gil_scoped_release release;
@@ -510,9 +488,9 @@ void bind_composition(py::module_& parent) {
         const py::array array = as_array(heads, "composition.flip_rate", "heads");
         return dispatch(array, [&](auto tag) -> py::object {
           using T = decltype(tag);
-          const auto list = heads_of<T>(array, "composition.flip_rate");
+          const auto list = head_list<T>(array, "composition.flip_rate");
           const VisibilitySpec vis =
-              head_visibility(causal, mask, list[0].rows(), list[0].cols(), "composition.flip_rate");
+              matrix_visibility(causal, mask, list[0].rows(), list[0].cols(), "composition.flip_rate");
           composition::FlipResult result;
           {
             py::gil_scoped_release release;
