@@ -10,7 +10,8 @@ Gets the attention of every head of a model, then computes per head:
 Sources of attention:
   --source stories   stories260K (llama2.c) run by attnscope.model on its own greedy text (default when the data
                      folder has stories260K.bin);
-  --source torch     a random multi-head attention layer built in PyTorch (q, k, v of random inputs).
+  --source torch     a random multi-head attention layer built in PyTorch (q, k, v of random inputs; numpy when
+                     torch is not importable).
 
 It plots with matplotlib when available (unless --no-plot) and always prints a table.
 Run from a build:  PYTHONPATH=build/python /usr/bin/python3 examples/python/analyse_attention.py
@@ -38,9 +39,29 @@ def stories_heads(data_dir, length):
     return heads
 
 
+def numpy_heads(length, seed=0, n_heads=4, model_dim=64):
+    """The same random layer in numpy, for machines without PyTorch."""
+    rng = np.random.default_rng(seed)
+    head_dim = model_dim // n_heads
+    x = rng.standard_normal((length, model_dim), dtype=np.float32)
+    x[0] *= 4
+    q, k, v = (x @ (rng.standard_normal((model_dim, model_dim), dtype=np.float32) / model_dim ** 0.5) for _ in range(3))
+    future = np.triu(np.ones((length, length), dtype=bool), 1)
+    heads = []
+    for h in range(n_heads):
+        part = slice(h * head_dim, (h + 1) * head_dim)
+        scores = np.where(future, -np.inf, q[:, part] @ k[:, part].T / head_dim ** 0.5).astype(np.float32)
+        heads.append((f"H{h}", attnscope.softmax(scores, causal=True), scores, np.ascontiguousarray(v[:, part])))
+    return heads
+
+
 def torch_heads(length, seed=0, n_heads=4, model_dim=64):
     """A random causal multi-head attention layer in PyTorch (the usual q k^T / sqrt(d) and softmax)."""
-    import torch
+    try:
+        import torch
+    except ImportError:
+        print("torch not importable: the random layer is built with numpy instead", file=sys.stderr)
+        return numpy_heads(length, seed, n_heads, model_dim)
 
     generator = torch.Generator().manual_seed(seed)
     head_dim = model_dim // n_heads

@@ -1,7 +1,7 @@
 """Type stubs of attnscope (the C++ namespace attnscope: normalization maps, Jacobians, exact norms)."""
 import enum
 from types import SimpleNamespace
-from typing import Any, Callable, Union
+from typing import Any, Callable, Union, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -79,8 +79,12 @@ def jacobian_vector_product(logits: ArrayLike, map: MapLike, tangent: ArrayLike,
                             mask: Mask = None) -> NDArray[Any]: ...
 def vector_jacobian_product(logits: ArrayLike, map: MapLike, cotangent: ArrayLike, causal: Causal = False,
                             mask: Mask = None) -> NDArray[Any]: ...
-def jacobian(logits: ArrayLike, row: Any, map: MapLike = ..., causal: Causal = False, mask: Mask = None) -> NDArray[Any]:
-    """jacobian(logits_row, map) -> (n, n); jacobian(logits, row, map, causal, mask) -> (cols, cols)."""
+@overload
+def jacobian(logits_row: ArrayLike, map: MapLike) -> NDArray[Any]:
+    """Dense (n, n) Jacobian of one row of n logits."""
+@overload
+def jacobian(logits: ArrayLike, row: int, map: MapLike, causal: Causal = False, mask: Mask = None) -> NDArray[Any]:
+    """Dense (cols, cols) Jacobian of row `row` of a 2-D logits matrix."""
 def jacobian_spectral_norm(logits: ArrayLike, map: MapLike = "softmax", causal: Causal = False,
                            mask: Mask = None) -> NDArray[Any]:
     """Exact ||J_i||_2 per row: shape logits.shape[:-1], the logits' dtype."""

@@ -180,85 +180,34 @@ py::array empty_like_result(const Shape& shape) {
   return py::array_t<T>(shape);
 }
 
-/// Applies fn(matrix, visibility) -> RowMatrix<R> to the rows: one call over every row when all keys are visible,
-/// one call per slice otherwise (causal and masks refer to the last two axes). The GIL is released meanwhile.
-/// The result's shape is the input's with the last axis replaced by the result's column count.
-template <class T, class Fn>
-py::array map_matrix(const Rows<T>& input, const VisibilitySpec& visibility, Fn&& fn) {
-  using Result = std::decay_t<decltype(fn(input.all(), Visibility()))>;
+/// Runs fn(slice, visibility) -> RowMatrix or Vector over the rows: once over every row (slice = -1) when all keys are
+/// visible or there is a single matrix, otherwise once per slice (causal and masks refer to the last two axes). The GIL
+/// is released meanwhile. A matrix result has shape input.shape[:-1] + (its columns,), a vector input.shape[:-1].
+template <class Fn>
+py::array map_slices(const Layout& layout, const VisibilitySpec& visibility, Fn&& fn) {
+  using Result = std::decay_t<decltype(fn(Index(-1), Visibility()))>;
+  constexpr bool per_row = Result::ColsAtCompileTime == 1;
   Result out;
   {
     py::gil_scoped_release release;
-    if (visibility.is_all() || input.layout.slices == 1) {
-      out = fn(input.all(), visibility.at(0));
+    if (visibility.is_all() || layout.slices == 1) {
+      out = fn(Index(-1), visibility.at(0));
     } else {
-      for (Index s = 0; s < input.layout.slices; ++s) {
-        Result part = fn(input.slice(s), visibility.at(s));
-        if (s == 0) out.resize(input.layout.total_rows(), part.cols());
-        out.middleRows(s * input.layout.rows, input.layout.rows) = part;
+      for (Index s = 0; s < layout.slices; ++s) {
+        Result part = fn(s, visibility.at(s));
+        if constexpr (per_row) {
+          if (s == 0) out.resize(layout.total_rows());
+          out.segment(s * layout.rows, layout.rows) = part;
+        } else {
+          if (s == 0) out.resize(layout.total_rows(), part.cols());
+          out.middleRows(s * layout.rows, layout.rows) = part;
+        }
       }
     }
   }
-  Shape shape = input.layout.row_shape();
-  shape.push_back(out.cols());
+  Shape shape = layout.row_shape();
+  if constexpr (!per_row) shape.push_back(out.cols());
   return take_as_array(std::move(out), shape);
-}
-
-/// Applies fn(matrix, visibility) -> Vector<R> (one value per row); the result has shape input.shape[:-1].
-template <class T, class Fn>
-py::array map_vector(const Rows<T>& input, const VisibilitySpec& visibility, Fn&& fn) {
-  using Result = std::decay_t<decltype(fn(input.all(), Visibility()))>;
-  Result out;
-  {
-    py::gil_scoped_release release;
-    if (visibility.is_all() || input.layout.slices == 1) {
-      out = fn(input.all(), visibility.at(0));
-    } else {
-      out.resize(input.layout.total_rows());
-      for (Index s = 0; s < input.layout.slices; ++s)
-        out.segment(s * input.layout.rows, input.layout.rows) = fn(input.slice(s), visibility.at(s));
-    }
-  }
-  return take_as_array(std::move(out), input.layout.row_shape());
-}
-
-/// The same for two operands of one shape: fn(a, b, visibility).
-template <class T, class Fn>
-py::array map_matrix_pair(const Rows<T>& a, const Rows<T>& b, const VisibilitySpec& visibility, Fn&& fn) {
-  using Result = std::decay_t<decltype(fn(a.all(), b.all(), Visibility()))>;
-  Result out;
-  {
-    py::gil_scoped_release release;
-    if (visibility.is_all() || a.layout.slices == 1) {
-      out = fn(a.all(), b.all(), visibility.at(0));
-    } else {
-      for (Index s = 0; s < a.layout.slices; ++s) {
-        Result part = fn(a.slice(s), b.slice(s), visibility.at(s));
-        if (s == 0) out.resize(a.layout.total_rows(), part.cols());
-        out.middleRows(s * a.layout.rows, a.layout.rows) = part;
-      }
-    }
-  }
-  Shape shape = a.layout.row_shape();
-  shape.push_back(out.cols());
-  return take_as_array(std::move(out), shape);
-}
-
-template <class T, class Fn>
-py::array map_vector_pair(const Rows<T>& a, const Rows<T>& b, const VisibilitySpec& visibility, Fn&& fn) {
-  using Result = std::decay_t<decltype(fn(a.all(), b.all(), Visibility()))>;
-  Result out;
-  {
-    py::gil_scoped_release release;
-    if (visibility.is_all() || a.layout.slices == 1) {
-      out = fn(a.all(), b.all(), visibility.at(0));
-    } else {
-      out.resize(a.layout.total_rows());
-      for (Index s = 0; s < a.layout.slices; ++s)
-        out.segment(s * a.layout.rows, a.layout.rows) = fn(a.slice(s), b.slice(s), visibility.at(s));
-    }
-  }
-  return take_as_array(std::move(out), a.layout.row_shape());
 }
 
 /// Per-row struct results (EntropySplit, ...): runs fn per slice (or once), then concatenates each named field
@@ -305,62 +254,42 @@ py::array matrix_array(M matrix) {
   return take_as_array(RowMatrix<typename M::Scalar>(std::move(matrix)), shape);
 }
 
-/// fn(view, visibility) -> RowMatrix<T> over the rows of `logits` (dtype kept), with the causal/mask arguments.
+/// call(view, visibility) -> RowMatrix<T> or Vector<T> over the rows of `input` (dtype kept: float32 or float64),
+/// with the causal/mask arguments; see map_slices for the result's shape.
 template <class Call>
-py::object rowwise_matrix(const char* function, const py::object& logits, const py::object& causal,
-                          const py::object& mask, Call&& call, const char* name = "logits") {
-  const py::array array = as_array(logits, function, name);
-  return dispatch(array, [&](auto tag) -> py::object {
-    using T = decltype(tag);
-    const Rows<T> rows = as_rows<T>(array, function, name);
-    const VisibilitySpec visibility = make_visibility(causal, mask, rows.layout, function);
-    return map_matrix(rows, visibility, [&](const auto& z, const Visibility& v) { return call(z, v); });
-  });
-}
-
-/// fn(view, visibility) -> Vector<T>: one value per row, shape logits.shape[:-1].
-template <class Call>
-py::object rowwise_vector(const char* function, const char* name, const py::object& input, const py::object& causal,
-                          const py::object& mask, Call&& call) {
+py::object rowwise(const char* function, const char* name, const py::object& input, const py::object& causal,
+                   const py::object& mask, Call&& call) {
   const py::array array = as_array(input, function, name);
   return dispatch(array, [&](auto tag) -> py::object {
     using T = decltype(tag);
     const Rows<T> rows = as_rows<T>(array, function, name);
     const VisibilitySpec visibility = make_visibility(causal, mask, rows.layout, function);
-    return map_vector(rows, visibility, [&](const auto& z, const Visibility& v) { return call(z, v); });
+    return map_slices(rows.layout, visibility,
+                      [&](Index s, const Visibility& v) { return call(s < 0 ? rows.all() : rows.slice(s), v); });
   });
 }
 
-/// JVP / VJP: logits and a second operand of the same shape (converted to the logits' dtype).
+/// rowwise with the argument named "logits" first (the maps).
 template <class Call>
-py::object rowwise_pair(const char* function, const char* second_name, const py::object& logits,
-                        const py::object& second, const py::object& causal, const py::object& mask, Call&& call,
-                        const char* name = "logits") {
-  const py::array array = as_array(logits, function, name);
-  return dispatch(array, [&](auto tag) -> py::object {
-    using T = decltype(tag);
-    const Rows<T> rows = as_rows<T>(array, function, name);
-    const Rows<T> other = as_rows_like<T>(second, rows.layout, function, second_name, name);
-    const VisibilitySpec visibility = make_visibility(causal, mask, rows.layout, function);
-    return map_matrix_pair(rows, other, visibility,
-                           [&](const auto& z, const auto& v, const Visibility& vis) { return call(z, v, vis); });
-  });
+py::object rowwise_matrix(const char* function, const py::object& logits, const py::object& causal,
+                          const py::object& mask, Call&& call, const char* name = "logits") {
+  return rowwise(function, name, logits, causal, mask, std::forward<Call>(call));
 }
 
-
-/// fn(a, b, visibility) -> Vector<T>: one value per row pair, shape a.shape[:-1].
+/// call(a, b, visibility) over the rows of two operands of one shape (the second converted to the first's dtype).
 template <class Call>
-py::object rowwise_pair_vector(const char* function, const char* first_name, const char* second_name,
-                               const py::object& first, const py::object& second, const py::object& causal,
-                               const py::object& mask, Call&& call) {
+py::object rowwise_pair(const char* function, const char* first_name, const char* second_name,
+                        const py::object& first, const py::object& second, const py::object& causal,
+                        const py::object& mask, Call&& call) {
   const py::array array = as_array(first, function, first_name);
   return dispatch(array, [&](auto tag) -> py::object {
     using T = decltype(tag);
-    const Rows<T> rows = as_rows<T>(array, function, first_name);
-    const Rows<T> other = as_rows_like<T>(second, rows.layout, function, second_name, first_name);
-    const VisibilitySpec visibility = make_visibility(causal, mask, rows.layout, function);
-    return map_vector_pair(rows, other, visibility,
-                           [&](const auto& a, const auto& b, const Visibility& vis) { return call(a, b, vis); });
+    const Rows<T> a = as_rows<T>(array, function, first_name);
+    const Rows<T> b = as_rows_like<T>(second, a.layout, function, second_name, first_name);
+    const VisibilitySpec visibility = make_visibility(causal, mask, a.layout, function);
+    return map_slices(a.layout, visibility, [&](Index s, const Visibility& v) {
+      return call(s < 0 ? a.all() : a.slice(s), s < 0 ? b.all() : b.slice(s), v);
+    });
   });
 }
 
@@ -369,6 +298,7 @@ py::object rowwise_pair_vector(const char* function, const char* first_name, con
 /// slices into an array of shape input.shape[:-1] (vectors) or input.shape[:-1] + (cols,) (matrices).
 template <class Struct>
 struct SlicedResults {
+  using value_type = Struct;
   std::vector<Struct> parts;
   Layout layout;
 

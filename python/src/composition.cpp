@@ -30,6 +30,31 @@ composition::Metric metric_of(const std::string& name, const char* function) {
   throw_value_error(function, "metric must be 'cosine', 'js', 'aitchison' or 'entropy', got '" + name + "'");
 }
 
+/// Struct-valued splits of one attention operand (second = None) or of two of one shape: call(a, b, visibility) per
+/// slice (b = a for one operand), then fields(results, dict) names the per-row fields of the returned namespace.
+template <class Call, class Fields>
+py::object split(const char* function, const char* first_name, const char* second_name, const py::object& first,
+                 const py::object& second, const py::object& causal, const py::object& mask, Call&& call,
+                 Fields&& fields) {
+  const py::array array = as_array(first, function, first_name);
+  return dispatch(array, [&](auto tag) -> py::object {
+    using T = decltype(tag);
+    const Rows<T> a = as_rows<T>(array, function, first_name);
+    const Rows<T> b = second.is_none() ? a : as_rows_like<T>(second, a.layout, function, second_name, first_name);
+    const VisibilitySpec visibility = make_visibility(causal, mask, a.layout, function);
+    const auto results = run_sliced(a.layout, visibility, [&](Index s, const Visibility& v) {
+      return call(s < 0 ? a.all() : a.slice(s), s < 0 ? b.all() : b.slice(s), v);
+    });
+    py::dict out;
+    fields(results, out);
+    return make_namespace(out);
+  });
+}
+
+/// The struct type of a SlicedResults (for member pointers in the generic field lambdas).
+template <class Results>
+using SplitOf = typename std::decay_t<Results>::value_type;
+
 const char* const rows_doc = R"(
 
 Rows over the last axis of (..., rows, cols) or (cols,), float32 or float64 (others converted to float64; C-contiguous
@@ -134,8 +159,8 @@ void bind_composition(py::module_& parent) {
       #name,                                                                                                      \
       [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask) {            \
         return rowwise_pair(                                                                                      \
-            #name, "y", x, y, causal, mask,                                                                       \
-            [&](const auto& a, const auto& b, const Visibility& v) { return composition::name(a, b, v); }, "x");  \
+            #name, "x", "y", x, y, causal, mask,                                                                  \
+            [&](const auto& a, const auto& b, const Visibility& v) { return composition::name(a, b, v); });       \
       },                                                                                                          \
       "x"_a, "y"_a, "causal"_a = false, "mask"_a = py::none(), with(text, rows_doc).c_str())
   ATTNSCOPE_BINARY_MATRIX(perturb, "Perturbation C(x * y), row by row (y has x's shape).");
@@ -145,7 +170,7 @@ void bind_composition(py::module_& parent) {
   m.def(
       "inner",
       [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask) {
-        return rowwise_pair_vector("inner", "x", "y", x, y, causal, mask, [&](const auto& a, const auto& b,
+        return rowwise_pair("inner", "x", "y", x, y, causal, mask, [&](const auto& a, const auto& b,
                                                                               const Visibility& v) {
           return composition::inner(a, b, v);
         });
@@ -155,7 +180,7 @@ void bind_composition(py::module_& parent) {
   m.def(
       "aitchison_distance",
       [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask) {
-        return rowwise_pair_vector("aitchison_distance", "x", "y", x, y, causal, mask,
+        return rowwise_pair("aitchison_distance", "x", "y", x, y, causal, mask,
                                    [&](const auto& a, const auto& b, const Visibility& v) {
                                      return composition::aitchison_distance(a, b, v);
                                    });
@@ -165,7 +190,7 @@ void bind_composition(py::module_& parent) {
   m.def(
       "aitchison_distance_from_logits",
       [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask) {
-        return rowwise_pair_vector("aitchison_distance_from_logits", "logits_x", "logits_y", x, y, causal, mask,
+        return rowwise_pair("aitchison_distance_from_logits", "logits_x", "logits_y", x, y, causal, mask,
                                    [&](const auto& a, const auto& b, const Visibility& v) {
                                      return composition::aitchison_distance_from_logits(a, b, v);
                                    });
@@ -179,22 +204,16 @@ void bind_composition(py::module_& parent) {
   m.def(
       "split_sink",
       [](const py::object& attention, const py::object& causal, const py::object& mask, const py::object& sinks,
-         double tol) -> py::object {
+         double tol) {
         const composition::SinkSet set = sink_set(sinks);
-        const py::array array = as_array(attention, "composition.split_sink", "attention");
-        return dispatch(array, [&](auto tag) -> py::object {
-          using T = decltype(tag);
-          const Rows<T> a = as_rows<T>(array, "composition.split_sink", "attention");
-          const VisibilitySpec vis = make_visibility(causal, mask, a.layout, "composition.split_sink");
-          const auto results = run_sliced(a.layout, vis, [&](Index s, const Visibility& v) {
-            return composition::split_sink(s < 0 ? a.all() : a.slice(s), v, set, tol);
-          });
-          using Split = composition::ChannelSplit<T>;
-          py::dict fields;
-          fields["sink_mass"] = results.field(&Split::sink_mass);
-          fields["content"] = results.field(&Split::content);
-          return make_namespace(fields);
-        });
+        return split(
+            "composition.split_sink", "attention", "", attention, py::none(), causal, mask,
+            [&](const auto& a, const auto&, const Visibility& v) { return composition::split_sink(a, v, set, tol); },
+            [](const auto& results, py::dict& fields) {
+              using Split = SplitOf<decltype(results)>;
+              fields["sink_mass"] = results.field(&Split::sink_mass);
+              fields["content"] = results.field(&Split::content);
+            });
       },
       "attention"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
       with("Splits each row a = (s, (1 - s) c): fields sink_mass (shape [...]) and content (the content composition\n"
@@ -204,28 +223,22 @@ void bind_composition(py::module_& parent) {
   m.def(
       "entropy_split",
       [](const py::object& attention, const py::object& causal, const py::object& mask, const py::object& sinks,
-         double tol) -> py::object {
+         double tol) {
         const composition::SinkSet set = sink_set(sinks);
-        const py::array array = as_array(attention, "composition.entropy_split", "attention");
-        return dispatch(array, [&](auto tag) -> py::object {
-          using T = decltype(tag);
-          const Rows<T> a = as_rows<T>(array, "composition.entropy_split", "attention");
-          const VisibilitySpec vis = make_visibility(causal, mask, a.layout, "composition.entropy_split");
-          const auto results = run_sliced(a.layout, vis, [&](Index s, const Visibility& v) {
-            return composition::entropy_split(s < 0 ? a.all() : a.slice(s), v, set, tol);
-          });
-          using Split = composition::EntropySplit<T>;
-          py::dict fields;
-          fields["entropy"] = results.field(&Split::entropy);
-          fields["sink_mass"] = results.field(&Split::sink_mass);
-          fields["binary"] = results.field(&Split::binary);
-          fields["within_sink"] = results.field(&Split::within_sink);
-          fields["content_entropy"] = results.field(&Split::content_entropy);
-          fields["content_term"] = results.field(&Split::content_term);
-          fields["sink_term"] = fields["binary"].cast<py::array>().attr("__add__")(
-              fields["sink_mass"].attr("__mul__")(fields["within_sink"]));
-          return make_namespace(fields);
-        });
+        return split(
+            "composition.entropy_split", "attention", "", attention, py::none(), causal, mask,
+            [&](const auto& a, const auto&, const Visibility& v) { return composition::entropy_split(a, v, set, tol); },
+            [](const auto& results, py::dict& fields) {
+              using Split = SplitOf<decltype(results)>;
+              fields["entropy"] = results.field(&Split::entropy);
+              fields["sink_mass"] = results.field(&Split::sink_mass);
+              fields["binary"] = results.field(&Split::binary);
+              fields["within_sink"] = results.field(&Split::within_sink);
+              fields["content_entropy"] = results.field(&Split::content_entropy);
+              fields["content_term"] = results.field(&Split::content_term);
+              // sink_term() = binary + sink_mass * within_sink, as the C++ member function
+              fields["sink_term"] = fields["binary"].attr("__add__")(fields["sink_mass"].attr("__mul__")(fields["within_sink"]));
+            });
       },
       "attention"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
       with("Exact entropy split H(a) = H_b(s) + s H(a_S/s) + (1 - s) H(c) (Shannon grouping). Fields: entropy,\n"
@@ -239,7 +252,7 @@ void bind_composition(py::module_& parent) {
       #name,                                                                                                    \
       [](const py::object& input, const py::object& causal, const py::object& mask, const py::object& sinks) {  \
         const composition::SinkSet set = sink_set(sinks);                                                       \
-        return rowwise_vector("composition." #name, argument, input, causal, mask,                              \
+        return rowwise("composition." #name, argument, input, causal, mask,                              \
                               [&](const auto& a, const Visibility& v) { return composition::name(a, v, set); }); \
       },                                                                                                        \
       py::arg(argument), "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(),                    \
@@ -253,7 +266,7 @@ void bind_composition(py::module_& parent) {
       [](const py::object& attention, const py::object& causal, const py::object& mask, const py::object& sinks,
          double tol) {
         const composition::SinkSet set = sink_set(sinks);
-        return rowwise_vector("composition.sink_share_of_entropy", "attention", attention, causal, mask,
+        return rowwise("composition.sink_share_of_entropy", "attention", attention, causal, mask,
                               [&](const auto& a, const Visibility& v) {
                                 return composition::sink_share_of_entropy(a, v, set, tol);
                               });
@@ -261,30 +274,22 @@ void bind_composition(py::module_& parent) {
       "attention"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
       with("(H_b(s) + s H_S) / H(a) per row (0 where H(a) = 0).", attention_doc).c_str());
 
-#define ATTNSCOPE_PAIR_SPLIT(name, first, second, text, ...)                                                     \
+#define ATTNSCOPE_PAIR_SPLIT(name, first, second, text)                                                          \
   m.def(                                                                                                        \
       #name,                                                                                                    \
       [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask,            \
-         const py::object& sinks) -> py::object {                                                               \
+         const py::object& sinks) {                                                                             \
         const composition::SinkSet set = sink_set(sinks);                                                       \
-        const char* function = "composition." #name;                                                            \
-        const py::array array = as_array(x, function, first);                                                   \
-        return dispatch(array, [&](auto tag) -> py::object {                                                    \
-          using T = decltype(tag);                                                                              \
-          const Rows<T> a = as_rows<T>(array, function, first);                                                 \
-          const Rows<T> b = as_rows_like<T>(y, a.layout, function, second, first);                              \
-          const VisibilitySpec vis = make_visibility(causal, mask, a.layout, function);                         \
-          const auto results = run_sliced(a.layout, vis, [&](Index s, const Visibility& v) {                    \
-            return composition::name(s < 0 ? a.all() : a.slice(s), s < 0 ? b.all() : b.slice(s), v, set);      \
-          });                                                                                                   \
-          using Split = composition::AitchisonSplit<T>;                                                         \
-          py::dict fields;                                                                                      \
-          fields["distance_squared"] = results.field(&Split::distance_squared);                                 \
-          fields["sink_term"] = results.field(&Split::sink_term);                                               \
-          fields["within_sink_term"] = results.field(&Split::within_sink_term);                                 \
-          fields["content_term"] = results.field(&Split::content_term);                                         \
-          return make_namespace(fields);                                                                        \
-        });                                                                                                     \
+        return split(                                                                                           \
+            "composition." #name, first, second, x, y, causal, mask,                                            \
+            [&](const auto& a, const auto& b, const Visibility& v) { return composition::name(a, b, v, set); }, \
+            [](const auto& results, py::dict& fields) {                                                         \
+              using Split = SplitOf<decltype(results)>;                                                         \
+              fields["distance_squared"] = results.field(&Split::distance_squared);                             \
+              fields["sink_term"] = results.field(&Split::sink_term);                                           \
+              fields["within_sink_term"] = results.field(&Split::within_sink_term);                             \
+              fields["content_term"] = results.field(&Split::content_term);                                     \
+            });                                                                                                 \
       },                                                                                                        \
       py::arg(first), py::arg(second), "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(),      \
       with(text, attention_doc).c_str())
@@ -298,7 +303,7 @@ void bind_composition(py::module_& parent) {
   m.def(
       "jensen_shannon",
       [](const py::object& a, const py::object& b, const py::object& causal, const py::object& mask, double tol) {
-        return rowwise_pair_vector("composition.jensen_shannon", "a", "b", a, b, causal, mask,
+        return rowwise_pair("composition.jensen_shannon", "a", "b", a, b, causal, mask,
                                    [&](const auto& x, const auto& y, const Visibility& v) {
                                      return composition::jensen_shannon(x, y, v, tol);
                                    });
@@ -308,7 +313,7 @@ void bind_composition(py::module_& parent) {
   m.def(
       "cosine",
       [](const py::object& a, const py::object& b, const py::object& causal, const py::object& mask, double tol) {
-        return rowwise_pair_vector("composition.cosine", "a", "b", a, b, causal, mask,
+        return rowwise_pair("composition.cosine", "a", "b", a, b, causal, mask,
                                    [&](const auto& x, const auto& y, const Visibility& v) {
                                      return composition::cosine(x, y, v, tol);
                                    });
@@ -318,27 +323,19 @@ void bind_composition(py::module_& parent) {
   m.def(
       "js_split",
       [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask,
-         const py::object& sinks, double tol) -> py::object {
+         const py::object& sinks, double tol) {
         const composition::SinkSet set = sink_set(sinks);
-        const char* function = "composition.js_split";
-        const py::array array = as_array(x, function, "a");
-        return dispatch(array, [&](auto tag) -> py::object {
-          using T = decltype(tag);
-          const Rows<T> a = as_rows<T>(array, function, "a");
-          const Rows<T> b = as_rows_like<T>(y, a.layout, function, "b", "a");
-          const VisibilitySpec vis = make_visibility(causal, mask, a.layout, function);
-          const auto results = run_sliced(a.layout, vis, [&](Index s, const Visibility& v) {
-            return composition::js_split(s < 0 ? a.all() : a.slice(s), s < 0 ? b.all() : b.slice(s), v, set, tol);
-          });
-          using Split = composition::JensenShannonSplit<T>;
-          py::dict fields;
-          fields["divergence"] = results.field(&Split::divergence);
-          fields["sink_term"] = results.field(&Split::sink_term);
-          fields["within_sink_term"] = results.field(&Split::within_sink_term);
-          fields["content_term"] = results.field(&Split::content_term);
-          fields["content_divergence"] = results.field(&Split::content_divergence);
-          return make_namespace(fields);
-        });
+        return split(
+            "composition.js_split", "a", "b", x, y, causal, mask,
+            [&](const auto& a, const auto& b, const Visibility& v) { return composition::js_split(a, b, v, set, tol); },
+            [](const auto& results, py::dict& fields) {
+              using Split = SplitOf<decltype(results)>;
+              fields["divergence"] = results.field(&Split::divergence);
+              fields["sink_term"] = results.field(&Split::sink_term);
+              fields["within_sink_term"] = results.field(&Split::within_sink_term);
+              fields["content_term"] = results.field(&Split::content_term);
+              fields["content_divergence"] = results.field(&Split::content_divergence);
+            });
       },
       "a"_a, "b"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
       with("Exact split JS = JS_b(s, s') + s_bar JS_wS(...) + (1 - s_bar) JS_w(c, c'). Fields divergence, sink_term,\n"
@@ -348,25 +345,18 @@ void bind_composition(py::module_& parent) {
   m.def(
       "cosine_conventions",
       [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask,
-         const py::object& sinks, double tol) -> py::object {
+         const py::object& sinks, double tol) {
         const composition::SinkSet set = sink_set(sinks);
-        const char* function = "composition.cosine_conventions";
-        const py::array array = as_array(x, function, "a");
-        return dispatch(array, [&](auto tag) -> py::object {
-          using T = decltype(tag);
-          const Rows<T> a = as_rows<T>(array, function, "a");
-          const Rows<T> b = as_rows_like<T>(y, a.layout, function, "b", "a");
-          const VisibilitySpec vis = make_visibility(causal, mask, a.layout, function);
-          const auto results = run_sliced(a.layout, vis, [&](Index s, const Visibility& v) {
-            return composition::cosine_conventions(s < 0 ? a.all() : a.slice(s), s < 0 ? b.all() : b.slice(s), v,
-                                                   set, tol);
-          });
-          using Result = composition::CosineConventions<T>;
-          py::dict fields;
-          fields["keep"] = results.field(&Result::keep);
-          fields["drop"] = results.field(&Result::drop);
-          return make_namespace(fields);
-        });
+        return split(
+            "composition.cosine_conventions", "a", "b", x, y, causal, mask,
+            [&](const auto& a, const auto& b, const Visibility& v) {
+              return composition::cosine_conventions(a, b, v, set, tol);
+            },
+            [](const auto& results, py::dict& fields) {
+              using Split = SplitOf<decltype(results)>;
+              fields["keep"] = results.field(&Split::keep);
+              fields["drop"] = results.field(&Split::drop);
+            });
       },
       "a"_a, "b"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
       with("Cosine under both conventions: keep = cos(a, b), drop = cos(c, c').", attention_doc).c_str());

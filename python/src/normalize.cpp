@@ -208,7 +208,7 @@ void bind_normalize(py::module_& m) {
       [](const py::object& logits, const py::object& map, const py::object& tangent, const py::object& causal,
          const py::object& mask) {
         const NormalizationMap parsed = to_map(map);
-        return rowwise_pair("jacobian_vector_product", "tangent", logits, tangent, causal, mask,
+        return rowwise_pair("jacobian_vector_product", "logits", "tangent", logits, tangent, causal, mask,
                             [&](const auto& z, const auto& v, const Visibility& vis) {
                               return attnscope::jacobian_vector_product(z, parsed, v, vis);
                             });
@@ -224,7 +224,7 @@ void bind_normalize(py::module_& m) {
       [](const py::object& logits, const py::object& map, const py::object& cotangent, const py::object& causal,
          const py::object& mask) {
         const NormalizationMap parsed = to_map(map);
-        return rowwise_pair("vector_jacobian_product", "cotangent", logits, cotangent, causal, mask,
+        return rowwise_pair("vector_jacobian_product", "logits", "cotangent", logits, cotangent, causal, mask,
                             [&](const auto& z, const auto& g, const Visibility& vis) {
                               return attnscope::vector_jacobian_product(z, parsed, g, vis);
                             });
@@ -284,7 +284,7 @@ void bind_normalize(py::module_& m) {
       "jacobian_spectral_norm",
       [](const py::object& logits, const py::object& map, const py::object& causal, const py::object& mask) {
         const NormalizationMap parsed = to_map(map);
-        return rowwise_vector("jacobian_spectral_norm", "logits", logits, causal, mask,
+        return rowwise("jacobian_spectral_norm", "logits", logits, causal, mask,
                               [&](const auto& z, const Visibility& v) {
                                 return attnscope::jacobian_spectral_norm(z, parsed, v);
                               });
@@ -300,7 +300,7 @@ void bind_normalize(py::module_& m) {
   m.def(
       "softmax_jacobian_spectral_norm",
       [](const py::object& probabilities, double scale, const py::object& causal, const py::object& mask) {
-        return rowwise_vector("softmax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
+        return rowwise("softmax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
                               [&](const auto& p, const Visibility& v) {
                                 using T = typename std::decay_t<decltype(p)>::Scalar;
                                 return attnscope::softmax_jacobian_spectral_norm(p, static_cast<T>(scale), v);
@@ -313,7 +313,7 @@ void bind_normalize(py::module_& m) {
   m.def(
       "sink_softmax_jacobian_spectral_norm",
       [](const py::object& probabilities, const py::object& causal, const py::object& mask) {
-        return rowwise_vector("sink_softmax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
+        return rowwise("sink_softmax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
                               [&](const auto& p, const Visibility& v) {
                                 return attnscope::sink_softmax_jacobian_spectral_norm(p, v);
                               });
@@ -323,7 +323,7 @@ void bind_normalize(py::module_& m) {
   m.def(
       "entmax_jacobian_spectral_norm",
       [](const py::object& probabilities, double alpha, const py::object& causal, const py::object& mask) {
-        return rowwise_vector("entmax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
+        return rowwise("entmax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
                               [&](const auto& p, const Visibility& v) {
                                 using T = typename std::decay_t<decltype(p)>::Scalar;
                                 return attnscope::entmax_jacobian_spectral_norm(p, static_cast<T>(alpha), v);
@@ -335,7 +335,7 @@ void bind_normalize(py::module_& m) {
   m.def(
       "sparsemax_jacobian_spectral_norm",
       [](const py::object& probabilities, const py::object& causal, const py::object& mask) {
-        return rowwise_vector("sparsemax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
+        return rowwise("sparsemax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
                               [&](const auto& p, const Visibility& v) {
                                 return attnscope::sparsemax_jacobian_spectral_norm(p, v);
                               });
@@ -345,13 +345,13 @@ void bind_normalize(py::module_& m) {
   m.def(
       "softmax_jacobian_norm_bounds",
       [](const py::object& probabilities, double scale, const py::object& causal, const py::object& mask) {
-        py::object lower = rowwise_vector("softmax_jacobian_norm_bounds", "probabilities", probabilities, causal, mask,
+        py::object lower = rowwise("softmax_jacobian_norm_bounds", "probabilities", probabilities, causal, mask,
                                           [&](const auto& p, const Visibility& v) {
                                             using T = typename std::decay_t<decltype(p)>::Scalar;
                                             return attnscope::softmax_jacobian_norm_bounds(p, static_cast<T>(scale), v)
                                                 .lower;
                                           });
-        py::object upper = rowwise_vector("softmax_jacobian_norm_bounds", "probabilities", probabilities, causal, mask,
+        py::object upper = rowwise("softmax_jacobian_norm_bounds", "probabilities", probabilities, causal, mask,
                                           [&](const auto& p, const Visibility& v) {
                                             using T = typename std::decay_t<decltype(p)>::Scalar;
                                             return attnscope::softmax_jacobian_norm_bounds(p, static_cast<T>(scale), v)
@@ -376,7 +376,7 @@ void bind_normalize(py::module_& m) {
   m.def(
       "row_entropy",
       [](const py::object& attention, const py::object& causal, const py::object& mask) {
-        return rowwise_vector("row_entropy", "attention", attention, causal, mask,
+        return rowwise("row_entropy", "attention", attention, causal, mask,
                               [&](const auto& a, const Visibility& v) { return attnscope::row_entropy(a, v); });
       },
       "attention"_a, "causal"_a = false, "mask"_a = py::none(),
