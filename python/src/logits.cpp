@@ -382,7 +382,7 @@ void bind_logits(py::module_& parent) {
                                                  "Loss-spike detector: loss > median(previous <= window) + margin.")
       .def(py::init<Index, double, Index>(), "window"_a = 201, "margin"_a = 0.1, "min_history"_a = 10)
       .def("observe", &logits::RollingMedianSpikeDetector::observe, "loss"_a, "True when the loss is a spike.")
-      .def("spikes", &logits::RollingMedianSpikeDetector::spikes);
+      .def("spikes", &logits::RollingMedianSpikeDetector::spikes, "Observation indices (0-based) flagged as spikes.");
 }
 
 }  // namespace attnscope_python

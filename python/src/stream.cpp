@@ -169,8 +169,10 @@ void bind_stream(py::module_& parent) {
                   "tokenizer.json, or vocab.json + merges.txt, or encoder.json + vocab.bpe in a folder (OSError if\n"
                   "none or unsupported).")
       .def_static("from_vocab_and_merges", &text::ByteLevelBpeTokenizer::from_vocab_and_merges, "vocab_json_path"_a,
-                  "merges_txt_path"_a)
-      .def_static("from_tokenizer_json", &text::ByteLevelBpeTokenizer::from_tokenizer_json, "tokenizer_json_path"_a)
+                  "merges_txt_path"_a, "GPT-2 style vocab.json (token -> id) and merges.txt (one merge per line).")
+      .def_static("from_tokenizer_json", &text::ByteLevelBpeTokenizer::from_tokenizer_json, "tokenizer_json_path"_a,
+                  "A Hugging Face tokenizer.json with a byte-level BPE model (GPT-2, Llama-3, Qwen2); OSError for\n"
+                  "other kinds (SentencePiece, WordPiece, ...).")
       .def(
           "encode",
           [](const text::ByteLevelBpeTokenizer& tokenizer, const std::string& utf8_text, bool parse_special_tokens) {
@@ -185,7 +187,7 @@ void bind_stream(py::module_& parent) {
              return py::bytes(tokenizer.decode(ids)).attr("decode")("utf-8", "replace");
            },
            "ids"_a, "The text of token ids (invalid UTF-8 replaced).")
-      .def("vocab_size", &text::ByteLevelBpeTokenizer::vocab_size)
+      .def("vocab_size", &text::ByteLevelBpeTokenizer::vocab_size, "Largest id + 1, added tokens included.")
       .def("token_id", &text::ByteLevelBpeTokenizer::token_id, "token"_a, "Id of a token string, or None.")
       .def("token_bytes", [](const text::ByteLevelBpeTokenizer& tokenizer, int id) {
         return py::bytes(tokenizer.token_bytes(id));
