@@ -210,9 +210,8 @@ py::array map_slices(const Layout& layout, const VisibilitySpec& visibility, Fn&
   return take_as_array(std::move(out), shape);
 }
 
-/// Per-row struct results (EntropySplit, ...): runs fn per slice (or once), then concatenates each named field
-/// (a per-row vector) into an array of shape input.shape[:-1] (or matrix fields into [..., cols]).
-/// Returned as a types.SimpleNamespace so that fields read as attributes, as in C++.
+/// C++ struct results are returned as a types.SimpleNamespace of their fields, so that fields read as attributes
+/// with the C++ names.
 inline py::object make_namespace(const py::dict& fields) {
   return py::module_::import("types").attr("SimpleNamespace")(**fields);
 }
@@ -337,7 +336,8 @@ auto run_sliced(const Layout& layout, const VisibilitySpec& visibility, Fn&& fn)
   return results;
 }
 
-/// Heads (H, rows, cols) as the std::vector of matrices the C++ functions take; the dtype is kept.
+/// Heads (H, rows, cols) (or one rows x cols head) as the std::vector of matrices the C++ functions take (one copy,
+/// since they take owning matrices); the dtype is kept.
 template <class T>
 std::vector<RowMatrix<T>> head_list(const py::array& heads, const char* function) {
   const CArray<T> array = carray<T>(heads, function, "heads");
