@@ -1,0 +1,24 @@
+"""attnscope::stream: exact per-row softmax statistics from Q and K without the L x L matrix."""
+from types import SimpleNamespace
+from typing import List, Optional, Sequence
+
+from numpy.typing import ArrayLike
+
+class RowStatisticsOptions:
+    causal: bool
+    window: Optional[int]
+    scale: Optional[float]
+    sink_keys: List[int]
+    max_weight_excludes_sinks: bool
+    top_k: List[int]
+    jacobian_norm: bool
+    block_rows: int
+    threads: int
+    def __init__(self, causal: bool = True, window: Optional[int] = None, scale: Optional[float] = None,
+                 sink_keys: Sequence[int] = ..., max_weight_excludes_sinks: bool = False, top_k: Sequence[int] = ...,
+                 jacobian_norm: bool = True, key_mask: Optional[ArrayLike] = None, block_rows: int = 64,
+                 threads: int = 0) -> None: ...
+
+def row_statistics(queries: ArrayLike, keys: ArrayLike, options: RowStatisticsOptions = ...) -> SimpleNamespace: ...
+def summarize(values: Sequence[float], levels: Sequence[float] = ...) -> SimpleNamespace: ...
+def position_curve(values: Sequence[float], bins: int, spacing: str = "logarithmic") -> SimpleNamespace: ...

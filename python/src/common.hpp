@@ -1,0 +1,375 @@
+// Shared machinery of the Python bindings: turning numpy arrays into row-major Eigen maps without copying,
+// batch (leading) dimensions, the causal/mask arguments, results handed to numpy without copying, and the
+// normalization-map argument. Every binding translation unit includes this header.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <attnscope/core.hpp>
+#include <attnscope/normalize/maps.hpp>
+
+namespace attnscope::stream {
+struct RowStatistics;
+}
+
+namespace attnscope_python {
+
+namespace py = pybind11;
+using attnscope::Index;
+using attnscope::Mask;
+using attnscope::RowMatrix;
+using attnscope::Vector;
+using attnscope::Visibility;
+
+/// A C-contiguous numpy array of T; `ensure` returns the same object (no copy) when the input already is one.
+template <class T>
+using CArray = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+using Shape = std::vector<py::ssize_t>;
+
+/// ValueError with the message "attnscope.<function>: <text>" (the C++ errors read "attnscope::<function>: ...").
+[[noreturn]] inline void throw_value_error(const std::string& function, const std::string& text) {
+  throw py::value_error("attnscope." + function + ": " + text);
+}
+
+inline std::string shape_text(const Shape& shape) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+/// Any array-like (numpy array, list, a CPU torch tensor through __array__) as a numpy array, dtype kept.
+inline py::array as_array(const py::handle& object, const std::string& function, const char* name) {
+  py::array array = py::array::ensure(object);
+  if (!array) throw_value_error(function, std::string(name) + " is not an array-like of numbers");
+  return array;
+}
+
+/// float32 input is computed in float32; every other dtype (float64, integers, bool, float16) in float64.
+inline bool is_float32(const py::array& array) { return array.dtype().is(py::dtype::of<float>()); }
+
+/// Runs body(float{}) or body(double{}) by the dtype of `array`.
+template <class Body>
+py::object dispatch(const py::array& array, Body&& body) {
+  if (is_float32(array)) return body(float{});
+  return body(double{});
+}
+
+/// Rows over the last axis: shape [..., rows, cols] is `slices` matrices of rows × cols; a 1-D array is one row.
+struct Layout {
+  Shape shape;
+  Index slices = 1, rows = 1, cols = 0;
+  Index total_rows() const { return slices * rows; }
+  /// shape[:-1]: the shape of one value per row.
+  Shape row_shape() const { return Shape(shape.begin(), shape.end() - 1); }
+};
+
+inline Layout row_layout(const py::array& array, const std::string& function, const char* name) {
+  Layout layout;
+  layout.shape.assign(array.shape(), array.shape() + array.ndim());
+  if (array.ndim() < 1) throw_value_error(function, std::string(name) + " must have at least one axis (keys), got a scalar");
+  layout.cols = layout.shape.back();
+  if (array.ndim() >= 2) {
+    layout.rows = layout.shape[layout.shape.size() - 2];
+    for (std::size_t i = 0; i + 2 < layout.shape.size(); ++i) layout.slices *= layout.shape[i];
+  }
+  return layout;
+}
+
+/// A C-contiguous array of T viewed as slices of row-major matrices. Reads the caller's memory when it already is
+/// C-contiguous of dtype T; otherwise numpy converts it once (a strided view, another dtype).
+template <class T>
+struct Rows {
+  CArray<T> array;
+  Layout layout;
+  using ConstMap = Eigen::Map<const RowMatrix<T>>;
+  const T* data() const { return array.data(); }
+  /// Every row of every slice as one (slices·rows) × cols matrix.
+  ConstMap all() const { return ConstMap(data(), layout.total_rows(), layout.cols); }
+  /// The rows × cols matrix of slice s.
+  ConstMap slice(Index s) const { return ConstMap(data() + s * layout.rows * layout.cols, layout.rows, layout.cols); }
+};
+
+template <class T>
+Rows<T> as_rows(const py::handle& object, const std::string& function, const char* name) {
+  const py::array array = as_array(object, function, name);
+  Rows<T> rows{CArray<T>::ensure(array), {}};
+  if (!rows.array) throw py::error_already_set();
+  rows.layout = row_layout(rows.array, function, name);
+  return rows;
+}
+
+/// A second operand converted to T that must have the shape of the first.
+template <class T>
+Rows<T> as_rows_like(const py::handle& object, const Layout& like, const std::string& function, const char* name,
+                     const char* like_name) {
+  Rows<T> rows = as_rows<T>(object, function, name);
+  if (rows.layout.shape != like.shape)
+    throw_value_error(function, std::string(name) + " has shape " + shape_text(rows.layout.shape) + " but " +
+                                    like_name + " has shape " + shape_text(like.shape));
+  return rows;
+}
+
+/// The causal / mask arguments: all keys, causal with an offset, or boolean masks (one shared by every slice, of
+/// shape [rows, cols], or one per slice: the full shape of the input).
+struct VisibilitySpec {
+  enum class Kind { all, causal, mask };
+  Kind kind = Kind::all;
+  Index offset = 0;
+  std::vector<Mask> masks;
+  bool is_all() const { return kind == Kind::all; }
+  Visibility at(Index slice) const {
+    if (kind == Kind::causal) return Visibility(attnscope::Causal{offset});
+    if (kind == Kind::mask) return Visibility(masks.size() == 1 ? masks[0] : masks[static_cast<std::size_t>(slice)]);
+    return Visibility();
+  }
+};
+
+inline VisibilitySpec make_visibility(const py::object& causal, const py::object& mask, const Layout& layout,
+                                      const std::string& function) {
+  VisibilitySpec spec;
+  bool is_causal = false;
+  if (!causal.is_none()) {
+    if (py::isinstance<py::bool_>(causal)) {
+      is_causal = causal.cast<bool>();
+    } else if (py::isinstance<py::int_>(causal)) {
+      is_causal = true;
+      spec.offset = causal.cast<Index>();
+    } else {
+      throw_value_error(function, "causal must be a bool or an int offset");
+    }
+  }
+  if (is_causal) spec.kind = VisibilitySpec::Kind::causal;
+  if (mask.is_none()) return spec;
+  if (is_causal) throw_value_error(function, "pass either causal or mask, not both");
+  const CArray<bool> values = CArray<bool>::ensure(as_array(mask, function, "mask"));
+  if (!values) throw py::error_already_set();
+  const Shape shape(values.shape(), values.shape() + values.ndim());
+  const Shape matrix_shape = layout.shape.size() >= 2 ? Shape{layout.rows, layout.cols} : Shape{layout.cols};
+  const bool shared = shape == matrix_shape;
+  if (!shared && shape != layout.shape)
+    throw_value_error(function, "mask has shape " + shape_text(shape) + "; expected " + shape_text(matrix_shape) +
+                                    " (shared by every matrix) or the logits' shape " + shape_text(layout.shape));
+  spec.kind = VisibilitySpec::Kind::mask;
+  const Index count = shared ? 1 : layout.slices;
+  const bool* data = values.data();
+  for (Index s = 0; s < count; ++s)
+    spec.masks.push_back(Eigen::Map<const Mask>(data + s * layout.rows * layout.cols, layout.rows, layout.cols));
+  return spec;
+}
+
+/// A numpy array owning an Eigen matrix or vector (moved, not copied): freed when numpy frees the array.
+template <class Matrix>
+py::array take_as_array(Matrix&& matrix, const Shape& shape) {
+  using Plain = std::decay_t<Matrix>;
+  using Scalar = typename Plain::Scalar;
+  auto* owned = new Plain(std::forward<Matrix>(matrix));
+  py::capsule owner(owned, [](void* pointer) { delete static_cast<Plain*>(pointer); });
+  return py::array_t<Scalar>(shape, owned->data(), owner);
+}
+
+template <class T>
+py::array empty_like_result(const Shape& shape) {
+  return py::array_t<T>(shape);
+}
+
+/// Runs fn(slice, visibility) -> RowMatrix or Vector over the rows: once over every row (slice = -1) when all keys are
+/// visible or there is a single matrix, otherwise once per slice (causal and masks refer to the last two axes). The GIL
+/// is released meanwhile. A matrix result has shape input.shape[:-1] + (its columns,), a vector input.shape[:-1].
+template <class Fn>
+py::array map_slices(const Layout& layout, const VisibilitySpec& visibility, Fn&& fn) {
+  using Result = std::decay_t<decltype(fn(Index(-1), Visibility()))>;
+  constexpr bool per_row = Result::ColsAtCompileTime == 1;
+  Result out;
+  {
+    py::gil_scoped_release release;
+    if (visibility.is_all() || layout.slices == 1) {
+      out = fn(Index(-1), visibility.at(0));
+    } else {
+      for (Index s = 0; s < layout.slices; ++s) {
+        Result part = fn(s, visibility.at(s));
+        if constexpr (per_row) {
+          if (s == 0) out.resize(layout.total_rows());
+          out.segment(s * layout.rows, layout.rows) = part;
+        } else {
+          if (s == 0) out.resize(layout.total_rows(), part.cols());
+          out.middleRows(s * layout.rows, layout.rows) = part;
+        }
+      }
+    }
+  }
+  Shape shape = layout.row_shape();
+  if constexpr (!per_row) shape.push_back(out.cols());
+  return take_as_array(std::move(out), shape);
+}
+
+/// C++ struct results are returned as a types.SimpleNamespace of their fields, so that fields read as attributes
+/// with the C++ names.
+inline py::object make_namespace(const py::dict& fields) {
+  return py::module_::import("types").attr("SimpleNamespace")(**fields);
+}
+
+/// A 2-D C-contiguous matrix argument (embeddings, a head's attention, ...), without copy when possible.
+template <class T>
+Eigen::Map<const RowMatrix<T>> matrix_of(const CArray<T>& array, const std::string& function, const char* name) {
+  if (array.ndim() == 1) return Eigen::Map<const RowMatrix<T>>(array.data(), 1, array.shape(0));
+  if (array.ndim() != 2)
+    throw_value_error(function, std::string(name) + " must be 2-D, got " + std::to_string(array.ndim()) + " axes");
+  return Eigen::Map<const RowMatrix<T>>(array.data(), array.shape(0), array.shape(1));
+}
+
+template <class T>
+CArray<T> carray(const py::handle& object, const std::string& function, const char* name) {
+  CArray<T> array = CArray<T>::ensure(as_array(object, function, name));
+  if (!array) throw py::error_already_set();
+  return array;
+}
+
+/// The `map` argument: a NormalizationMap object (SoftmaxMap(...), ...) or its text ("softmax", "temperature:2",
+/// "entmax:1.5", ...; parse_normalization_map).
+inline attnscope::NormalizationMap to_map(const py::handle& object) {
+  if (py::isinstance<py::str>(object)) return attnscope::parse_normalization_map(object.cast<std::string>());
+  return object.cast<attnscope::NormalizationMap>();
+}
+
+/// A 1-D numpy array owning an Eigen vector (moved).
+template <class V>
+py::array vector_array(V vector) {
+  const py::ssize_t size = vector.size();
+  return take_as_array(std::move(vector), Shape{size});
+}
+
+/// A 2-D numpy array owning a row-major matrix (moved); column-major matrices are converted once.
+template <class M>
+py::array matrix_array(M matrix) {
+  const Shape shape{static_cast<py::ssize_t>(matrix.rows()), static_cast<py::ssize_t>(matrix.cols())};
+  return take_as_array(RowMatrix<typename M::Scalar>(std::move(matrix)), shape);
+}
+
+/// call(view, visibility) -> RowMatrix<T> or Vector<T> over the rows of `input` (dtype kept: float32 or float64),
+/// with the causal/mask arguments; see map_slices for the result's shape.
+template <class Call>
+py::object rowwise(const char* function, const char* name, const py::object& input, const py::object& causal,
+                   const py::object& mask, Call&& call) {
+  const py::array array = as_array(input, function, name);
+  return dispatch(array, [&](auto tag) -> py::object {
+    using T = decltype(tag);
+    const Rows<T> rows = as_rows<T>(array, function, name);
+    const VisibilitySpec visibility = make_visibility(causal, mask, rows.layout, function);
+    return map_slices(rows.layout, visibility,
+                      [&](Index s, const Visibility& v) { return call(s < 0 ? rows.all() : rows.slice(s), v); });
+  });
+}
+
+/// rowwise with the argument named "logits" first (the maps).
+template <class Call>
+py::object rowwise_matrix(const char* function, const py::object& logits, const py::object& causal,
+                          const py::object& mask, Call&& call, const char* name = "logits") {
+  return rowwise(function, name, logits, causal, mask, std::forward<Call>(call));
+}
+
+/// call(a, b, visibility) over the rows of two operands of one shape (the second converted to the first's dtype).
+template <class Call>
+py::object rowwise_pair(const char* function, const char* first_name, const char* second_name,
+                        const py::object& first, const py::object& second, const py::object& causal,
+                        const py::object& mask, Call&& call) {
+  const py::array array = as_array(first, function, first_name);
+  return dispatch(array, [&](auto tag) -> py::object {
+    using T = decltype(tag);
+    const Rows<T> a = as_rows<T>(array, function, first_name);
+    const Rows<T> b = as_rows_like<T>(second, a.layout, function, second_name, first_name);
+    const VisibilitySpec visibility = make_visibility(causal, mask, a.layout, function);
+    return map_slices(a.layout, visibility, [&](Index s, const Visibility& v) {
+      return call(s < 0 ? a.all() : a.slice(s), s < 0 ? b.all() : b.slice(s), v);
+    });
+  });
+}
+
+/// Struct results with per-row fields (EntropySplit, ...): fn(slice, visibility) runs once over every row
+/// (slice = -1: all keys visible or a single matrix) or once per slice; `field` concatenates one member over the
+/// slices into an array of shape input.shape[:-1] (vectors) or input.shape[:-1] + (cols,) (matrices).
+template <class Struct>
+struct SlicedResults {
+  using value_type = Struct;
+  std::vector<Struct> parts;
+  Layout layout;
+
+  template <class Member>
+  py::array field(Member Struct::*member) const {
+    using Value = std::decay_t<Member>;
+    Shape shape = layout.row_shape();
+    Value out;
+    if (parts.size() == 1) {
+      out = parts[0].*member;
+    } else {
+      const Index rows = layout.rows;
+      if constexpr (Value::ColsAtCompileTime == 1) {
+        out.resize(layout.total_rows());
+        for (std::size_t s = 0; s < parts.size(); ++s) out.segment(Index(s) * rows, rows) = parts[s].*member;
+      } else {
+        out.resize(layout.total_rows(), (parts[0].*member).cols());
+        for (std::size_t s = 0; s < parts.size(); ++s) out.middleRows(Index(s) * rows, rows) = parts[s].*member;
+      }
+    }
+    if constexpr (Value::ColsAtCompileTime != 1) shape.push_back(out.cols());
+    return take_as_array(std::move(out), shape);
+  }
+};
+
+template <class Fn>
+auto run_sliced(const Layout& layout, const VisibilitySpec& visibility, Fn&& fn) {
+  using Struct = std::decay_t<decltype(fn(Index(-1), Visibility()))>;
+  SlicedResults<Struct> results{{}, layout};
+  py::gil_scoped_release release;
+  if (visibility.is_all() || layout.slices == 1) {
+    results.parts.push_back(fn(Index(-1), visibility.at(0)));
+  } else {
+    for (Index s = 0; s < layout.slices; ++s) results.parts.push_back(fn(s, visibility.at(s)));
+  }
+  return results;
+}
+
+/// Heads (H, rows, cols) (or one rows x cols head) as the std::vector of matrices the C++ functions take (one copy,
+/// since they take owning matrices); the dtype is kept.
+template <class T>
+std::vector<RowMatrix<T>> head_list(const py::array& heads, const char* function) {
+  const CArray<T> array = carray<T>(heads, function, "heads");
+  if (array.ndim() == 2) return {RowMatrix<T>(matrix_of(array, function, "heads"))};
+  if (array.ndim() != 3) throw_value_error(function, "heads must have shape (heads, rows, cols)");
+  std::vector<RowMatrix<T>> out;
+  const Index rows = array.shape(1), cols = array.shape(2);
+  for (Index h = 0; h < array.shape(0); ++h)
+    out.emplace_back(Eigen::Map<const RowMatrix<T>>(array.data() + h * rows * cols, rows, cols));
+  return out;
+}
+
+inline VisibilitySpec matrix_visibility(const py::object& causal, const py::object& mask, Index rows, Index cols,
+                                 const char* function) {
+  Layout layout;
+  layout.shape = {rows, cols};
+  layout.rows = rows;
+  layout.cols = cols;
+  return make_visibility(causal, mask, layout, function);
+}
+
+void bind_normalize(py::module_& m);
+void bind_composition(py::module_& m);
+void bind_capacity(py::module_& m);
+void bind_logits(py::module_& m);
+void bind_io(py::module_& m);
+void bind_model(py::module_& m);
+void bind_stream(py::module_& m);
+
+/// Row statistics of one head as an object of per-row arrays (stream.cpp).
+py::object row_statistics_object(const attnscope::stream::RowStatistics& statistics);
+/// Row statistics of every layer and head ([layer][head]) as an object of arrays (layers, heads, L[, K]).
+py::object stacked_row_statistics(const std::vector<std::vector<attnscope::stream::RowStatistics>>& statistics);
+
+}  // namespace attnscope_python
