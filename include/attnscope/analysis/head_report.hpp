@@ -1,7 +1,7 @@
 // attnscope/analysis/head_report.hpp — the per-layer, per-head report of `attnscope report`: a list of named columns
 // (each a function of one head's attention rows and, when available, its scaled scores and values), evaluated for
-// every head and written as an aligned table, CSV, JSON or Markdown. Other modules add columns by appending to the
-// list. Needs nlohmann-json (link attnscope::io).
+// every head and written as an aligned table, CSV, JSON or Markdown. Every analysed attention row is checked first
+// (row_check.hpp; strict unless lenient). Other modules add columns by appending to the list. Needs nlohmann-json (link attnscope::io).
 #pragma once
 
 #include <algorithm>
@@ -17,12 +17,12 @@
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
+#include "attnscope/analysis/row_check.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/model/llama.hpp"
 #include "attnscope/normalize/entropy.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
-#include "attnscope/analysis/row_check.hpp"
 
 namespace attnscope::analysis {
 
@@ -344,6 +344,25 @@ inline std::string aligned_rows(const std::vector<std::vector<std::string>>& cel
   return out.str();
 }
 
+/// `text` broken at spaces into lines of at most `width` characters (longer words stay whole), continuation lines
+/// indented by `indent` spaces; every line ends in a newline.
+inline std::string wrap_text(const std::string& text, std::size_t width, std::size_t indent) {
+  const std::size_t lead = std::min(text.find_first_not_of(' '), text.size());
+  std::string out, line(lead, ' ');
+  bool fresh = true;  // nothing but indentation on the line yet
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (!fresh && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = std::string(indent, ' ');
+      fresh = true;
+    }
+    line += (fresh ? "" : " ") + word;
+    fresh = false;
+  }
+  return out + line + "\n";
+}
+
 }  // namespace detail
 
 /// Aligned text table (one line per head, 4 significant digits, NaN printed as "-"), at most `width` characters
@@ -408,8 +427,9 @@ inline std::string head_report_table(const HeadReport& report, std::size_t width
   if (abbreviated) {
     out << "\ncolumns:\n";
     for (std::size_t c = 0; c < report.columns.size(); ++c)
-      out << "  " << (report.short_names[c].empty() ? report.columns[c] : report.short_names[c]) << " = "
-          << report.columns[c] << ": " << report.descriptions[c] << "\n";
+      out << detail::wrap_text("  " + (report.short_names[c].empty() ? report.columns[c] : report.short_names[c]) +
+                                   " = " + report.columns[c] + ": " + report.descriptions[c],
+                               width, 6);
   }
   // Why each "-" is empty: (column, reason) → heads.
   std::vector<std::pair<std::string, int>> reasons;
@@ -424,7 +444,8 @@ inline std::string head_report_table(const HeadReport& report, std::size_t width
   if (!reasons.empty()) {
     out << "\n\"-\" (not available):\n";
     for (const auto& [key, count] : reasons)
-      out << "  " << key << " (" << count << (count == 1 ? " head" : " heads") << ")\n";
+      out << detail::wrap_text("  " + key + " (" + std::to_string(count) + (count == 1 ? " head" : " heads") + ")",
+                               width, 6);
   }
   if (any_bad) {
     Index heads = 0, rows = 0;
@@ -432,8 +453,11 @@ inline std::string head_report_table(const HeadReport& report, std::size_t width
       heads += row.bad_rows > 0;
       rows += row.bad_rows;
     }
-    out << "\n* = computed from attention rows that are not probability distributions (--lenient): " << rows
-        << " bad rows in " << heads << (heads == 1 ? " head" : " heads") << " (column bad_rows)\n";
+    out << "\n"
+        << detail::wrap_text("* = computed from attention rows that are not probability distributions (--lenient): " +
+                                 std::to_string(rows) + " bad rows in " + std::to_string(heads) +
+                                 (heads == 1 ? " head" : " heads") + " (column bad_rows)",
+                             width, 2);
   }
   return out.str();
 }
