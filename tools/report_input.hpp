@@ -40,6 +40,7 @@ struct RawArray {
   io::DType dtype = io::DType::float32;
   std::vector<std::int64_t> shape;
   const unsigned char* data = nullptr;
+  bool mapped = true;  // the bytes are in the file map (false: a decoded copy, e.g. a deflated NPZ member)
 };
 
 /// How the axes before [q, k] of a 4-D attention array are read (--layout).
@@ -70,16 +71,18 @@ class ReportInput {
   ReportInput(const std::string& path, io::FileFormat format) : path_(path) {
     if (format == io::FileFormat::safetensors) {
       tensors_.emplace(path);
-      for (const io::TensorView& view : tensors_->tensors()) arrays_.push_back({view.name, view.dtype, view.shape, view.data});
+      for (const io::TensorView& view : tensors_->tensors())
+        arrays_.push_back({view.name, view.dtype, view.shape, view.data, true});
       metadata_ = tensors_->metadata();
     } else {
       mapped_.emplace(path);
       for (const io::MappedArray& array : mapped_->arrays())
-        arrays_.push_back({array.name(), array.dtype(), array.shape(), array.bytes()});
+        arrays_.push_back({array.name(), array.dtype(), array.shape(), array.bytes(), array.is_view()});
       if (format == io::FileFormat::npy && arrays_.size() == 1) arrays_[0].name = "attention";
     }
     // The CRC pass over stored NPZ members touched every page: drop them from this process's memory.
-    for (const RawArray& array : arrays_) release(array.data, byte_count(array));
+    for (const RawArray& array : arrays_)
+      if (array.mapped) release(array.data, byte_count(array));
   }
 
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
@@ -152,7 +155,7 @@ class ReportInput {
         break;
       default: break;  // refused by locate()
     }
-    release(start, static_cast<std::size_t>(count) * item);
+    if (array.mapped) release(start, static_cast<std::size_t>(count) * item);
     return out;
   }
 
@@ -167,7 +170,8 @@ class ReportInput {
     for (const std::int64_t extent : array.shape) count *= static_cast<std::size_t>(extent);
     return count;
   }
-  /// Drops the whole pages inside [data, data + bytes) from the process (they stay in the page cache).
+  /// Drops the whole pages inside [data, data + bytes) of the read-only file map from the process (they stay in the
+  /// page cache and are read again on access). Never for decoded copies: on anonymous memory this would zero them.
   static void release(const unsigned char* data, std::size_t bytes) {
 #if ATTNSCOPE_REPORT_RELEASE_PAGES
     const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));

@@ -97,7 +97,9 @@ TEST_CASE("compute_head_report evaluates every column for every head and validat
 
   const std::string table = head_report_table(report);
   CHECK(table.find("max_scaled_logit") != std::string::npos);
-  CHECK(std::count(table.begin(), table.end(), '\n') == 4);
+  const std::string table_body = table.substr(0, table.find("\n\n") + 1);  // reasons and legend follow a blank line
+  CHECK(std::count(table_body.begin(), table_body.end(), '\n') == 4);
+  CHECK(table.find("max_scaled_logit: needs scores (no scores array in the input) (1 head)") != std::string::npos);
   const std::string csv = head_report_csv(report);
   CHECK(csv.rfind("layer,head,sink_mass,entropy,max_attention,max_scaled_logit,mean_jacobian_norm,"
                   "max_jacobian_norm,rows\n", 0) == 0);

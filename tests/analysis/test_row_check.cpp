@@ -175,7 +175,8 @@ TEST_CASE("head_report_table fits the width with short names, a legend and colum
     const std::string body = table.substr(0, table.find("\ncolumns:"));
     CAPTURE(width);
     CHECK(row_check_longest_line(body) <= width);
-    CHECK(table.find("stable_rank = causal_stable_rank: ") != std::string::npos);
+    CHECK(table.find("stable_rank = causal_stable_rank:") != std::string::npos);
+    if (width >= 60) CHECK(row_check_longest_line(table) <= width);  // the legend and the reasons are wrapped too
     // Each block repeats the header and the 5 heads: 6 lines per block, every column in some block.
     for (const std::string& name : report.short_names) CHECK(body.find(name) != std::string::npos);
   }

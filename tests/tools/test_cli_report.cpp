@@ -2,7 +2,6 @@
 // (torch.save, text, renamed files) in report / capture / normalize, batch and 5-D layouts, non-square attention,
 // scores and v beside attention in a plain NPZ, sink keys, max_attention without one-key rows, a reason for every
 // "-", --columns / --sort / the 100-column table, and the peak memory of a 2 GiB float16 file.
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -236,6 +235,14 @@ TEST_CASE("report of a plain NPZ uses scores and v beside attention, warns about
   for (long i = 0; i < length * length; ++i)
     if (std::isfinite(data.scores[std::size_t(i)])) largest = std::max(largest, data.scores[std::size_t(i)]);
   CHECK(report["heads"][0]["max_scaled_logit"].get<double>() == Approx(largest).epsilon(1e-6));
+  // Deflated members (decoded into memory, not mapped) give the same report.
+  const std::string deflated = path_in_work_dir("plain_deflated.npz");
+  io::write_npz(deflated,
+                {{"attention", io::Array::from_vector(data.attention, {heads, length, length})},
+                 {"scores", io::Array::from_vector(data.scores, {heads, length, length})},
+                 {"v", io::Array::from_vector(values, {heads, length, dim})}},
+                io::Compression::deflated);
+  CHECK(report_json_of(deflated, "plain_deflated.json")["heads"] == report["heads"]);
   // Per-layer names layer{i}.* in a hand-made NPZ are read as a capture.
   const std::string layered = path_in_work_dir("layered.npz");
   io::write_npz(layered,

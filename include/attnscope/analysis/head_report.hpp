@@ -454,7 +454,7 @@ inline std::string head_report_table(const HeadReport& report, std::size_t width
       rows += row.bad_rows;
     }
     out << "\n"
-        << detail::wrap_text("* = computed from attention rows that are not probability distributions (--lenient): " +
+        << detail::wrap_text("* = from rows that are not distributions (--lenient): " +
                                  std::to_string(rows) + " bad rows in " + std::to_string(heads) +
                                  (heads == 1 ? " head" : " heads") + " (column bad_rows)",
                              width, 2);
