@@ -371,7 +371,7 @@ TEST_CASE("report of a capture: separability_at_critical_n gives its reason for 
   REQUIRE(run.exit_code == 0);
   const auto report = nlohmann::json::parse(slurp(json));
   // Every column that has a null somewhere has a line under the table giving the reason.
-  for (const std::string column : report["columns"].get<std::vector<std::string>>()) {
+  for (const std::string& column : report["columns"].get<std::vector<std::string>>()) {
     int missing = 0;
     for (const auto& head : report["heads"]) missing += head[column].is_null();
     INFO(column);

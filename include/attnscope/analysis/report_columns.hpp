@@ -3,6 +3,7 @@
 // and g(T = 1, ε = 1e−3) (capacity). `attnscope report` uses all_report_columns().
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
