@@ -121,7 +121,8 @@ class ReportInput {
       if (!attention && arrays_.size() == 1) attention = &arrays_[0];
       if (!attention) {
         std::string names;
-        for (const RawArray& array : arrays_) names += (names.empty() ? "" : ", ") + array.name;
+        for (std::size_t i = 0; i < arrays_.size() && i < 8; ++i) names += (i ? ", " : "") + arrays_[i].name;
+        if (arrays_.size() > 8) names += ", ...";
         attnscope::detail::throw_io_error("report", path_, "holds ", arrays_.size(), " arrays (", names,
                                           ") but neither layer{i}.attention nor one named 'attention'");
       }

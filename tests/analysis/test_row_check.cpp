@@ -196,3 +196,15 @@ TEST_CASE("head_report_table fits the width with short names, a legend and colum
   for (std::size_t i = 1; i < sorted.rows.size(); ++i) CHECK(sorted.rows[i - 1].values[1] <= sorted.rows[i].values[1]);
   CHECK_THROWS_AS(analysis::sort_head_report(sorted, "max_attention"), attnscope::invalid_argument);
 }
+
+TEST_CASE("head_report_table and sort_head_report accept a hand-made report without short names or reasons") {
+  analysis::HeadReport report;
+  report.columns = {"a_rather_long_column_name", "another_rather_long_column_name", "third_long_column_name_here"};
+  for (int h = 0; h < 3; ++h) report.rows.push_back({0, h, {double(h), 1.0 / (h + 1), -double(h)}, {}, 0});
+  const std::string table = analysis::head_report_table(report, 60);
+  CHECK(table.find("a_rather_long_column_name = a_rather_long_column_name") != std::string::npos);
+  CHECK(row_check_longest_line(table) <= 60);
+  analysis::sort_head_report(report, "third_long_column_name_here");
+  CHECK(report.rows[0].head == 0);
+  CHECK(report.rows[2].head == 2);
+}

@@ -307,7 +307,9 @@ inline std::vector<ReportColumn> select_report_columns(const std::vector<ReportC
 /// ties keep layer/head order. Throws invalid_argument for an unknown column.
 inline void sort_head_report(HeadReport& report, const std::string& name, bool ascending = false) {
   std::size_t c = 0;
-  while (c < report.columns.size() && report.columns[c] != name && report.short_names[c] != name) ++c;
+  while (c < report.columns.size() && report.columns[c] != name &&
+         !(c < report.short_names.size() && report.short_names[c] == name))
+    ++c;
   if (c == report.columns.size() || name.empty())
     attnscope::detail::throw_invalid_argument("sort_head_report", "no column '", name, "' in the report");
   std::stable_sort(report.rows.begin(), report.rows.end(), [c, ascending](const HeadReport::Row& a,
@@ -426,10 +428,13 @@ inline std::string head_report_table(const HeadReport& report, std::size_t width
   }
   if (abbreviated) {
     out << "\ncolumns:\n";
-    for (std::size_t c = 0; c < report.columns.size(); ++c)
-      out << detail::wrap_text("  " + (report.short_names[c].empty() ? report.columns[c] : report.short_names[c]) +
-                                   " = " + report.columns[c] + ": " + report.descriptions[c],
+    for (std::size_t c = 0; c < report.columns.size(); ++c) {  // a hand-made report may lack names/descriptions
+      const std::string short_name = c < report.short_names.size() ? report.short_names[c] : std::string();
+      const std::string description = c < report.descriptions.size() ? report.descriptions[c] : std::string();
+      out << detail::wrap_text("  " + (short_name.empty() ? report.columns[c] : short_name) + " = " +
+                                   report.columns[c] + (description.empty() ? "" : ": " + description),
                                width, 6);
+    }
   }
   // Why each "-" is empty: (column, reason) → heads.
   std::vector<std::pair<std::string, int>> reasons;
