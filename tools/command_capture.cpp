@@ -11,6 +11,7 @@
 #include "attnscope/io/safetensors.hpp"
 #include "cli_model.hpp"
 #include "commands.hpp"
+#include "input_format.hpp"
 
 namespace attnscope::cli {
 namespace {
@@ -30,7 +31,7 @@ plus tokens [L] (int32) and logits [L, vocab] (float32).
 Options:
   --model DIR         Hugging Face model folder: config.json, model.safetensors (or index + shards) and the
                       tokenizer (tokenizer.json, or vocab.json + merges.txt); gpt2, llama, mistral, qwen2
-  --checkpoint FILE   llama2.c checkpoint (version 0, 1 or 2)
+  --checkpoint FILE   llama2.c checkpoint (version 0, 1 or 2; recognised by its header, not its extension)
   --tokens LIST       token ids separated by commas or spaces
   --tokens-file FILE  token ids separated by commas, spaces or newlines
   --text STRING       text, encoded by the model folder's tokenizer
@@ -55,7 +56,10 @@ int command_capture(int argc, char** argv) {
   const std::string out = arguments.require("out");
   const bool safetensors = ends_with(out, ".safetensors");
   if (!safetensors && !ends_with(out, ".npz")) throw usage_error("--out must end in .npz or .safetensors: " + out);
-  const CaptureRequest request = model_request(arguments, model_path_argument(arguments), 0);
+  const std::string model_path = model_path_argument(arguments);
+  require_input_format("capture", model_path, {io::FileFormat::llama2c, io::FileFormat::huggingface_folder},
+                       "a model (a llama2.c checkpoint or a Hugging Face model folder with config.json)");
+  const CaptureRequest request = model_request(arguments, model_path, 0);
 
   model::CaptureOptions capture;
   capture.q = capture.k = capture.v = capture.scores = capture.attention = true;

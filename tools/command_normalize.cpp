@@ -8,6 +8,7 @@
 #include "attnscope/io/npy.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "commands.hpp"
+#include "input_format.hpp"
 
 namespace attnscope::cli {
 namespace {
@@ -15,7 +16,8 @@ namespace {
 constexpr const char* normalize_usage =
     R"(usage: attnscope normalize --map NAME[:PARAM] IN.npy -o OUT.npy
 
-Applies a normalization map to every row (last axis) of an NPY array of any rank >= 1. Entries equal to -inf are
+Applies a normalization map to every row (last axis) of an NPY array of any rank >= 1 (recognised by its content;
+a scalar is an error, exit code 1). Entries equal to -inf are
 treated as masked (weight exactly 0); NaN or +inf entries, and rows with every entry masked, are errors.
 float32 input gives float32 output; float64 and integer input give float64.
 
@@ -55,8 +57,11 @@ int command_normalize(int argc, char** argv) {
   if (arguments.positional().size() != 1) throw usage_error("expected exactly one input .npy file");
   const attnscope::NormalizationMap map = attnscope::parse_normalization_map(arguments.require("map"));
   const std::string out = arguments.require("out");
-  const io::Array input = io::read_npy(arguments.positional()[0]);
-  if (input.rank() == 0) throw usage_error("input is a scalar; need an array of rank >= 1");
+  const std::string path = arguments.positional()[0];
+  require_input_format("normalize", path, {io::FileFormat::npy}, "an NPY array");
+  const io::Array input = io::read_npy(path);
+  if (input.rank() == 0)  // a data error (exit 1), not a usage error
+    attnscope::detail::throw_invalid_argument("normalize", path, " holds a scalar; need an array of rank >= 1");
   const io::Array output =
       input.dtype() == io::DType::float32 ? normalize_rows<float>(map, input) : normalize_rows<double>(map, input);
   io::write_npy(out, output);

@@ -1,156 +1,274 @@
 // tools/command_report.cpp — `attnscope report`: the per-layer, per-head table of a capture, an attention file or
-// a model run (llama2.c checkpoint or Hugging Face folder), with the analysis modules' columns. Documented in
-// docs/cli.md.
+// a model run (llama2.c checkpoint or Hugging Face folder), with the analysis modules' columns. Array files are
+// memory-mapped and streamed one head at a time; every analysed attention row is checked (strict by default).
+// Documented in docs/cli.md.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <functional>
+#include <iomanip>
 #include <iostream>
-#include <map>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "attnscope/analysis.hpp"
-#include "attnscope/io/npy.hpp"
-#include "attnscope/io/npz.hpp"
-#include "attnscope/io/safetensors.hpp"
+#include "attnscope/io/file.hpp"
 #include "cli_model.hpp"
 #include "commands.hpp"
+#include "input_format.hpp"
+#include "report_input.hpp"
 
 namespace attnscope::cli {
 namespace {
 
 constexpr const char* report_usage =
-    R"(usage: attnscope report (INPUT | --model DIR) [--csv FILE] [--json FILE] [--basic]
+    R"(usage: attnscope report (INPUT | --model DIR) [--csv FILE] [--json FILE] [--basic] [--columns LIST]
+                        [--sort COLUMN[:asc]] [--sink-keys LIST] [--lenient] [--map NAME]
+                        [--layout layers,heads,q,k | --layout batch,heads,q,k] [--batch-index N] [--width N]
                         [--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE]
-                        [--max-tokens N] [--special-tokens] [--generate N] [--map NAME]
+                        [--max-tokens N] [--special-tokens] [--generate N]
 
-INPUT is one of
+INPUT (its format is read from its content, not its extension) is one of
   - a capture written by `attnscope capture` (.npz or .safetensors with layer{i}.attention, and optionally
     layer{i}.scores and layer{i}.v),
-  - an attention file: .npy, or .npz/.safetensors holding one array (or one named "attention"), of shape
-    [heads, L, L], [layers, heads, L, L] or [L, L] (row = query),
+  - an attention file: NPY, or NPZ/safetensors holding one array or one named "attention" (with optional "scores"
+    of the same shape and "v" [..., k, d] beside it), of shape [q, k], [heads, q, k], [layers, heads, q, k]
+    (default 4-D layout), [batch, heads, q, k] (--layout batch,heads,q,k) or [layers, batch, heads, q, k]
+    (row = query; q may differ from k: a decoding step [heads, 1, k] or cross-attention),
   - a llama2.c checkpoint: captured first (default: BOS = 1 then 255 greedy tokens; --tokens, --tokens-file,
     --generate and --map as for capture),
   - or, with --model DIR instead of INPUT, a Hugging Face model folder run over --text-file / --text (encoded by
-    the folder's tokenizer) or --tokens / --tokens-file: capture and report in one command (options as for
-    capture; input longer than the model's positions is an error unless --max-tokens cuts it).
-Prints one line per layer and head: sink_mass (mean weight on key 0), entropy (mean row entropy, nats),
-max_attention, max_scaled_logit (needs scores), mean_jacobian_norm and max_jacobian_norm (exact ||diag p - pp^T||_2
-over rows; "-" when rows are not distributions), then the analysis modules' columns: content_entropy and
-sink_entropy_share (sink = key 0), causal_stable_rank (needs scores), separability_at_critical_n and
-gradient_sensitivity = g(T=1, eps=1e-3) (need scores and values). "-" = not available.
+    the folder's tokenizer) or --tokens / --tokens-file: capture and report in one command.
+Prints one line per layer and head: sink_mass (mean weight on the sink keys), entropy (mean row entropy, nats),
+max_attention (over rows that see >= 2 keys), max_scaled_logit (needs scores), mean_jacobian_norm and
+max_jacobian_norm (exact ||diag p - pp^T||_2 over rows), then the analysis modules' columns: content_entropy and
+sink_entropy_share, causal_stable_rank (needs scores), separability_at_critical_n and gradient_sensitivity =
+g(T=1, eps=1e-3) (need scores and values). Every "-" gets its reason under the table.
+
+Every analysed attention row must be finite, >= 0 and sum to 1 within 2u + k*2^-24 (u = unit roundoff of the
+stored dtype: float32 2^-24, float16 2^-11, bfloat16 2^-8, float64 2^-53); otherwise the report stops (exit 1)
+naming the layer, head, row and value. Captures made with a map whose rows are not distributions (sink,
+sa_softmax, sa_softmax_normalized; recorded in a safetensors capture, or given with --map) are only checked for
+finite values.
 
 Options:
-  --csv FILE    also write the table as CSV
-  --json FILE   also write the table as JSON
-  --basic       only the six standard columns (skips the slower analysis columns)
-  --threads N   OpenMP threads (default 1; 0 = OpenMP default)
-  --help        this text
+  --csv FILE        also write the table as CSV
+  --json FILE       also write the table as JSON
+  --basic           only the six standard columns (skips the slower analysis columns)
+  --columns LIST    only these columns, in this order (names or the table's short names), e.g. sink_mass,entropy
+  --sort COLUMN     order the heads by a column, largest first (COLUMN:asc for smallest first; "-" last)
+  --sink-keys LIST  keys counted as the sink (default: 0), e.g. 0,1 or a register token
+  --lenient         analyse rows that are not distributions anyway: a warning counts them, values computed from
+                    them are marked "*"
+  --map NAME        for an array INPUT: the map that produced it (sink, sa_softmax, ... relax the row check);
+                    for a model INPUT: the map to run, as for capture
+  --layout L        how a 4-D attention array is read: layers,heads,q,k (default) or batch,heads,q,k
+  --batch-index N   the batch entry to report for arrays with a batch axis (needed when the batch is > 1)
+  --width N         table width in characters (default 100): longer tables use short names and wrap
+  --threads N       OpenMP threads (default 1; 0 = OpenMP default)
+  --help            this text
 )";
 
-std::map<std::string, io::Array> read_arrays(const std::string& path) {
-  if (ends_with(path, ".npz")) return io::read_npz(path);
-  if (ends_with(path, ".safetensors")) return io::read_safetensors(path);
-  return {{"attention", io::read_npy(path)}};
+/// Rows of this map are probability distributions (sink and SA-softmax rows are not).
+bool map_rows_are_distributions(const NormalizationMap& map) {
+  return !std::holds_alternative<SinkSoftmaxMap>(map) && !std::holds_alternative<SelfAdjustSoftmaxMap>(map);
 }
 
-// Head inputs from named arrays: a capture (layer{i}.attention ...) or a single attention array.
-std::vector<analysis::HeadInput> heads_from_arrays(const std::map<std::string, io::Array>& arrays,
-                                                   const std::string& path) {
-  std::vector<analysis::HeadInput> heads;
-  auto require_rank3 = [&](const std::string& name, const io::Array& array) {
-    if (array.rank() != 3)
-      attnscope::detail::throw_io_error("report", path, name, " has shape ", io::detail::shape_string(array.shape()),
-                                        ", expected [heads, L, L]");
-  };
-  if (arrays.count("layer0.attention")) {
-    for (int l = 0; arrays.count("layer" + std::to_string(l) + ".attention"); ++l) {
-      const std::string prefix = "layer" + std::to_string(l) + ".";
-      const io::Array& attention = arrays.at(prefix + "attention");
-      require_rank3(prefix + "attention", attention);
-      const auto scores = arrays.find(prefix + "scores");
-      const auto values = arrays.find(prefix + "v");
-      for (std::int64_t h = 0; h < attention.shape()[0]; ++h) {
-        analysis::HeadInput head;
-        head.layer = l;
-        head.head = static_cast<int>(h);
-        head.attention = attention.slice_matrix<double>({h});
-        if (scores != arrays.end()) {
-          require_rank3(prefix + "scores", scores->second);
-          head.scores = scores->second.slice_matrix<double>({h});
-        }
-        if (values != arrays.end()) {
-          require_rank3(prefix + "v", values->second);
-          head.values = values->second.slice_matrix<double>({h});
-        }
-        heads.push_back(std::move(head));
-      }
-    }
-    return heads;
+/// 0.0123, 1.23, 123, 1230: three significant digits, never in exponent notation.
+std::string three_significant_digits(double value) {
+  if (!(value > 0)) return "0";
+  const int exponent = static_cast<int>(std::floor(std::log10(value)));
+  const double unit = std::pow(10.0, exponent - 2);
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(std::max(0, 2 - exponent)) << std::round(value / unit) * unit;
+  return text.str();
+}
+
+/// Each head of the input in turn (one in memory at a time), as the report columns see it. A second consumer of the
+/// heads (e.g. a heatmap writer) hooks in here: it receives every (layer, head, attention matrix) while they stream.
+using HeadVisitor = std::function<void(const analysis::HeadInput&)>;
+
+void for_each_array_head(const ReportInput& input, const HeadVisitor& visit, const model::ProgressCallback& progress) {
+  const std::int64_t rows = input.query_rows(), cols = input.key_count();
+  int done = 0;
+  for (const HeadLocation& location : input.heads()) {
+    analysis::HeadInput head;
+    head.layer = location.layer;
+    head.head = location.head;
+    head.attention = input.matrix(*location.attention, location.position, rows, cols);
+    if (location.scores) head.scores = input.matrix(*location.scores, location.position, rows, cols);
+    if (location.values)
+      head.values = input.matrix(*location.values, location.position, cols, location.values->shape.back());
+    visit(head);
+    if (progress) progress(++done, static_cast<int>(input.heads().size()));
   }
-  const io::Array* attention = nullptr;
-  if (arrays.count("attention"))
-    attention = &arrays.at("attention");
-  else if (arrays.size() == 1)
-    attention = &arrays.begin()->second;
-  else
-    attnscope::detail::throw_io_error("report", path, "holds ", arrays.size(),
-                                      " arrays but neither layer0.attention nor one named 'attention'");
-  const auto& shape = attention->shape();
-  if (attention->rank() < 2 || attention->rank() > 4)
-    attnscope::detail::throw_io_error("report", path, "attention has shape ", io::detail::shape_string(shape),
-                                      ", expected [L, L], [heads, L, L] or [layers, heads, L, L]");
-  const std::int64_t layers = attention->rank() == 4 ? shape[0] : 1;
-  const std::int64_t heads_per_layer = attention->rank() >= 3 ? shape[attention->rank() - 3] : 1;
-  for (std::int64_t l = 0; l < layers; ++l)
-    for (std::int64_t h = 0; h < heads_per_layer; ++h) {
+}
+
+void for_each_model_head(const model::ForwardResult& result, const HeadVisitor& visit,
+                         const model::ProgressCallback& progress) {
+  int total = 0, done = 0;
+  for (const auto& layer : result.layers) total += static_cast<int>(layer.attention.size());
+  for (std::size_t l = 0; l < result.layers.size(); ++l) {
+    const model::LayerCapture& layer = result.layers[l];
+    for (std::size_t h = 0; h < layer.attention.size(); ++h) {
       analysis::HeadInput head;
       head.layer = static_cast<int>(l);
       head.head = static_cast<int>(h);
-      std::vector<std::int64_t> prefix;
-      if (attention->rank() == 4)
-        prefix = {l, h};
-      else if (attention->rank() == 3)
-        prefix = {h};
-      head.attention = attention->slice_matrix<double>(prefix);
-      heads.push_back(std::move(head));
+      head.attention = layer.attention[h].cast<double>();
+      if (h < layer.scores.size()) head.scores = layer.scores[h].cast<double>();
+      if (h < layer.v.size()) head.values = layer.v[h].cast<double>();
+      visit(head);
+      if (progress) progress(++done, total);
     }
-  return heads;
+  }
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::string current;
+  for (const char c : text + ",") {
+    if (c == ',' || c == ' ') {
+      if (!current.empty()) items.push_back(current);
+      current.clear();
+    } else {
+      current.push_back(c);
+    }
+  }
+  return items;
 }
 
 int command_report(int argc, char** argv) {
   Arguments arguments;
-  arguments.value_option("csv").value_option("json").value_option("model").flag("basic");
+  arguments.value_option("csv").value_option("json").value_option("model").flag("basic").flag("lenient");
+  arguments.value_option("columns").value_option("sort").value_option("sink-keys").value_option("layout");
+  arguments.value_option("batch-index").value_option("width");
   add_model_options(arguments);
   if (parse_subcommand(arguments, argc, argv, report_usage)) return 0;
   if (arguments.has("model") != arguments.positional().empty())
     throw usage_error("expected exactly one INPUT, or --model DIR without INPUT");
-  const std::string input = arguments.has("model") ? model_path_argument(arguments) : arguments.positional()[0];
-  const bool array_file = ends_with(input, ".npz") || ends_with(input, ".npy") || ends_with(input, ".safetensors");
-  if (array_file && has_model_options(arguments))
-    throw usage_error("--tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens, --generate and "
-                      "--map apply to a model INPUT only (a checkpoint or --model DIR)");
+  if (arguments.positional().size() > 1) throw usage_error("expected exactly one INPUT");
 
-  std::vector<analysis::HeadInput> heads;
+  // Options that do not depend on the input.
+  std::vector<Index> sink_keys{0};
+  if (arguments.has("sink-keys")) {
+    sink_keys.clear();
+    for (const int key : parse_token_list(arguments.get("sink-keys"), "--sink-keys")) {
+      if (key < 0) throw usage_error("--sink-keys: expected non-negative key indices, got " + std::to_string(key));
+      sink_keys.push_back(key);
+    }
+  }
+  AttentionLayout layout = AttentionLayout::layers_heads;
+  if (arguments.has("layout")) {
+    const std::string text = arguments.get("layout");
+    if (text == "batch,heads,q,k") layout = AttentionLayout::batch_heads;
+    else if (text != "layers,heads,q,k")
+      throw usage_error("--layout: expected layers,heads,q,k or batch,heads,q,k, got '" + text + "'");
+  }
+  std::optional<std::int64_t> batch_index;
+  if (arguments.has("batch-index")) batch_index = parse_integer(arguments.get("batch-index"), "--batch-index", 0, 1L << 40);
+  const std::size_t width =
+      static_cast<std::size_t>(parse_integer(arguments.get("width", "100"), "--width", 20, 100000));
+  std::vector<analysis::ReportColumn> columns =
+      arguments.has("basic") ? analysis::default_report_columns(sink_keys) : analysis::all_report_columns(sink_keys);
+  if (arguments.has("columns")) {
+    try {
+      columns = analysis::select_report_columns(analysis::all_report_columns(sink_keys),
+                                                split_list(arguments.get("columns")));
+    } catch (const attnscope::invalid_argument& error) {
+      throw usage_error(std::string("--columns: ") + error.what());
+    }
+    if (columns.empty()) throw usage_error("--columns: no column named");
+  }
+  std::string sort_column = arguments.get("sort");
+  bool ascending = false;
+  if (ends_with(sort_column, ":asc")) {
+    sort_column.resize(sort_column.size() - 4);
+    ascending = true;
+  } else if (ends_with(sort_column, ":desc")) {
+    sort_column.resize(sort_column.size() - 5);
+  }
+
+  // The input, by content.
+  const std::string input = arguments.has("model") ? model_path_argument(arguments) : arguments.positional()[0];
+  const io::FileFormat format =
+      arguments.has("model")
+          ? io::FileFormat::huggingface_folder
+          : require_input_format("report", input,
+                                 {io::FileFormat::npy, io::FileFormat::npz, io::FileFormat::safetensors,
+                                  io::FileFormat::llama2c, io::FileFormat::huggingface_folder},
+                                 "an attention file, capture or model");
+  const bool array_file = format == io::FileFormat::npy || format == io::FileFormat::npz ||
+                          format == io::FileFormat::safetensors;
   if (array_file) {
-    heads = heads_from_arrays(read_arrays(input), input);
+    for (const char* name : {"tokens", "tokens-file", "text", "text-file", "generate", "max-tokens", "special-tokens"})
+      if (arguments.has(name))
+        throw usage_error("--tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens and "
+                          "--generate apply to a model INPUT only (a checkpoint or --model DIR)");
+  } else if (arguments.has("layout") || arguments.has("batch-index")) {
+    throw usage_error("--layout and --batch-index apply to an attention array INPUT only");
+  }
+
+  analysis::HeadReportOptions options;
+  options.lenient = arguments.has("lenient");
+  options.strict_hint =
+      "; pass --lenient to analyse such rows anyway (or --map NAME when the rows come from a map whose rows are not "
+      "distributions: sink, sa_softmax)";
+  std::optional<ReportInput> arrays;
+  std::optional<CaptureRun> run;
+  std::string map_name = arguments.get("map");
+  if (array_file) {
+    arrays.emplace(input, format);
+    arrays->locate(layout, batch_index);
+    if (map_name.empty() && arrays->metadata().count("map")) map_name = arrays->metadata().at("map");
+    options.storage_roundoff = storage_roundoff(arrays->attention_dtype());
+    if (!arrays->layout_note().empty()) std::cerr << "attnscope report: note: " << arrays->layout_note() << "\n";
+    if (!arrays->ignored().empty()) {
+      std::cerr << "attnscope report: warning: ignored arrays (not attention, scores or v):";
+      for (const std::string& name : arrays->ignored()) std::cerr << " " << name;
+      std::cerr << "\n";
+    }
   } else {
     model::CaptureOptions capture;
     capture.scores = capture.attention = capture.v = true;
-    const CaptureRun run = run_capture(model_request(arguments, input, 255), capture);
-    heads = analysis::head_inputs(run.result);
+    run.emplace(run_capture(model_request(arguments, input, 255), capture));
   }
+  if (!map_name.empty()) options.rows_are_distributions = map_rows_are_distributions(parse_normalization_map(map_name));
+
   const auto start = std::chrono::steady_clock::now();
-  analysis::HeadReport report;
+  analysis::HeadReportBuilder builder(columns, options);
+  const HeadVisitor visit = [&](const analysis::HeadInput& head) { builder.add(head); };
   {
     ProgressBar bar("report");
-    report = analysis::compute_head_report(
-        heads, arguments.has("basic") ? analysis::default_report_columns() : analysis::all_report_columns(),
-        bar.callback());
+    if (arrays) for_each_array_head(*arrays, visit, bar.callback());
+    else for_each_model_head(run->result, visit, bar.callback());
   }
-  const Index length = heads.front().attention.rows();
-  std::cout << "# " << input << ": " << heads.size() << " heads, L = " << length << " (report "
-            << milliseconds_since(start) << " ms)\n"
-            << analysis::head_report_table(report);
+  analysis::HeadReport report = builder.take();
+  if (!sort_column.empty()) {
+    try {
+      analysis::sort_head_report(report, sort_column, ascending);
+    } catch (const attnscope::invalid_argument& error) {
+      throw usage_error(std::string("--sort: ") + error.what());
+    }
+  }
+  Index bad_rows = 0, bad_heads = 0;
+  for (const auto& row : report.rows) {
+    bad_rows += row.bad_rows;
+    bad_heads += row.bad_rows > 0;
+  }
+  if (bad_rows > 0)
+    std::cerr << "attnscope report: warning: " << bad_rows << " attention rows in " << bad_heads
+              << " heads are not probability distributions; analysed anyway (--lenient), values marked *\n";
+  const std::int64_t query_rows = arrays ? arrays->query_rows() : run->result.layers.at(0).attention.at(0).rows();
+  const std::int64_t keys = arrays ? arrays->key_count() : run->result.layers.at(0).attention.at(0).cols();
+  std::cout << "# " << input << ": " << report.rows.size() << " heads, "
+            << (query_rows == keys ? "L = " + std::to_string(keys)
+                                   : "q = " + std::to_string(query_rows) + ", k = " + std::to_string(keys))
+            << " (report " << three_significant_digits(milliseconds_since(start)) << " ms)\n"
+            << analysis::head_report_table(report, width);
   if (arguments.has("csv")) io::write_file(arguments.get("csv"), analysis::head_report_csv(report));
   if (arguments.has("json")) io::write_file(arguments.get("json"), analysis::head_report_json(report).dump(2) + "\n");
   return 0;

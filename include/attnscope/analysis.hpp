@@ -5,3 +5,4 @@
 
 #include "attnscope/analysis/head_report.hpp"
 #include "attnscope/analysis/report_columns.hpp"
+#include "attnscope/analysis/row_check.hpp"

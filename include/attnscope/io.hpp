@@ -4,6 +4,7 @@
 #pragma once
 
 #include "attnscope/io/array.hpp"
+#include "attnscope/io/detect_format.hpp"
 #include "attnscope/io/file.hpp"
 #include "attnscope/io/huggingface.hpp"
 #include "attnscope/io/llama2c.hpp"

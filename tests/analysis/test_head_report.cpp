@@ -12,6 +12,7 @@
 #include "attnscope/analysis/head_report.hpp"
 #include "attnscope/analysis/report_columns.hpp"
 #include "attnscope/normalize/softmax.hpp"
+#include "analysis/random_heads.hpp"
 #include "support/catch.hpp"
 
 namespace {
@@ -20,18 +21,8 @@ using attnscope::RowMatrix;
 using namespace attnscope::analysis;
 namespace model = attnscope::model;
 
-// Causal softmax attention of random scores (seeded), with the scores' future entries set to −inf.
 HeadInput random_head(int layer, int head, long length, std::uint64_t seed) {
-  attnscope::Random random(seed);
-  HeadInput input;
-  input.layer = layer;
-  input.head = head;
-  input.scores.resize(length, length);
-  for (long i = 0; i < input.scores.size(); ++i) input.scores.data()[i] = 2 * random.normal();
-  for (long i = 0; i < length; ++i)
-    for (long j = i + 1; j < length; ++j) input.scores(i, j) = -std::numeric_limits<double>::infinity();
-  input.attention = attnscope::softmax(input.scores, 1.0, attnscope::causal);
-  return input;
+  return attnscope_test::random_causal_head(layer, head, length, seed);
 }
 
 }  // namespace
@@ -106,7 +97,9 @@ TEST_CASE("compute_head_report evaluates every column for every head and validat
 
   const std::string table = head_report_table(report);
   CHECK(table.find("max_scaled_logit") != std::string::npos);
-  CHECK(std::count(table.begin(), table.end(), '\n') == 4);
+  const std::string table_body = table.substr(0, table.find("\n\n") + 1);  // reasons and legend follow a blank line
+  CHECK(std::count(table_body.begin(), table_body.end(), '\n') == 4);
+  CHECK(table.find("max_scaled_logit: needs scores (no scores array in the input) (1 head)") != std::string::npos);
   const std::string csv = head_report_csv(report);
   CHECK(csv.rfind("layer,head,sink_mass,entropy,max_attention,max_scaled_logit,mean_jacobian_norm,"
                   "max_jacobian_norm,rows\n", 0) == 0);
@@ -123,7 +116,13 @@ TEST_CASE("compute_head_report evaluates every column for every head and validat
   unnamed.push_back({"", "", columns[0].compute});
   CHECK_THROWS_AS(compute_head_report(heads, unnamed), attnscope::invalid_argument);
   auto bad = heads;
-  bad[1].attention = RowMatrix<double>::Constant(3, 4, 0.25);
+  bad[1].attention.resize(0, 0);
+  CHECK_THROWS_AS(compute_head_report(bad, columns), attnscope::invalid_argument);
+  bad = heads;
+  bad[1].attention = RowMatrix<double>::Constant(10, 4, 0.25);  // non-square rows are reported, scores must match
+  bad[1].scores.resize(0, 0);
+  CHECK(compute_head_report(bad, columns).rows[1].values[1] == Approx(std::log(4.0)).epsilon(1e-14));
+  bad[1].values = RowMatrix<double>::Zero(5, 2);  // values need one row per key
   CHECK_THROWS_AS(compute_head_report(bad, columns), attnscope::invalid_argument);
   bad = heads;
   bad[0].scores = RowMatrix<double>::Zero(9, 9);

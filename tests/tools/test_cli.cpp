@@ -78,7 +78,7 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
        "war_and_peace.txt", 1},
       {"report", "expected exactly one INPUT", 2},
       {"report /nonexistent.npz", "/nonexistent.npz", 1},
-      {"report x.npz --generate 3", "apply to a model INPUT only", 2},
+      {"report x.npz --generate 3", "x.npz", 1},  // the format is read from the content: a missing file is a data error
       {"report x.npz --model " + ckpt, "without INPUT", 2},
       {"normalize --map softmax", "expected exactly one input", 2},
       {"normalize --map nope in.npy -o out.npy", "unknown normalization map 'nope'", 1},

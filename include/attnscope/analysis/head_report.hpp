@@ -1,7 +1,7 @@
 // attnscope/analysis/head_report.hpp — the per-layer, per-head report of `attnscope report`: a list of named columns
 // (each a function of one head's attention rows and, when available, its scaled scores and values), evaluated for
-// every head and written as an aligned table, CSV, JSON or Markdown. Other modules add columns by appending to the
-// list. Needs nlohmann-json (link attnscope::io).
+// every head and written as an aligned table, CSV, JSON or Markdown. Every analysed attention row is checked first
+// (row_check.hpp; strict unless lenient). Other modules add columns by appending to the list. Needs nlohmann-json (link attnscope::io).
 #pragma once
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
+#include "attnscope/analysis/row_check.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/model/llama.hpp"
@@ -28,38 +29,53 @@ namespace attnscope::analysis {
 /// One head's data as the report columns see it (double precision; an empty matrix = not available).
 struct HeadInput {
   int layer = 0, head = 0;
-  RowMatrix<double> attention;  // L × L, row = query (causal captures: entries above the diagonal are 0)
-  RowMatrix<double> scores;     // L × L scaled scores q·k/√d, future entries −inf; empty when unknown
-  RowMatrix<double> values;     // L × d values of the head; empty when unknown
+  RowMatrix<double> attention;  // L_q × L_k, row = query (causal captures: entries above the diagonal are 0)
+  RowMatrix<double> scores;     // L_q × L_k scaled scores q·k/√d, masked entries −inf; empty when unknown
+  RowMatrix<double> values;     // L_k × d values of the head; empty when unknown
 };
 
 /// A report column: a name (CSV/JSON key), a one-line description, and the function computing it for one head.
-/// The function returns NaN when its inputs are not available (printed "-", JSON null).
+/// The function returns NaN when its inputs are not available (printed "-", JSON null); `missing_reason` then says
+/// why (listed under the text table). `short_name` heads the text table when the full names do not fit (with a
+/// legend); `reads_attention` is false for columns computed from scores/values only (not marked by --lenient).
 struct ReportColumn {
   std::string name;
   std::string description;
   std::function<double(const HeadInput&)> compute;
+  std::function<std::string(const HeadInput&)> missing_reason = {};
+  std::string short_name = {};
+  bool reads_attention = true;
 };
 
-/// The evaluated report: column names and one row of values per head.
+/// The evaluated report: column names and one row of values per head. `missing_reasons[c]` is the reason of a NaN
+/// value (empty otherwise); `bad_rows` counts the head's attention rows that are not distributions (--lenient).
 struct HeadReport {
   struct Row {
     int layer = 0, head = 0;
-    std::vector<double> values;  // one per column
+    std::vector<double> values;                // one per column
+    std::vector<std::string> missing_reasons;  // one per column ("" when the value is present)
+    Index bad_rows = 0;
   };
   std::vector<std::string> columns;
+  std::vector<std::string> short_names;   // one per column ("" = use the name)
+  std::vector<std::string> descriptions;  // one per column
+  std::vector<bool> reads_attention;      // one per column
   std::vector<Row> rows;
 };
 
 // ---------------------------------------------------------------------------------------------------------------
 // Column functions
 
-/// Sink mass: mean over query rows of the weight on key 0, (1/L) Σ_i A(i, 0) (docs/theory/composition.md target 8, "mean
-/// a_{i,0} per layer and head"; the attention sink of Xiao et al. 2023, StreamingLLM). O(L).
+/// Sink mass: mean over query rows of the weight on the sink keys, (1/L) Σ_i Σ_{j∈S} A(i, j), S = {0} by default
+/// (docs/theory/composition.md target 8, "mean a_{i,0} per layer and head"; the attention sink of Xiao et al. 2023,
+/// StreamingLLM). Keys outside the matrix are ignored. O(L·|S|).
 template <class Derived>
-double attention_sink_mass(const Eigen::MatrixBase<Derived>& attention) {
+double attention_sink_mass(const Eigen::MatrixBase<Derived>& attention, const std::vector<Index>& sink_keys = {0}) {
   if (attention.size() == 0) return std::numeric_limits<double>::quiet_NaN();
-  return attention.col(0).template cast<double>().mean();
+  double total = 0;
+  for (const Index key : sink_keys)
+    if (key >= 0 && key < attention.cols()) total += attention.col(key).template cast<double>().sum();
+  return total / static_cast<double>(attention.rows());
 }
 
 /// Mean row entropy in nats, (1/L) Σ_i H_i with H_i = attnscope::row_entropy (−Σ_j A(i,j) ln A(i,j), 0 ln 0 = 0,
@@ -84,6 +100,17 @@ double max_finite_entry(const Eigen::MatrixBase<Derived>& matrix) {
   return std::isfinite(best) ? best : std::numeric_limits<double>::quiet_NaN();
 }
 
+/// Largest attention weight over the query rows that see at least two keys (visible_key_counts: a causal row 0 sees
+/// one key and always puts weight 1 on it, which says nothing about the head); NaN when no row qualifies. O(L²).
+template <class Derived>
+double max_attention_weight(const Eigen::MatrixBase<Derived>& attention, const RowMatrix<double>& scores = {}) {
+  const auto visible = visible_key_counts(attention, scores);
+  double best = -std::numeric_limits<double>::infinity();
+  for (Index i = 0; i < attention.rows(); ++i)
+    if (visible(i) >= 2) best = std::max(best, static_cast<double>(attention.row(i).maxCoeff()));
+  return std::isfinite(best) ? best : std::numeric_limits<double>::quiet_NaN();
+}
+
 /// Exact ‖diag p − ppᵀ‖₂ of every attention row (the softmax Jacobian from the probabilities, scale 1; secular
 /// equation, docs/theory/normalization-maps.md §5), or an empty vector when some row is not a distribution (entry < 0 or
 /// |Σp − 1| > 1e-3, e.g. sink or SA-softmax rows) or the matrix is empty. O(L²).
@@ -97,29 +124,46 @@ Vector<double> attention_jacobian_norms(const Eigen::MatrixBase<Derived>& attent
   return softmax_jacobian_spectral_norm(a, Scalar(1)).template cast<double>();
 }
 
-/// The report's standard columns: sink_mass, entropy, max_attention, max_scaled_logit, mean_jacobian_norm,
-/// max_jacobian_norm (see docs/api/model.md).
-inline std::vector<ReportColumn> default_report_columns() {
+namespace detail {
+inline std::string reason_not_distributions(const HeadInput&) {
+  return "rows are not probability distributions (sink or SA-softmax map, or --lenient input)";
+}
+}  // namespace detail
+
+/// The report's standard columns: sink_mass (weight on `sink_keys`, default key 0), entropy, max_attention (rows
+/// seeing ≥ 2 keys), max_scaled_logit, mean_jacobian_norm, max_jacobian_norm (see docs/api/analysis.md).
+inline std::vector<ReportColumn> default_report_columns(const std::vector<Index>& sink_keys = {0}) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   return {
-      {"sink_mass", "mean attention weight on key 0 over query rows",
-       [](const HeadInput& h) { return attention_sink_mass(h.attention); }},
+      {"sink_mass", "mean attention weight on the sink keys over query rows",
+       [sink_keys](const HeadInput& h) { return attention_sink_mass(h.attention, sink_keys); },
+       [](const HeadInput& h) {
+         return std::string(h.attention.size() ? "non-finite weights (--lenient input)" : "empty attention");
+       },
+       "sink"},
       {"entropy", "mean row entropy of the attention (nats)",
-       [](const HeadInput& h) { return mean_attention_entropy(h.attention); }},
-      {"max_attention", "largest attention weight",
-       [nan](const HeadInput& h) { return h.attention.size() ? h.attention.maxCoeff() : nan; }},
+       [](const HeadInput& h) { return mean_attention_entropy(h.attention); }, detail::reason_not_distributions, "H"},
+      {"max_attention", "largest attention weight over query rows that see >= 2 keys",
+       [](const HeadInput& h) { return max_attention_weight(h.attention, h.scores); },
+       [](const HeadInput&) { return std::string("no query row sees two or more keys"); }, "max_a"},
       {"max_scaled_logit", "largest scaled score q.k/sqrt(d) (needs scores)",
-       [](const HeadInput& h) { return max_finite_entry(h.scores); }},
+       [](const HeadInput& h) { return max_finite_entry(h.scores); },
+       [](const HeadInput& h) {
+         return std::string(h.scores.size() ? "no finite score" : "needs scores (no scores array in the input)");
+       },
+       "max_logit", false},
       {"mean_jacobian_norm", "mean over rows of the exact ||diag p - pp^T||_2",
        [nan](const HeadInput& h) {
          const Vector<double> norms = attention_jacobian_norms(h.attention);
          return norms.size() ? norms.mean() : nan;
-       }},
+       },
+       detail::reason_not_distributions, "mean_J"},
       {"max_jacobian_norm", "max over rows of the exact ||diag p - pp^T||_2",
        [nan](const HeadInput& h) {
          const Vector<double> norms = attention_jacobian_norms(h.attention);
          return norms.size() ? norms.maxCoeff() : nan;
-       }},
+       },
+       detail::reason_not_distributions, "max_J"},
   };
 }
 
@@ -148,37 +192,132 @@ inline std::vector<HeadInput> head_inputs(const model::ForwardResult& result) {
   return heads;
 }
 
-/// Evaluates every column for every head. Throws invalid_argument for a head without attention, non-square or
-/// empty attention, scores of another shape, duplicate or empty column names, or a column without a function.
-/// Cost: the sum of the columns' costs (the standard ones are O(L²) per head).
-inline HeadReport compute_head_report(const std::vector<HeadInput>& heads, const std::vector<ReportColumn>& columns,
-                                      const model::ProgressCallback& progress = {}) {
-  const char* fn = "compute_head_report";
-  HeadReport report;
-  for (const auto& column : columns) {
-    if (column.name.empty() || !column.compute)
-      attnscope::detail::throw_invalid_argument(fn, "column '", column.name, "' needs a name and a function");
-    if (std::find(report.columns.begin(), report.columns.end(), column.name) != report.columns.end())
-      attnscope::detail::throw_invalid_argument(fn, "duplicate column '", column.name, "'");
-    report.columns.push_back(column.name);
+/// How compute_head_report treats attention rows that are not probability distributions.
+struct HeadReportOptions {
+  /// false (strict, the default): a row that is not finite, has a negative weight or does not sum to 1 within
+  /// attention_row_sum_tolerance(L_k, storage_roundoff) throws invalid_argument naming the layer, head, row and
+  /// value. true: such heads are analysed anyway and their bad rows counted (HeadReport::Row::bad_rows).
+  bool lenient = false;
+  /// Unit roundoff of the precision the weights were stored in (analysis::unit_roundoff; default float32).
+  double storage_roundoff = unit_roundoff::float32;
+  /// false for maps whose rows are not distributions (sink softmax, SA-softmax): only finiteness is checked.
+  bool rows_are_distributions = true;
+  /// Appended to the strict-mode error message (e.g. how to analyse anyway).
+  std::string strict_hint;
+};
+
+/// Builds a HeadReport one head at a time, so that a caller streaming heads from a file holds one head in memory:
+/// add(head) checks and evaluates it, then the head can be dropped. compute_head_report() is add() over a vector.
+class HeadReportBuilder {
+ public:
+  /// Throws invalid_argument for duplicate or empty column names, or a column without a function.
+  explicit HeadReportBuilder(std::vector<ReportColumn> columns, HeadReportOptions options = {})
+      : columns_(std::move(columns)), options_(std::move(options)) {
+    for (const auto& column : columns_) {
+      if (column.name.empty() || !column.compute)
+        attnscope::detail::throw_invalid_argument(fn_, "column '", column.name, "' needs a name and a function");
+      if (std::find(report_.columns.begin(), report_.columns.end(), column.name) != report_.columns.end())
+        attnscope::detail::throw_invalid_argument(fn_, "duplicate column '", column.name, "'");
+      report_.columns.push_back(column.name);
+      report_.short_names.push_back(column.short_name);
+      report_.descriptions.push_back(column.description);
+      report_.reads_attention.push_back(column.reads_attention);
+    }
   }
+
+  /// Checks the head (non-empty attention; scores of the same shape; values with L_k rows; the rows, see
+  /// HeadReportOptions) and appends its row. Throws invalid_argument naming the layer and head.
+  void add(const HeadInput& head) {
+    const Index rows = head.attention.rows(), cols = head.attention.cols();
+    if (rows == 0 || cols == 0)
+      attnscope::detail::throw_invalid_argument(fn_, "layer ", head.layer, " head ", head.head, ": attention is ",
+                                                rows, "x", cols, ", expected a non-empty matrix");
+    if (head.scores.size() && (head.scores.rows() != rows || head.scores.cols() != cols))
+      attnscope::detail::throw_invalid_argument(fn_, "layer ", head.layer, " head ", head.head, ": scores are ",
+                                                head.scores.rows(), "x", head.scores.cols(), ", attention ", rows, "x",
+                                                cols);
+    if (head.values.size() && head.values.rows() != cols)
+      attnscope::detail::throw_invalid_argument(fn_, "layer ", head.layer, " head ", head.head, ": values have ",
+                                                head.values.rows(), " rows, attention ", cols, " keys");
+    const AttentionRowCheck check =
+        check_attention_rows(head.attention, options_.storage_roundoff, options_.rows_are_distributions);
+    if (!check.ok() && !options_.lenient)
+      attnscope::detail::throw_invalid_argument(
+          fn_, "layer ", head.layer, " head ", head.head, " ", describe_row_violation(check.first), "; ",
+          check.bad_rows, " of ", check.rows, " rows of this head are not probability distributions (finite, >= 0, "
+          "summing to 1)", options_.strict_hint);
+    HeadReport::Row row{head.layer, head.head, {}, {}, check.bad_rows};
+    for (const auto& column : columns_) {
+      const double value = column.compute(head);
+      row.values.push_back(value);
+      row.missing_reasons.push_back(
+          std::isnan(value) ? (column.missing_reason ? column.missing_reason(head) : std::string("not available"))
+                            : std::string());
+    }
+    report_.rows.push_back(std::move(row));
+  }
+
+  const HeadReport& report() const { return report_; }
+  HeadReport take() { return std::move(report_); }
+
+ private:
+  static constexpr const char* fn_ = "compute_head_report";
+  std::vector<ReportColumn> columns_;
+  HeadReportOptions options_;
+  HeadReport report_;
+};
+
+/// Evaluates every column for every head (HeadReportBuilder::add: strict row checks unless options.lenient).
+/// Throws invalid_argument for a head without attention, scores of another shape, values with another number of
+/// keys, rows that are not distributions (strict), duplicate or empty column names, or a column without a function.
+/// Cost: the sum of the columns' costs (the standard ones are O(L_q·L_k) per head).
+inline HeadReport compute_head_report(const std::vector<HeadInput>& heads, const std::vector<ReportColumn>& columns,
+                                      const model::ProgressCallback& progress = {},
+                                      const HeadReportOptions& options = {}) {
+  HeadReportBuilder builder(columns, options);
   int done = 0;
   for (const HeadInput& head : heads) {
-    const Index length = head.attention.rows();
-    if (length == 0 || head.attention.cols() != length)
-      attnscope::detail::throw_invalid_argument(fn, "layer ", head.layer, " head ", head.head, ": attention is ",
-                                                head.attention.rows(), "x", head.attention.cols(),
-                                                ", expected a non-empty square matrix");
-    if (head.scores.size() && (head.scores.rows() != length || head.scores.cols() != length))
-      attnscope::detail::throw_invalid_argument(fn, "layer ", head.layer, " head ", head.head, ": scores are ",
-                                                head.scores.rows(), "x", head.scores.cols(), ", attention ", length,
-                                                "x", length);
-    HeadReport::Row row{head.layer, head.head, {}};
-    for (const auto& column : columns) row.values.push_back(column.compute(head));
-    report.rows.push_back(std::move(row));
+    builder.add(head);
     if (progress) progress(++done, static_cast<int>(heads.size()));
   }
-  return report;
+  return builder.take();
+}
+
+/// The columns named in `names` (full or short names), in that order. Throws invalid_argument naming an unknown
+/// name and listing the known ones.
+inline std::vector<ReportColumn> select_report_columns(const std::vector<ReportColumn>& columns,
+                                                       const std::vector<std::string>& names) {
+  std::vector<ReportColumn> selected;
+  for (const std::string& name : names) {
+    const auto found = std::find_if(columns.begin(), columns.end(), [&](const ReportColumn& column) {
+      return column.name == name || (!column.short_name.empty() && column.short_name == name);
+    });
+    if (found == columns.end()) {
+      std::string known;
+      for (const auto& column : columns) known += (known.empty() ? "" : ", ") + column.name;
+      attnscope::detail::throw_invalid_argument("select_report_columns", "unknown column '", name, "' (known: ", known,
+                                                ")");
+    }
+    selected.push_back(*found);
+  }
+  return selected;
+}
+
+/// Orders the report's heads by the column `name` (full or short name): descending unless `ascending`; NaN last;
+/// ties keep layer/head order. Throws invalid_argument for an unknown column.
+inline void sort_head_report(HeadReport& report, const std::string& name, bool ascending = false) {
+  std::size_t c = 0;
+  while (c < report.columns.size() && report.columns[c] != name &&
+         !(c < report.short_names.size() && report.short_names[c] == name))
+    ++c;
+  if (c == report.columns.size() || name.empty())
+    attnscope::detail::throw_invalid_argument("sort_head_report", "no column '", name, "' in the report");
+  std::stable_sort(report.rows.begin(), report.rows.end(), [c, ascending](const HeadReport::Row& a,
+                                                                          const HeadReport::Row& b) {
+    const double x = a.values[c], y = b.values[c];
+    if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
+    return ascending ? x < y : x > y;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -194,27 +333,136 @@ inline std::string format_report_value(double value, int significant_digits) {
   return stream.str();
 }
 
-}  // namespace detail
-
-/// Aligned text table (one line per head; NaN printed as "-"), 4 significant digits.
-inline std::string head_report_table(const HeadReport& report) {
-  std::vector<std::vector<std::string>> cells;
-  std::vector<std::string> header{"layer", "head"};
-  header.insert(header.end(), report.columns.begin(), report.columns.end());
-  cells.push_back(header);
-  for (const auto& row : report.rows) {
-    std::vector<std::string> line{std::to_string(row.layer), std::to_string(row.head)};
-    for (double value : row.values) line.push_back(detail::format_report_value(value, 4));
-    cells.push_back(std::move(line));
-  }
-  std::vector<std::size_t> widths(header.size(), 0);
+inline std::string aligned_rows(const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& keep) {
+  std::vector<std::size_t> widths(keep.size(), 0);
   for (const auto& line : cells)
-    for (std::size_t c = 0; c < line.size(); ++c) widths[c] = std::max(widths[c], line[c].size());
+    for (std::size_t k = 0; k < keep.size(); ++k) widths[k] = std::max(widths[k], line[keep[k]].size());
   std::ostringstream out;
   for (const auto& line : cells) {
-    for (std::size_t c = 0; c < line.size(); ++c)
-      out << (c ? "  " : "") << std::string(widths[c] - line[c].size(), ' ') << line[c];
+    for (std::size_t k = 0; k < keep.size(); ++k)
+      out << (k ? "  " : "") << std::string(widths[k] - line[keep[k]].size(), ' ') << line[keep[k]];
     out << "\n";
+  }
+  return out.str();
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (longer words stay whole), continuation lines
+/// indented by `indent` spaces; every line ends in a newline.
+inline std::string wrap_text(const std::string& text, std::size_t width, std::size_t indent) {
+  const std::size_t lead = std::min(text.find_first_not_of(' '), text.size());
+  std::string out, line(lead, ' ');
+  bool fresh = true;  // nothing but indentation on the line yet
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (!fresh && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = std::string(indent, ' ');
+      fresh = true;
+    }
+    line += (fresh ? "" : " ") + word;
+    fresh = false;
+  }
+  return out + line + "\n";
+}
+
+}  // namespace detail
+
+/// Aligned text table (one line per head, 4 significant digits, NaN printed as "-"), at most `width` characters
+/// per line: when the full column names do not fit, the short names head the columns and a legend follows; when
+/// that is still too wide, the table is printed in blocks of columns, each repeating layer and head. Under the
+/// table: why each "-" is empty (column, reason, number of heads), and with --lenient input ("*" after a value)
+/// which heads had rows that are not distributions.
+inline std::string head_report_table(const HeadReport& report, std::size_t width = 100) {
+  const bool any_bad = std::any_of(report.rows.begin(), report.rows.end(), [](const auto& r) { return r.bad_rows > 0; });
+  auto build = [&](bool short_names) {
+    std::vector<std::vector<std::string>> cells;
+    std::vector<std::string> header{"layer", "head"};
+    for (std::size_t c = 0; c < report.columns.size(); ++c)
+      header.push_back(short_names && c < report.short_names.size() && !report.short_names[c].empty()
+                           ? report.short_names[c]
+                           : report.columns[c]);
+    if (any_bad) header.push_back("bad_rows");
+    cells.push_back(header);
+    for (const auto& row : report.rows) {
+      std::vector<std::string> line{std::to_string(row.layer), std::to_string(row.head)};
+      for (std::size_t c = 0; c < row.values.size(); ++c) {
+        std::string cell = detail::format_report_value(row.values[c], 4);
+        const bool marked = row.bad_rows > 0 && !std::isnan(row.values[c]) &&
+                            (c >= report.reads_attention.size() || report.reads_attention[c]);
+        line.push_back(marked ? cell + "*" : cell);
+      }
+      if (any_bad) line.push_back(std::to_string(row.bad_rows));
+      cells.push_back(std::move(line));
+    }
+    return cells;
+  };
+  auto line_width = [](const std::vector<std::vector<std::string>>& cells, const std::vector<std::size_t>& keep) {
+    std::size_t total = 0;
+    for (std::size_t k = 0; k < keep.size(); ++k) {
+      std::size_t w = 0;
+      for (const auto& line : cells) w = std::max(w, line[keep[k]].size());
+      total += w + (k ? 2 : 0);
+    }
+    return total;
+  };
+  std::vector<std::vector<std::string>> cells = build(false);
+  std::vector<std::size_t> all(cells[0].size());
+  for (std::size_t k = 0; k < all.size(); ++k) all[k] = k;
+  std::ostringstream out;
+  const bool abbreviated = line_width(cells, all) > width;
+  if (abbreviated) cells = build(true);
+  // Blocks of columns that fit, each starting with layer and head.
+  std::vector<std::size_t> block{0, 1};
+  bool first_block = true;
+  for (std::size_t k = 2; k <= cells[0].size(); ++k) {
+    std::vector<std::size_t> candidate = block;
+    if (k < cells[0].size()) candidate.push_back(k);
+    if (k == cells[0].size() || (line_width(cells, candidate) > width && block.size() > 2)) {
+      out << (first_block ? "" : "\n") << detail::aligned_rows(cells, block);
+      first_block = false;
+      block = {0, 1};
+      if (k < cells[0].size()) block.push_back(k);
+    } else {
+      block = candidate;
+    }
+  }
+  if (abbreviated) {
+    out << "\ncolumns:\n";
+    for (std::size_t c = 0; c < report.columns.size(); ++c) {  // a hand-made report may lack names/descriptions
+      const std::string short_name = c < report.short_names.size() ? report.short_names[c] : std::string();
+      const std::string description = c < report.descriptions.size() ? report.descriptions[c] : std::string();
+      out << detail::wrap_text("  " + (short_name.empty() ? report.columns[c] : short_name) + " = " +
+                                   report.columns[c] + (description.empty() ? "" : ": " + description),
+                               width, 6);
+    }
+  }
+  // Why each "-" is empty: (column, reason) → heads.
+  std::vector<std::pair<std::string, int>> reasons;
+  for (std::size_t c = 0; c < report.columns.size(); ++c)
+    for (const auto& row : report.rows) {
+      if (c >= row.missing_reasons.size() || row.missing_reasons[c].empty()) continue;
+      const std::string key = report.columns[c] + ": " + row.missing_reasons[c];
+      auto found = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == key; });
+      if (found == reasons.end()) reasons.emplace_back(key, 1);
+      else ++found->second;
+    }
+  if (!reasons.empty()) {
+    out << "\n\"-\" (not available):\n";
+    for (const auto& [key, count] : reasons)
+      out << detail::wrap_text("  " + key + " (" + std::to_string(count) + (count == 1 ? " head" : " heads") + ")",
+                               width, 6);
+  }
+  if (any_bad) {
+    Index heads = 0, rows = 0;
+    for (const auto& row : report.rows) {
+      heads += row.bad_rows > 0;
+      rows += row.bad_rows;
+    }
+    out << "\n"
+        << detail::wrap_text("* = from rows that are not distributions (--lenient): " +
+                                 std::to_string(rows) + " bad rows in " + std::to_string(heads) +
+                                 (heads == 1 ? " head" : " heads") + " (column bad_rows)",
+                             width, 2);
   }
   return out.str();
 }

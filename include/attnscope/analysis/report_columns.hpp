@@ -3,6 +3,7 @@
 // and g(T = 1, ε = 1e−3) (capacity). `attnscope report` uses all_report_columns().
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -29,53 +30,80 @@ bool is_lower_triangular(const Eigen::MatrixBase<Derived>& matrix) {
 }
 
 /// Mean content entropy and Σ sink term / Σ entropy over the query rows that have content keys (rows 1..L−1 of
-/// causal attention, every row otherwise), sink = key 0 (docs/theory/composition.md §1-§5, entropy_split).
+/// causal attention, every row otherwise), sink = `sink_keys` (docs/theory/composition.md §1-§5, entropy_split);
+/// `problem` says why the values are NaN.
 struct EntropyChannels {
   double content_entropy = std::numeric_limits<double>::quiet_NaN();
   double sink_share = std::numeric_limits<double>::quiet_NaN();
+  std::string problem;
 };
 
 template <class Derived>
-EntropyChannels entropy_channels(const Eigen::MatrixBase<Derived>& attention) {
+EntropyChannels entropy_channels(const Eigen::MatrixBase<Derived>& attention, const std::vector<Index>& sink_keys = {0}) {
   EntropyChannels result;
-  const bool causal = is_lower_triangular(attention);
-  if (attention.rows() < (causal ? 2 : 1) || attention.cols() < 2) return result;
-  const Index first_row = causal ? 1 : 0;  // causal row 0 sees only the sink: no content channel
-  const Visibility visibility = causal ? Visibility(Causal{1}) : Visibility();
+  const bool causal = attention.rows() == attention.cols() && is_lower_triangular(attention);
+  Index last_sink = 0;
+  for (const Index key : sink_keys) last_sink = std::max(last_sink, key);
+  if (attention.cols() <= last_sink + 1 || attention.rows() < (causal ? last_sink + 2 : 1)) {
+    result.problem = "needs more keys than the sink keys";
+    return result;
+  }
+  const Index first_row = causal ? last_sink + 1 : 0;  // causal rows up to the last sink see no content key
+  const Visibility visibility = causal ? Visibility(Causal{first_row}) : Visibility();
   try {
-    const auto split =
-        composition::entropy_split(attention.bottomRows(attention.rows() - first_row), visibility);
+    const auto split = composition::entropy_split(attention.bottomRows(attention.rows() - first_row), visibility,
+                                                  composition::SinkSet(sink_keys));
     result.content_entropy = static_cast<double>(split.content_entropy.mean());
     const double total = static_cast<double>(split.entropy.sum());
-    result.sink_share = total > 0 ? static_cast<double>(split.sink_term().sum()) / total
-                                  : std::numeric_limits<double>::quiet_NaN();
-  } catch (const attnscope::invalid_argument&) {  // a row with all mass on the sink, or not a distribution
+    if (total > 0) result.sink_share = static_cast<double>(split.sink_term().sum()) / total;
+    else result.problem = "every row has zero entropy";
+  } catch (const attnscope::invalid_argument& error) {  // a row with all mass on the sink, or not a distribution
+    result.problem = error.what();
   }
   return result;
 }
 
+inline std::string causal_only_reason(const HeadInput& head) {
+  return "causal-only column: attention is " + std::to_string(head.attention.rows()) + "x" +
+         std::to_string(head.attention.cols()) + ", not square (decoding step or cross-attention)";
+}
+
 /// head_capacity() of one head in Scalar precision, computed once for the two capacity columns: the last head's
-/// matrices are kept and compared by value, so a stale result is never returned.
+/// matrices are kept and compared by value, so a stale result is never returned. `problem()` says why get() gave
+/// nullptr or why separability_at_critical is NaN.
 template <class Scalar>
 class CapacityCache {
  public:
   const capacity::HeadCapacity* get(const HeadInput& head) {
-    if (head.scores.size() == 0 || head.values.size() == 0) return nullptr;
+    if (head.scores.size() == 0 || head.values.size() == 0) {
+      problem_ = "needs scores and values (no scores or v array in the input)";
+      return nullptr;
+    }
+    if (head.attention.rows() != head.attention.cols()) {
+      problem_ = causal_only_reason(head);
+      return nullptr;
+    }
     if (!(have_ && same(attention_, head.attention) && same(scores_, head.scores) && same(values_, head.values))) {
       attention_ = head.attention;
       scores_ = head.scores;
       values_ = head.values;
       have_ = true;
       valid_ = false;
+      problem_.clear();
       try {
         value_ = capacity::head_capacity(head.attention.template cast<Scalar>(), head.scores.template cast<Scalar>(),
                                          head.values.template cast<Scalar>(), causal);
         valid_ = true;
-      } catch (const attnscope::invalid_argument&) {
+        if (value_.critical_n < 0)
+          problem_ = "no critical N: the KS test tells true from expected distances at every N of the grid 1..L/4 "
+                     "(level 0.01)";
+      } catch (const attnscope::invalid_argument& error) {
+        problem_ = error.what();
       }
     }
     return valid_ ? &value_ : nullptr;
   }
+  const std::string& problem() const { return problem_; }
 
  private:
   static bool same(const RowMatrix<double>& a, const RowMatrix<double>& b) {
@@ -84,55 +112,83 @@ class CapacityCache {
   RowMatrix<double> attention_, scores_, values_;
   bool have_ = false, valid_ = false;
   capacity::HeadCapacity value_;
+  std::string problem_;
 };
 
 }  // namespace detail
 
-/// Columns of the analysis modules (NaN when the inputs are missing or do not qualify):
-/// - `content_entropy`: mean H(c) of the content composition (sink = key 0), rows with content keys;
+/// Columns of the analysis modules (NaN when the inputs are missing or do not qualify; the column's missing_reason
+/// says why):
+/// - `content_entropy`: mean H(c) of the content composition (sink = `sink_keys`), rows with content keys;
 /// - `sink_entropy_share`: Σ_i (H_b(s_i) + s_i·H_within) / Σ_i H(a_i), the sink channel's share of the entropy;
-/// - `causal_stable_rank`: ‖S‖_F²/‖S‖₂² of the causal part of the scaled scores (needs scores; logits module);
+/// - `causal_stable_rank`: ‖S‖_F²/‖S‖₂² of the causal part of the scaled scores (needs square scores; logits module);
 /// - `separability_at_critical_n`: mean N_s/N at the head's critical top-N (needs scores and values; capacity);
 /// - `gradient_sensitivity`: g(T = 1, ε = 1e−3), mean finite-difference ‖Δ softmax‖/ε (needs scores and values).
-/// The capacity columns assume causal attention. Cost per head: O(L²) + one SVD of L × L + O(|grid|·L²·d).
+/// The capacity columns assume causal attention (square). Cost per head: O(L²) + one SVD of L × L + O(|grid|·L²·d).
 /// Scalar is the precision the columns compute in (the head inputs are double; float roughly halves the time at
 /// float accuracy). A template, so that only programs which build these columns compile the analyses behind them.
 template <class Scalar = double>
-std::vector<ReportColumn> analysis_report_columns() {
+std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink_keys = {0}) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto capacity = std::make_shared<detail::CapacityCache<Scalar>>();
+  auto channels = [sink_keys](const HeadInput& h) {
+    return detail::entropy_channels(h.attention.template cast<Scalar>(), sink_keys);
+  };
   return {
-      {"content_entropy", "mean entropy of the content composition (sink = key 0), nats",
-       [](const HeadInput& h) { return detail::entropy_channels(h.attention.template cast<Scalar>()).content_entropy; }},
+      {"content_entropy", "mean entropy of the content composition (keys other than the sink keys), nats",
+       [channels](const HeadInput& h) { return channels(h).content_entropy; },
+       [channels](const HeadInput& h) { return channels(h).problem; }, "content_H"},
       {"sink_entropy_share", "share of the attention entropy carried by the sink channel",
-       [](const HeadInput& h) { return detail::entropy_channels(h.attention.template cast<Scalar>()).sink_share; }},
+       [channels](const HeadInput& h) { return channels(h).sink_share; },
+       [channels](const HeadInput& h) { return channels(h).problem; }, "sink_H_share"},
       {"causal_stable_rank", "stable rank of the causal scaled-score matrix (needs scores)",
        [nan](const HeadInput& h) {
-         if (h.scores.size() == 0) return nan;
+         if (h.scores.size() == 0 || h.scores.rows() != h.scores.cols()) return nan;
          try {
            return logits::causal_stable_rank(h.scores.template cast<Scalar>());
          } catch (const attnscope::invalid_argument&) {
            return nan;
          }
-       }},
+       },
+       [](const HeadInput& h) {
+         if (h.scores.size() == 0) return std::string("needs scores (no scores array in the input)");
+         if (h.scores.rows() != h.scores.cols()) return detail::causal_only_reason(h);
+         try {
+           logits::causal_stable_rank(h.scores.template cast<Scalar>());
+         } catch (const attnscope::invalid_argument& error) {
+           return std::string(error.what());
+         }
+         return std::string("not available");
+       },
+       "stable_rank", false},
       {"separability_at_critical_n", "mean N_s/N at the critical top-N (needs scores and values)",
        [capacity, nan](const HeadInput& h) {
          const capacity::HeadCapacity* c = capacity->get(h);
          return c ? c->separability_at_critical : nan;
-       }},
+       },
+       [capacity](const HeadInput& h) {
+         capacity->get(h);
+         return capacity->problem();
+       },
+       "sep_at_N"},
       {"gradient_sensitivity", "g(T=1, eps=1e-3): mean finite-difference softmax sensitivity (needs scores, values)",
        [capacity, nan](const HeadInput& h) {
          const capacity::HeadCapacity* c = capacity->get(h);
          return c ? c->gradient_sensitivity : nan;
-       }},
+       },
+       [capacity](const HeadInput& h) {
+         capacity->get(h);
+         return capacity->problem();
+       },
+       "grad_sens", false},
   };
 }
 
-/// default_report_columns() followed by analysis_report_columns<Scalar>().
+/// default_report_columns(sink_keys) followed by analysis_report_columns<Scalar>(sink_keys).
 template <class Scalar = double>
-std::vector<ReportColumn> all_report_columns() {
-  std::vector<ReportColumn> columns = default_report_columns();
-  for (auto& column : analysis_report_columns<Scalar>()) columns.push_back(std::move(column));
+std::vector<ReportColumn> all_report_columns(const std::vector<Index>& sink_keys = {0}) {
+  std::vector<ReportColumn> columns = default_report_columns(sink_keys);
+  for (auto& column : analysis_report_columns<Scalar>(sink_keys)) columns.push_back(std::move(column));
   return columns;
 }
 

@@ -38,6 +38,8 @@ class MappedArray {
   const std::string& name() const { return name_; }
   DType dtype() const { return dtype_; }
   const std::vector<std::int64_t>& shape() const { return shape_; }
+  /// The raw C-order bytes (little-endian, any alignment): into the map for a view, into the owned copy otherwise.
+  const unsigned char* bytes() const { return data_; }
   /// True when the values are read in place from the mapped file (no copy).
   bool is_view() const { return owned_ == nullptr; }
   /// Number of slices: shape[0] for rank 3, 1 for rank 2, 0 otherwise.
