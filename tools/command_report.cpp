@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "attnscope/analysis.hpp"
+#include "attnscope/analysis/html_report.hpp"
 #include "attnscope/io/file.hpp"
 #include "cli_model.hpp"
 #include "commands.hpp"
@@ -26,7 +27,7 @@ namespace attnscope::cli {
 namespace {
 
 constexpr const char* report_usage =
-    R"(usage: attnscope report (INPUT | --model DIR) [--csv FILE] [--json FILE] [--basic] [--columns LIST]
+    R"(usage: attnscope report (INPUT | --model DIR) [--csv FILE] [--json FILE] [--html FILE] [--basic] [--columns LIST]
                         [--sort COLUMN[:asc]] [--sink-keys LIST] [--lenient] [--map NAME]
                         [--layout layers,heads,q,k | --layout batch,heads,q,k] [--batch-index N] [--width N]
                         [--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE]
@@ -58,6 +59,8 @@ finite values.
 Options:
   --csv FILE        also write the table as CSV
   --json FILE       also write the table as JSON
+  --html FILE       also write one self-contained HTML page: heatmaps of every head (larger on click, with the
+                    tokens on the axes for a model INPUT), the sortable table with a glossary, sink/content bars
   --basic           only the six standard columns (skips the slower analysis columns)
   --columns LIST    only these columns, in this order (names or the table's short names), e.g. sink_mass,entropy
   --sort COLUMN     order the heads by a column, largest first (COLUMN:asc for smallest first; "-" last)
@@ -86,6 +89,24 @@ std::string three_significant_digits(double value) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(std::max(0, 2 - exponent)) << std::round(value / unit) * unit;
   return text.str();
+}
+
+/// The strings shown on the HTML page's axes: the tokenizer's bytes of each id for a Hugging Face folder that has a
+/// tokenizer, else the ids themselves (llama2.c checkpoints carry no vocabulary).
+std::vector<std::string> token_strings(const std::vector<int>& tokens, const std::string& folder) {
+  std::vector<std::string> strings;
+  strings.reserve(tokens.size());
+  if (!folder.empty()) {
+    try {
+      const text::ByteLevelBpeTokenizer tokenizer = folder_tokenizer(folder);
+      for (int id : tokens) strings.push_back(tokenizer.token_bytes(id));
+      return strings;
+    } catch (const std::exception&) {  // no (supported) tokenizer in the folder: show the ids
+      strings.clear();
+    }
+  }
+  for (int id : tokens) strings.push_back(std::to_string(id));
+  return strings;
 }
 
 /// Each head of the input in turn (one in memory at a time), as the report columns see it. A second consumer of the
@@ -143,7 +164,7 @@ std::vector<std::string> split_list(const std::string& text) {
 
 int command_report(int argc, char** argv) {
   Arguments arguments;
-  arguments.value_option("csv").value_option("json").value_option("model").flag("basic").flag("lenient");
+  arguments.value_option("csv").value_option("json").value_option("html").value_option("model").flag("basic").flag("lenient");
   arguments.value_option("columns").value_option("sort").value_option("sink-keys").value_option("layout");
   arguments.value_option("batch-index").value_option("width");
   add_model_options(arguments);
@@ -240,7 +261,19 @@ int command_report(int argc, char** argv) {
 
   const auto start = std::chrono::steady_clock::now();
   analysis::HeadReportBuilder builder(columns, options);
-  const HeadVisitor visit = [&](const analysis::HeadInput& head) { builder.add(head); };
+  std::optional<analysis::HtmlReportBuilder> page;
+  if (arguments.has("html")) {
+    analysis::HtmlReportOptions html;
+    html.source = input;
+    html.sink_keys = sink_keys;
+    page.emplace(html);
+    if (run) page->set_tokens(token_strings(run->tokens, arguments.has("model") ? input : std::string()));
+  }
+  // every head goes to the table and, with --html, to the page (which keeps only its downsampled images)
+  const HeadVisitor visit = [&](const analysis::HeadInput& head) {
+    builder.add(head);
+    if (page) page->add_head(head.layer, head.head, head.attention);
+  };
   {
     ProgressBar bar("report");
     if (arrays) for_each_array_head(*arrays, visit, bar.callback());
@@ -271,6 +304,7 @@ int command_report(int argc, char** argv) {
             << analysis::head_report_table(report, width);
   if (arguments.has("csv")) io::write_file(arguments.get("csv"), analysis::head_report_csv(report));
   if (arguments.has("json")) io::write_file(arguments.get("json"), analysis::head_report_json(report).dump(2) + "\n");
+  if (page) page->write(arguments.get("html"), report);
   return 0;
 }
 

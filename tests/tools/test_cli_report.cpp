@@ -432,3 +432,25 @@ TEST_CASE("report streams a 2 GiB [8, 8, 4096, 4096] float16 file one head at a 
   CHECK(peak_kb < 1000 * 1000);                 // the issue's bound: under 1 GB
   CHECK(peak_kb < 3 * 256 * 1024 / 2);          // the target: 1.5 x one layer (8 heads x 4096^2 x 2 bytes)
 }
+
+TEST_CASE("report --html writes one self-contained page with a heatmap cell per head", "[cli][report][html]") {
+  const ReportHeads heads = report_random_heads(3, 40, 1301);
+  const std::string input = report_write_npy("html_heads.npy", heads.attention, {3, 40, 40});
+  const std::string page_path = path_in_work_dir("html_heads.html");
+  const Run run = attnscope_command("report " + input + " --basic --html " + page_path);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const std::string page = slurp(page_path);
+  CHECK(page.rfind("<!DOCTYPE html>", 0) == 0);
+  std::size_t cells = 0;
+  for (std::size_t at = page.find("class=\"cell\""); at != std::string::npos; at = page.find("class=\"cell\"", at + 1))
+    ++cells;
+  CHECK(cells == 3);                                          // one grid cell per head
+  CHECK(page.find("http://") == std::string::npos);           // nothing fetched from the network
+  CHECK(page.find("https://") == std::string::npos);
+  CHECK(page.find("data:image/png;base64,") != std::string::npos);
+  // a page that cannot be written is a data error naming the file
+  const Run unwritable = attnscope_command("report " + input + " --basic --html /nonexistent-dir/page.html");
+  CHECK(unwritable.exit_code == 1);
+  CHECK(unwritable.err.find("/nonexistent-dir/page.html") != std::string::npos);
+}
