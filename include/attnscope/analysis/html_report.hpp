@@ -58,7 +58,8 @@ inline std::map<std::string, ColumnGlossary> default_column_glossary() {
        {"Largest attention weight of the head.",
         "Some query puts (almost) all its mass on one key.",
         "No query concentrates on a single key.",
-        "1 for every head of both models as measured: causal row 0 sees only key 0 and gives it weight 1."}},
+        "Over rows that see at least two keys: stories260K (L = 256): 0.84-1.0 (median 1.0); gpt2-wp-mini "
+        "(L = 1024): 0.56-0.98 (median 0.73)."}},
       {"max_scaled_logit",
        {"Largest scaled score q.k/sqrt(d) over the visible entries (needs the scores).",
         "Large logits: the softmax is sharp and its gradient sensitive (towards logit explosion).",
@@ -94,7 +95,8 @@ inline std::map<std::string, ColumnGlossary> default_column_glossary() {
        {"Mean fraction N_s/N of the top-N keys the head separates at its critical N (needs scores and values).",
         "The head keeps its selected keys apart in its output.",
         "The selected keys blur together.",
-        "'-' for every head of both models as measured (no critical N found)."}},
+        "'-' for every head of both models as measured: the KS test over one head's rows tells true from expected "
+        "distances at every N up to L/4, so no critical N exists (the reason is printed under the table)."}},
       {"gradient_sensitivity",
        {"g(T = 1, eps = 1e-3): mean finite-difference change of the softmax per unit change of the logits (needs scores "
         "and values).",
