@@ -209,6 +209,9 @@ int main(int argc, char** argv) {
                 worst < chance.minimum
                     ? "every channel ranking beats every random ranking; the channels differ from each other by ×" +
                           format(worst / best, 3)
+                : best > chance.maximum
+                    ? "every channel ranking is worse than every random ranking (" + std::to_string(random_seeds) +
+                          " seeds): these scores pick harmful heads"
                 : best_beats_chance && worst_above_chance
                     ? "the channel choice matters beyond chance: best below every random ranking, worst above"
                 : best_beats_chance  ? "the best channel beats every random ranking; the worst is within the random spread"
