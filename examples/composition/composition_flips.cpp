@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   }
   const Spread cosine_spread = spread_of(control_cosine), js_spread = spread_of(control_js),
                entropy_spread = spread_of(control_entropy);
-  per_sequence_csv.row("\"sink-injected, all sequences (median of " + std::to_string(control_draws) + " draws)\"",
+  per_sequence_csv.row("\"sink-injected (median)\"",
                        cosine_spread.median, js_spread.median, entropy_spread.median);
 
   // Synthetic: 40 heads, sink level per head independent of the content pattern (4 patterns).
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
                 equal_sink_entropy.flips == 0 ? "agrees" : "disagrees"});
   report.figure("flips.png",
                 "set style data histograms\nset style fill solid 0.8 border -1\nset ylabel 'flip rate (%)'\n"
-                "set yrange [0:60]\nset datafile separator ','\nset key top left\nset xtics rotate by -15\n"
+                "set yrange [0:60]\nset datafile separator ','\nset key top left\nset xtics rotate by -25\nset bmargin 6\n"
                 "set arrow from graph 0, first 17 to graph 1, first 17 nohead dt 2\n"
                 "set arrow from graph 0, first 47 to graph 1, first 47 nohead dt 2\n"
                 "plot 'flips_per_sequence.csv' skip 1 using ($2*100):xtic(1) title 'cosine', '' skip 1 using ($3*100) title "

@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
                                              : "the rankings differ: the sink channel moves the raw ranking"});
   report.figure("pruning.png",
                 "set datafile separator ','\nset logscale y\nset xlabel 'heads pruned (k)'\n"
-                "set ylabel 'perplexity ratio pruned / unpruned'\nset key top left\n"
+                "set ylabel 'perplexity ratio pruned / unpruned'\nset key top left\nset offsets graph 0.04, graph 0.04\n"
                 "plot for [s in 'sink_mass content_entropy raw_entropy content_redundancy most_focused_first'] "
                 "'pruning.csv' using 2:(stringcolumn(1) eq s ? $5 : 1/0) with linespoints title s, "
                 "'pruning_random.csv' skip 1 using 1:2:4:5 with yerrorlines lc rgb 'gray40' dt 2 "
