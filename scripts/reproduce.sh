@@ -25,7 +25,7 @@ titles=("Normalization maps" "Real attention: stories260K" "Normalization limits
 # verdict table with a column per model. The composition programs read 4 + 3 passages of 256 tokens on a folder
 # (stories260K's sequence length), not the folder's full context, to keep the runtime down.
 model_examples=" vanishing_attention representation_distance critical_top_n geometric_separability jacobian_temperature
-                 composition_flips composition_clustering composition_entropy composition_pruning "
+                 composition_identities composition_flips composition_clustering composition_entropy composition_pruning "
 model_runs=()
 if [ -n "${ATTNSCOPE_GPT2:-}" ]; then model_runs+=("gpt2=$ATTNSCOPE_GPT2"); fi
 if [ -d "$data/gpt2-wp-mini" ]; then model_runs+=("gpt2-wp-mini=$data/gpt2-wp-mini"); fi
