@@ -23,6 +23,8 @@
 #include "attnscope/text.hpp"
 #include "capacity/layer_inputs.hpp"
 #include "support/example.hpp"
+#include "support/spread.hpp"
+#include "support/war_and_peace.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -132,31 +134,6 @@ inline HeadCaptures read_capture(const std::filesystem::path& path) {
   return out;
 }
 
-/// `count` passages of War and Peace (`<data>/war_and_peace.txt`), each starting at a paragraph at an evenly
-/// spaced place in the book (10%, 30%, ... of the text) and cut to `length` tokens of `tokenizer`.
-inline std::vector<std::vector<int>> war_and_peace_passages(const Options& options,
-                                                            const text::ByteLevelBpeTokenizer& tokenizer, int count,
-                                                            Index length) {
-  const std::vector<unsigned char> bytes = io::read_file((options.data_dir / "war_and_peace.txt").string());
-  const std::string book(bytes.begin(), bytes.end());
-  std::vector<std::vector<int>> passages;
-  for (int i = 0; i < count; ++i) {
-    const std::size_t place = book.size() * static_cast<std::size_t>(2 * i + 1) / static_cast<std::size_t>(2 * count);
-    const std::size_t begin = book.find("\n\n", place);
-    if (begin == std::string::npos) break;
-    // About 4 characters per token in English prose; take 8 per token, then back off to a space (whole UTF-8).
-    std::size_t end = std::min(book.size(), begin + 2 + static_cast<std::size_t>(length) * 8);
-    while (end < book.size() && end > begin + 2 && book[end] != ' ') --end;
-    std::vector<int> tokens = tokenizer.encode(std::string_view(book).substr(begin + 2, end - begin - 2));
-    if (static_cast<Index>(tokens.size()) < length)
-      detail::throw_invalid_argument("war_and_peace_passages", "passage ", i, " has only ", tokens.size(),
-                                     " tokens, fewer than ", length);
-    tokens.resize(static_cast<std::size_t>(length));
-    passages.push_back(std::move(tokens));
-  }
-  return passages;
-}
-
 /// The inputs from a Hugging Face model folder (`--model DIR`): `count` passages of War and Peace of
 /// min(1024, max positions) tokens (128 with --quick), encoded by the folder's tokenizer.
 inline RealSource model_folder_source(const Options& options, const std::string& folder, int count,
@@ -228,29 +205,6 @@ inline std::vector<double> logspace(double low, double high, int count) {
   std::vector<double> out;
   for (int i = 0; i < count; ++i) out.push_back(std::pow(10.0, low + (high - low) * i / (count - 1)));
   return out;
-}
-
-/// Median, min, max and quartiles of a sample.
-struct Spread {
-  double median = 0, minimum = 0, maximum = 0, lower_quartile = 0, upper_quartile = 0;
-};
-
-inline Spread spread_of(std::vector<double> values) {
-  Spread s;
-  if (values.empty()) return s;
-  std::sort(values.begin(), values.end());
-  const auto at = [&](double fraction) {
-    const double position = fraction * static_cast<double>(values.size() - 1);
-    const auto low = static_cast<std::size_t>(std::floor(position));
-    const auto high = static_cast<std::size_t>(std::ceil(position));
-    return values[low] + (values[high] - values[low]) * (position - static_cast<double>(low));
-  };
-  s.median = at(0.5);
-  s.minimum = values.front();
-  s.maximum = values.back();
-  s.lower_quartile = at(0.25);
-  s.upper_quartile = at(0.75);
-  return s;
 }
 
 }  // namespace attnscope::examples

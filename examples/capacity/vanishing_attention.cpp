@@ -140,7 +140,7 @@ int main(int argc, char** argv) try {
                 ssmax_max.back() / ssmax_max.front() > last / first * 2
                     ? "agrees: both decay far slower than softmax (SSMax's F depends on L; sparsemax is not positive)"
                     : "partly: the decay is not much slower than softmax at these logit ranges"});
-  report.claim({"Real model: per-head max weight vs L (" + source.label + ")",
+  report.claim({"Real model: per-head max weight vs L",
                 "vanishing only under bounded logits; the paper does not measure it on GPT-2",
                 "median over heads " + format(real_median.front()) + " (L = " + format(real_lengths.front()) +
                     ") → " + format(real_median.back()) + " (L = " + format(real_lengths.back()) + "); heads with max > 0.5: " +

@@ -1,6 +1,7 @@
-// Shared inputs of the composition reproductions: the stories260K sequences (its greedy sequence from BOS and seeded
-// sampled sequences at temperature 1), per-head attention rows in double, and synthetic heads with a known sink and
-// content (docs/theory/composition.md, "Reproduction targets").
+// Shared inputs of the composition reproductions: the real model and its sequences (stories260K: its greedy sequence
+// from BOS and seeded sampled sequences at temperature 1; a Hugging Face folder given with `--model DIR`, e.g. GPT-2 or
+// gpt2-wp-mini: passages of War and Peace), per-head attention rows in double, and synthetic heads with a known sink
+// and content (docs/theory/composition.md, "Reproduction targets").
 #pragma once
 
 #include <cmath>
@@ -13,7 +14,10 @@
 
 #include "attnscope/composition.hpp"
 #include "attnscope/core/random.hpp"
-#include "attnscope/model/llama.hpp"
+#include "attnscope/model.hpp"
+#include "attnscope/text.hpp"
+#include "support/example.hpp"
+#include "support/war_and_peace.hpp"
 
 namespace attnscope::examples::composition_data {
 
@@ -33,7 +37,7 @@ struct Sequence {
 };
 
 /// stories260K's greedy sequence from BOS and one sampled sequence per seed (temperature 1).
-inline std::vector<Sequence> model_sequences(const model::LlamaModel& llama, bool quick,
+inline std::vector<Sequence> model_sequences(const model::Transformer& llama, bool quick,
                                              const std::vector<std::uint64_t>& seeds = {std::begin(kSampleSeeds),
                                                                                         std::end(kSampleSeeds)}) {
   const int steps = (quick ? 96 : kSequenceLength) - 1;
@@ -45,7 +49,7 @@ inline std::vector<Sequence> model_sequences(const model::LlamaModel& llama, boo
 }
 
 /// Attention rows of every head (index layer·n_heads + head) for a forward pass, rows kFirstRow.., in double.
-inline std::vector<RowMatrix<double>> head_attention(const model::LlamaModel& llama, const std::vector<int>& tokens,
+inline std::vector<RowMatrix<double>> head_attention(const model::Transformer& llama, const std::vector<int>& tokens,
                                                      const model::ForwardOptions& base = {}) {
   model::ForwardOptions options = base;
   options.capture.attention = true;
@@ -57,6 +61,53 @@ inline std::vector<RowMatrix<double>> head_attention(const model::LlamaModel& ll
       heads.push_back(attention.bottomRows(rows).cast<double>());
     }
   return heads;
+}
+
+/// The real model of a reproduction with its analysed sequences and held-out text.
+struct ModelInputs {
+  model::Transformer transformer;
+  std::string label;               // "stories260K" or the model folder's name (a column of REPORT.md)
+  std::string description;         // one sentence for the report
+  std::vector<Sequence> analysis;  // sequences whose attention rows are analysed
+  std::vector<Sequence> held_out;  // text for the pruning NLL, never used to rank heads
+  int heads_per_layer() const { return transformer.config().n_heads; }
+  Index head_count() const { return static_cast<Index>(transformer.config().n_layers) * heads_per_layer(); }
+};
+
+/// Tokens per War and Peace passage of a model folder (stories260K's sequences have 256 tokens too).
+inline Index passage_length(const Options& options) { return options.quick ? 96 : kSequenceLength; }
+
+/// stories260K (default; greedy + sampled seeds 1–3, held out: sampled seeds 101–103) or the Hugging Face folder of
+/// `--model DIR`: 4 passages of War and Peace for the analysis (starting at 1/8, 3/8, 5/8, 7/8 of the book) and 3
+/// others held out (at 1/6, 1/2, 5/6), passage_length() tokens of the folder's tokenizer each.
+inline ModelInputs model_inputs(const Options& options) {
+  const std::string folder = options.get("model");
+  if (folder.empty()) {
+    ModelInputs in{model::load_model((options.data_dir / "stories260K.bin").string()), "stories260K", "", {}, {}};
+    in.analysis = model_sequences(in.transformer, options.quick);
+    in.held_out = model_sequences(in.transformer, options.quick, {std::begin(kHeldOutSeeds), std::end(kHeldOutSeeds)});
+    in.held_out.erase(in.held_out.begin());  // only the sampled sequences
+    in.description = "stories260K (5 layers × 8 heads = 40 heads, head_dim 8) on its greedy sequence from BOS and "
+                     "sequences sampled at T = 1 with seeds 1, 2, 3 (" + std::to_string(in.analysis.front().tokens.size()) +
+                     " tokens each)";
+    return in;
+  }
+  ModelInputs in{model::load_model(folder), std::filesystem::path(folder).filename().string(), "", {}, {}};
+  if (in.label.empty()) in.label = std::filesystem::path(folder).parent_path().filename().string();
+  const auto tokenizer = text::ByteLevelBpeTokenizer::from_folder(folder);
+  const Index length = std::min<Index>(passage_length(options), in.transformer.config().seq_len);
+  const auto analysis = war_and_peace_passages(options, tokenizer, 4, length);
+  const auto held_out = war_and_peace_passages(options, tokenizer, 3, length);
+  for (std::size_t i = 0; i < analysis.size(); ++i)
+    in.analysis.push_back({"passage at " + std::to_string(2 * i + 1) + "/8", analysis[i]});
+  for (std::size_t i = 0; i < held_out.size(); ++i)
+    in.held_out.push_back({"passage at " + std::to_string(2 * i + 1) + "/6", held_out[i]});
+  const auto& config = in.transformer.config();
+  in.description = "the " + config.architecture + " model folder `" + in.label + "` (" + std::to_string(config.n_layers) +
+                   " layers × " + std::to_string(config.n_heads) + " heads = " + std::to_string(in.head_count()) +
+                   " heads, head_dim " + std::to_string(config.head_size()) + ", given with --model) on 4 passages of "
+                   "War and Peace of " + std::to_string(length) + " tokens (starting at 1/8, 3/8, 5/8, 7/8 of the book)";
+  return in;
 }
 
 /// "L<layer>H<head>" label of a head index.

@@ -100,10 +100,16 @@ class Report {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     std::ostringstream table;
     if (!claims_.empty()) {
-      table << "| claim | paper says | we measure | verdict |\n|---|---|---|---|\n";
+      table << "| claim | paper's value | our value | verdict |\n|---|---|---|---|\n";
       for (const auto& c : claims_)
-        table << "| " << c.claim << " | " << c.paper << " | " << c.measured << " | " << c.verdict << " |\n";
+        table << "| " << cell(c.claim) << " | " << cell(c.paper) << " | " << cell(c.measured) << " | "
+              << cell(c.verdict) << " |\n";
       table << "\n";
+      // The same claims as tab-separated lines (claim, paper, measured, verdict) for ./scripts/reproduce.sh, which
+      // joins the runs of one program on several models into one verdict table with a column per model.
+      std::ofstream tsv(path(name_ + ".claims.tsv"));
+      for (const auto& c : claims_)
+        tsv << cell(c.claim) << '\t' << cell(c.paper) << '\t' << cell(c.measured) << '\t' << cell(c.verdict) << '\n';
     }
     std::cout << "== " << title_ << " ==\n";
     for (const auto& c : claims_)
@@ -116,6 +122,16 @@ class Report {
   }
 
  private:
+  /// A Markdown table cell (and TSV field): '|' escaped, line breaks and tabs as spaces.
+  static std::string cell(const std::string& text) {
+    std::string out;
+    for (char ch : text) {
+      if (ch == '|') out += "\\|";
+      else out += (ch == '\n' || ch == '\t') ? ' ' : ch;
+    }
+    return out;
+  }
+
   std::filesystem::path dir_;
   std::string name_, title_;
   std::ostringstream body_;

@@ -7,6 +7,8 @@
 #include "attnscope/composition/channels.hpp"
 #include "attnscope/composition/clustering.hpp"
 #include "attnscope/composition/coda.hpp"
+#include "attnscope/composition/controls.hpp"
+#include "attnscope/composition/rankings.hpp"
 #include "attnscope/composition/rows.hpp"
 #include "attnscope/composition/scores.hpp"
 #include "attnscope/composition/verdicts.hpp"
