@@ -21,7 +21,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 #include <type_traits>
 
 #include "attnscope/core/types.hpp"
@@ -35,12 +34,19 @@
 
 namespace attnscope::kernels {
 
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+namespace detail::avx2 {
+/// Whether the running CPU has AVX2 and FMA (the condition for calling anything in this namespace).
+inline bool available() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+}  // namespace detail::avx2
+#endif
+
 /// The instruction set the dispatched float loops (exponential, scale, secular sums) go to at run time on this CPU:
 /// "avx2+fma" when the dispatch is compiled in and the CPU has AVX2 and FMA, else "none" (the compile-time packets
 /// run).
 inline const char* runtime_dispatch_target() {
 #if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
-  return (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? "avx2+fma" : "none";
+  return detail::avx2::available() ? "avx2+fma" : "none";
 #else
   return "none";
 #endif
@@ -52,16 +58,13 @@ inline const char* runtime_dispatch_target() {
 template <class Scalar>
 Index exp_loop_packet_size() {
 #if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
-  if (std::is_same<Scalar, float>::value && std::string_view(runtime_dispatch_target()) == "avx2+fma") return 8;
+  if (std::is_same<Scalar, float>::value && detail::avx2::available()) return 8;
 #endif
   return packet_size<Scalar>;
 }
 
 #if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
 namespace detail::avx2 {
-
-/// Whether the running CPU has AVX2 and FMA (the condition for calling anything in this namespace).
-inline bool available() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 #define ATTNSCOPE_AVX2_TARGET __attribute__((target("avx2,fma")))
 
