@@ -73,7 +73,14 @@ HeadReport html_report_of(const std::vector<std::pair<int, int>>& heads) {
   HeadReport report;
   report.columns = {"sink_mass", "entropy", "my_column"};
   double value = 0.125;
-  for (const auto& [layer, head] : heads) report.rows.push_back({layer, head, {value, 2 * value, std::nan("")}}), value += 0.25;
+  for (const auto& [layer, head] : heads) {
+    HeadReport::Row row;
+    row.layer = layer;
+    row.head = head;
+    row.values = {value, 2 * value, std::nan("")};
+    report.rows.push_back(row);
+    value += 0.25;
+  }
   return report;
 }
 
