@@ -3,6 +3,8 @@
 // the same bytes; the exact ‖J‖₂ of every softmax row against the softmax itself; the secular method against
 // Eigen's SelfAdjointEigenSolver on rows of 256. Shapes 4096×4096 and 16384×512; OpenMP threads 1 and 2 where the
 // library loops over rows. Ratios are computed from one run by scripts/bench.sh (docs/performance.md).
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -188,6 +190,76 @@ void softmax_norm_bounds(benchmark::State& state) {
   set_counters(state, p.size(), 4);
 }
 
+/// Paired timing for ratios on a shared, noisy machine: every iteration times `baseline` and then `candidate` on the same
+/// data, back to back, so both see the same load; the counters are the medians of the two times and of the per-pair
+/// ratio baseline/candidate (`speed_fraction`: 0.7 means the candidate runs at 0.7 of the baseline's speed). The
+/// reported time is the candidate's (manual time).
+template <class Baseline, class Candidate>
+void run_paired(benchmark::State& state, Baseline&& baseline, Candidate&& candidate) {
+  using clock = std::chrono::steady_clock;
+  std::vector<double> baseline_ms, candidate_ms, fractions;
+  for (auto _ : state) {
+    const auto start = clock::now();
+    baseline();
+    const auto middle = clock::now();
+    candidate();
+    const auto end = clock::now();
+    const double first = std::chrono::duration<double, std::milli>(middle - start).count();
+    const double second = std::chrono::duration<double, std::milli>(end - middle).count();
+    baseline_ms.push_back(first);
+    candidate_ms.push_back(second);
+    fractions.push_back(first / second);
+    state.SetIterationTime(second / 1e3);
+  }
+  const auto median = [](std::vector<double> values) {
+    std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+    return values[values.size() / 2];
+  };
+  state.counters["baseline_ms"] = median(baseline_ms);
+  state.counters["candidate_ms"] = median(candidate_ms);
+  state.counters["speed_fraction"] = median(fractions);
+}
+
+/// Issue 15 target 1: softmax_into (reused output, one thread) paired with a memcpy of the same bytes; the target is
+/// speed_fraction ≥ 0.7.
+void softmax_into_paired_with_copy(benchmark::State& state) {
+  const RowMatrix<float> z = logits(state.range(0), state.range(1));
+  RowMatrix<float> p = RowMatrix<float>::Zero(z.rows(), z.cols()), copy = p;  // touched before timing
+  set_threads(state, 1);
+  run_paired(
+      state,
+      [&] {
+        std::memcpy(copy.data(), z.data(), sizeof(float) * static_cast<std::size_t>(z.size()));
+        benchmark::DoNotOptimize(copy.data());
+        benchmark::ClobberMemory();
+      },
+      [&] {
+        attnscope::softmax_into(z, p);
+        benchmark::DoNotOptimize(p.data());
+        benchmark::ClobberMemory();
+      });
+}
+
+/// Issue 15 target 2: the exact ‖J‖₂ of every row from the logits paired with softmax_into of the same logits (one
+/// thread); the target is candidate/baseline ≤ 1.5, i.e. speed_fraction ≥ 0.67.
+void norm_from_logits_paired_with_softmax_into(benchmark::State& state) {
+  const RowMatrix<float> z = logits(state.range(0), state.range(1));
+  RowMatrix<float> p = RowMatrix<float>::Zero(z.rows(), z.cols());  // touched before timing
+  set_threads(state, 1);
+  run_paired(
+      state,
+      [&] {
+        attnscope::softmax_into(z, p);
+        benchmark::DoNotOptimize(p.data());
+        benchmark::ClobberMemory();
+      },
+      [&] {
+        attnscope::Vector<float> norms = attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{1});
+        benchmark::DoNotOptimize(norms.data());
+        benchmark::ClobberMemory();
+      });
+}
+
 /// Rows of 256: the secular method per row (no validation) ...
 void secular_rows_256(benchmark::State& state) {
   const RowMatrix<float> p = attnscope::softmax(logits(256, 256));
@@ -237,6 +309,8 @@ BENCHMARK(fresh_output_matrix)->Apply(shapes);
 BENCHMARK(softmax_spectral_norm)->Apply(shapes_and_threads);
 BENCHMARK(softmax_spectral_norm_from_logits)->Apply(shapes);
 BENCHMARK(softmax_norm_bounds)->Apply(shapes);
+BENCHMARK(softmax_into_paired_with_copy)->Apply(shapes)->UseManualTime()->MinTime(2.0);
+BENCHMARK(norm_from_logits_paired_with_softmax_into)->Apply(shapes)->UseManualTime()->MinTime(2.0);
 BENCHMARK(secular_rows_256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(eigensolver_rows_256)->Unit(benchmark::kMillisecond);
 

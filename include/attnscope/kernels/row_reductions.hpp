@@ -482,8 +482,9 @@ Scalar exp_shifted_sum_loop(const Scalar* x, Index n, Scalar shift, Scalar scale
 }
 
 /// Writes out[i] = value(i) for i in [0, n): packet_value(i) gives the packet starting at i, scalar_value(i) one
-/// entry. With `streaming`, the packet-aligned body of `out` uses non-temporal stores (kernels/stream_store.hpp)
-/// and the head before the first aligned address and the tail use scalar stores; else unaligned packet stores.
+/// entry. With `streaming`, the packet-aligned body of `out` uses non-temporal stores (kernels/stream_store.hpp; the
+/// caller fences, streaming_store_fence) and the head before the first aligned address and the tail use scalar
+/// stores; else unaligned packet stores.
 template <class Scalar, class PacketValue, class ScalarValue>
 void write_row(Index n, Scalar* out, bool streaming, PacketValue&& packet_value, ScalarValue&& scalar_value) {
   Index i = 0;
@@ -493,7 +494,6 @@ void write_row(Index n, Scalar* out, bool streaming, PacketValue&& packet_value,
     if (streaming && has_streaming_stores<Scalar>) {
       for (; i < n && !is_aligned_to(out + i, sizeof(P)); ++i) out[i] = scalar_value(i);
       for (; i + width <= n; i += width) packet_stream_store(out + i, packet_value(i));
-      streaming_store_fence();
     } else {
       for (; i + width <= n; i += width) store(out + i, packet_value(i));
     }
@@ -517,7 +517,8 @@ Scalar exp_shifted_sum(const Scalar* x, Index n, Scalar shift, Scalar scale, Sca
   return detail::exp_shifted_sum_loop<true>(x, n, shift, scale, out, next_row);
 }
 
-/// out[i] = value for i in [0, n); with `streaming`, non-temporal stores (kernels/stream_store.hpp).
+/// out[i] = value for i in [0, n); with `streaming`, non-temporal stores (kernels/stream_store.hpp; the caller fences
+/// with streaming_store_fence before another thread reads `out`).
 template <class Scalar>
 void fill_row(Scalar* out, Index n, Scalar value, bool streaming) {
   if constexpr (is_vectorized<Scalar>) {
@@ -535,8 +536,9 @@ Scalar exp_shifted_total(const Scalar* x, Index n, Scalar shift, Scalar scale) {
 }
 
 /// out[i] = exp(scale·(x[i] − shift))·factor (arguments ≤ 0), every entry by the packet exp (also the tails), times
-/// `factor` (one rounding more). With `streaming`, non-temporal stores (for outputs larger than the cache); out may
-/// alias x. Bitwise equal for either value of `streaming`.
+/// `factor` (one rounding more). With `streaming`, non-temporal stores (for outputs larger than the cache; the caller
+/// fences with streaming_store_fence before another thread reads `out`); out may alias x. Bitwise equal for either
+/// value of `streaming`.
 template <class Scalar>
 void exp_shifted_scaled_row(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar factor, Scalar* out,
                             bool streaming) {
@@ -572,8 +574,9 @@ void exp_shifted_scaled_row_reference(const Scalar* x, Index n, Scalar shift, Sc
   for (Index i = 0; i < n; ++i) out[i] = exp_reference(scale * (x[i] - shift)) * factor;
 }
 
-/// out[i] = x[i]·factor; with `streaming`, non-temporal stores (for outputs larger than the cache). x and out must not
-/// overlap unless equal. Bitwise equal to scale_row.
+/// out[i] = x[i]·factor; with `streaming`, non-temporal stores (for outputs larger than the cache; the caller fences
+/// with streaming_store_fence before another thread reads `out`). x and out must not overlap unless equal. Bitwise
+/// equal to scale_row.
 template <class Scalar>
 void scale_row_into(const Scalar* x, Index n, Scalar factor, Scalar* out, bool streaming) {
 #if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)

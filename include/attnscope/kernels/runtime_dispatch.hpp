@@ -144,7 +144,8 @@ ATTNSCOPE_AVX2_TARGET Index exp_shifted_sum_body(const float* x, Index n, float 
 }
 
 /// The whole of exp_shifted_scaled_row (kernels/row_reductions.hpp) on AVX2: out[i] = exp(scale·(x[i] − shift))·factor,
-/// every entry by the 8-lane exponential; with `streaming`, non-temporal stores on the 32-byte aligned body.
+/// every entry by the 8-lane exponential; with `streaming`, non-temporal stores on the 32-byte aligned body (no fence:
+/// the caller fences, kernels/stream_store.hpp).
 template <int = 0>
 ATTNSCOPE_AVX2_TARGET void exp_shifted_scaled_row(const float* x, Index n, float shift, float scale, float factor,
                                                   float* out, bool streaming) {
@@ -156,7 +157,6 @@ ATTNSCOPE_AVX2_TARGET void exp_shifted_scaled_row(const float* x, Index n, float
       out[i] = exp_nonpositive_one(scale * (x[i] - shift)) * factor;
     for (; i + 8 <= n; i += 8)
       _mm256_stream_ps(out + i, _mm256_mul_ps(exp_shifted_at(x, i, shift_packet, scale_packet), factor_packet));
-    _mm_sfence();
   } else {
     for (; i + 8 <= n; i += 8)
       _mm256_storeu_ps(out + i, _mm256_mul_ps(exp_shifted_at(x, i, shift_packet, scale_packet), factor_packet));
@@ -199,7 +199,8 @@ ATTNSCOPE_AVX2_TARGET void row_max(const float* x, Index n, float& max, bool& fi
 }
 
 /// scale_row_into (kernels/row_reductions.hpp) on AVX2: out[i] = x[i]·factor, with `streaming` non-temporal stores on
-/// the 32-byte aligned body; x and out must not overlap unless equal (then it is scale_row).
+/// the 32-byte aligned body (no fence: the caller fences); x and out must not overlap unless equal (then it is
+/// scale_row).
 template <int = 0>
 ATTNSCOPE_AVX2_TARGET void scale_row_into(const float* x, Index n, float factor, float* out, bool streaming) {
   const __m256 factor_packet = _mm256_set1_ps(factor);
@@ -207,7 +208,6 @@ ATTNSCOPE_AVX2_TARGET void scale_row_into(const float* x, Index n, float factor,
   if (streaming) {
     for (; i < n && reinterpret_cast<std::uintptr_t>(out + i) % 32 != 0; ++i) out[i] = x[i] * factor;
     for (; i + 8 <= n; i += 8) _mm256_stream_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), factor_packet));
-    _mm_sfence();
   } else {
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), factor_packet));
   }
