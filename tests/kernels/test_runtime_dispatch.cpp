@@ -3,6 +3,7 @@
 // They must meet the same contract as the packet kernels: ≤ 2 ULP against a long-double exp, flush to 0 below the
 // smallest normal, the streaming and plain stores giving the same bits, and the dispatched row kernels equal to
 // their scalar references within the same tolerances as every other build.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -85,8 +86,17 @@ TEST_CASE("the dispatched exp_shifted_sum body and exp_shifted_scaled_row agree 
     const float scale = 0.7f;
     std::vector<float> got(static_cast<std::size_t>(n) + 16), reference(static_cast<std::size_t>(n));
     float vector_sum = 0;
-    const Index body = avx2::exp_shifted_sum_body<true>(x.data(), n, shift, scale, got.data(), x.data(), vector_sum);
+    const Index body =
+        avx2::exp_shifted_sum_body<true, false>(x.data(), n, shift, scale, got.data(), x.data(), vector_sum);
     REQUIRE(body == n / 8 * 8);
+    {  // scale 1 leaves out the multiplication: the same bits as the general body with scale 1
+      std::vector<float> unit(got.size()), general(got.size());
+      float unit_sum = 0, general_sum = 0;
+      avx2::exp_shifted_sum_body<true, true>(x.data(), n, shift, 1.0f, unit.data(), nullptr, unit_sum);
+      avx2::exp_shifted_sum_body<true, false>(x.data(), n, shift, 1.0f, general.data(), nullptr, general_sum);
+      CHECK(unit_sum == general_sum);
+      CHECK(std::equal(unit.begin(), unit.begin() + body, general.begin()));
+    }
     const float reference_sum =
         attnscope::kernels::exp_shifted_sum_reference(x.data(), n, shift, scale, reference.data());
     double worst = 0, body_sum = 0;

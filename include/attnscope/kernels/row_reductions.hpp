@@ -419,6 +419,47 @@ SumAndMaxima<Scalar> sum_and_maxima_reference(const Scalar* x, Index n) {
 
 namespace detail {
 
+/// The vector part of exp_shifted_sum_loop on Eigen packets: four accumulators over blocks of four packets, then
+/// single packets; returns the index where the scalar tail starts, the packets' sum in `sum`. With `unit_scale` the
+/// multiplication by scale = 1 is left out (x·1 = x exactly: the same bits, one multiplication fewer per entry).
+template <bool store_values, bool unit_scale, class Scalar>
+Index exp_shifted_sum_packets(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out,
+                              const Scalar* prefetch, Scalar& sum) {
+  using P = Packet<Scalar>;
+  constexpr Index width = packet_size<Scalar>;
+  const P shift_packet = pset1<P>(shift), scale_packet = pset1<P>(scale);
+  const auto exp_at = [&](Index at) {
+    const P shifted = psub(load<P>(x + at), shift_packet);
+    if constexpr (unit_scale) return packet_exp_nonpositive(shifted);
+    else return packet_exp_nonpositive(pmul(shifted, scale_packet));
+  };
+  P first = pset1<P>(Scalar(0)), second = first, third = first, fourth = first;
+  constexpr Index line = 64 / static_cast<Index>(sizeof(Scalar));  // entries per 64-byte cache line
+  Index i = 0;
+  for (; i + 4 * width <= n; i += 4 * width) {
+    if (prefetch != nullptr)
+      for (Index at = i; at < i + 4 * width; at += line) Eigen::internal::prefetch(prefetch + at);
+    const P a = exp_at(i), b = exp_at(i + width), c = exp_at(i + 2 * width), d = exp_at(i + 3 * width);
+    if constexpr (store_values) {
+      store(out + i, a);
+      store(out + i + width, b);
+      store(out + i + 2 * width, c);
+      store(out + i + 3 * width, d);
+    }
+    first = padd(first, a);
+    second = padd(second, b);
+    third = padd(third, c);
+    fourth = padd(fourth, d);
+  }
+  for (; i + width <= n; i += width) {
+    const P a = exp_at(i);
+    if constexpr (store_values) store(out + i, a);
+    first = padd(first, a);
+  }
+  sum = predux(padd(padd(first, second), padd(third, fourth)));
+  return i;
+}
+
 /// The fused exp-and-sum loop of exp_shifted_sum; with `store` false only the sum is formed (same order, so the
 /// same bits), for callers that recompute the exponentials in a later pass instead of storing them.
 /// With `prefetch` non-null, also asks the cache to fetch prefetch[0, n) (the next row a caller will read) while
@@ -428,11 +469,13 @@ Scalar exp_shifted_sum_loop(const Scalar* x, Index n, Scalar shift, Scalar scale
                             const Scalar* prefetch = nullptr) {
   Index i = 0;
   Scalar sum = 0;
+  const bool unit_scale = scale == Scalar(1);  // softmax at T = 1: no multiplication (same bits)
 #if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
   // a build for an older x86-64 on an AVX2 + FMA CPU: the same loop on 8-float AVX2 packets (runtime_dispatch.hpp)
   if constexpr (std::is_same<Scalar, float>::value) {
     if (avx2::available()) {
-      i = avx2::exp_shifted_sum_body<store_values>(x, n, shift, scale, out, prefetch, sum);
+      i = unit_scale ? avx2::exp_shifted_sum_body<store_values, true>(x, n, shift, scale, out, prefetch, sum)
+                     : avx2::exp_shifted_sum_body<store_values, false>(x, n, shift, scale, out, prefetch, sum);
       for (; i < n; ++i) {
         const Scalar value = exp_reference(scale * (x[i] - shift));
         if constexpr (store_values) out[i] = value;
@@ -443,35 +486,8 @@ Scalar exp_shifted_sum_loop(const Scalar* x, Index n, Scalar shift, Scalar scale
   }
 #endif
   if constexpr (is_vectorized<Scalar>) {
-    using P = Packet<Scalar>;
-    constexpr Index width = packet_size<Scalar>;
-    const P shift_packet = pset1<P>(shift), scale_packet = pset1<P>(scale);
-    const auto exp_at = [&](Index at) {
-      return packet_exp_nonpositive(pmul(psub(load<P>(x + at), shift_packet), scale_packet));
-    };
-    P first = pset1<P>(Scalar(0)), second = first, third = first, fourth = first;
-    constexpr Index line = 64 / static_cast<Index>(sizeof(Scalar));  // entries per 64-byte cache line
-    for (; i + 4 * width <= n; i += 4 * width) {
-      if (prefetch != nullptr)
-        for (Index at = i; at < i + 4 * width; at += line) Eigen::internal::prefetch(prefetch + at);
-      const P a = exp_at(i), b = exp_at(i + width), c = exp_at(i + 2 * width), d = exp_at(i + 3 * width);
-      if constexpr (store_values) {
-        store(out + i, a);
-        store(out + i + width, b);
-        store(out + i + 2 * width, c);
-        store(out + i + 3 * width, d);
-      }
-      first = padd(first, a);
-      second = padd(second, b);
-      third = padd(third, c);
-      fourth = padd(fourth, d);
-    }
-    for (; i + width <= n; i += width) {
-      const P a = exp_at(i);
-      if constexpr (store_values) store(out + i, a);
-      first = padd(first, a);
-    }
-    sum = predux(padd(padd(first, second), padd(third, fourth)));
+    i = unit_scale ? exp_shifted_sum_packets<store_values, true>(x, n, shift, scale, out, prefetch, sum)
+                   : exp_shifted_sum_packets<store_values, false>(x, n, shift, scale, out, prefetch, sum);
   }
   for (; i < n; ++i) {
     const Scalar value = exp_reference(scale * (x[i] - shift));

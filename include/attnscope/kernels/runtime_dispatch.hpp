@@ -94,10 +94,12 @@ ATTNSCOPE_AVX2_TARGET inline float exp_nonpositive_one(float argument) {
   return _mm256_cvtss_f32(exp_nonpositive(_mm256_set1_ps(argument)));
 }
 
-/// exp(scale·(x[at] − shift)) on the 8 entries from `at`.
-template <int = 0>
+/// exp(scale·(x[at] − shift)) on the 8 entries from `at`; with unit_scale (scale = 1) without the multiplication.
+template <bool unit_scale = false>
 ATTNSCOPE_AVX2_TARGET inline __m256 exp_shifted_at(const float* x, Index at, __m256 shift, __m256 scale) {
-  return exp_nonpositive(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + at), shift), scale));
+  const __m256 shifted = _mm256_sub_ps(_mm256_loadu_ps(x + at), shift);
+  if constexpr (unit_scale) return exp_nonpositive(shifted);
+  else return exp_nonpositive(_mm256_mul_ps(shifted, scale));
 }
 
 template <int = 0>
@@ -109,8 +111,9 @@ ATTNSCOPE_AVX2_TARGET inline float sum_lanes(__m256 value) {
 
 /// The vector part of exp_shifted_sum_loop (kernels/row_reductions.hpp) on 8-float AVX2 packets: four accumulators
 /// over blocks of 32, then single packets; returns the index where the scalar tail starts and the packets' sum.
-/// With store_values, out[0, returned index) receives the exponentials; with prefetch, prefetch[0, n) is requested.
-template <bool store_values>
+/// With store_values, out[0, returned index) receives the exponentials; with prefetch, prefetch[0, n) is requested;
+/// with unit_scale (scale = 1) the multiplication is left out (the same bits).
+template <bool store_values, bool unit_scale>
 ATTNSCOPE_AVX2_TARGET Index exp_shifted_sum_body(const float* x, Index n, float shift, float scale, float* out,
                                                  const float* prefetch, float& sum) {
   const __m256 shift_packet = _mm256_set1_ps(shift), scale_packet = _mm256_set1_ps(scale);
@@ -119,10 +122,10 @@ ATTNSCOPE_AVX2_TARGET Index exp_shifted_sum_body(const float* x, Index n, float 
   for (; i + 32 <= n; i += 32) {
     if (prefetch != nullptr)
       for (Index at = i; at < i + 32; at += 16) _mm_prefetch(reinterpret_cast<const char*>(prefetch + at), _MM_HINT_T0);
-    const __m256 a = exp_shifted_at(x, i, shift_packet, scale_packet),
-                 b = exp_shifted_at(x, i + 8, shift_packet, scale_packet),
-                 c = exp_shifted_at(x, i + 16, shift_packet, scale_packet),
-                 d = exp_shifted_at(x, i + 24, shift_packet, scale_packet);
+    const __m256 a = exp_shifted_at<unit_scale>(x, i, shift_packet, scale_packet),
+                 b = exp_shifted_at<unit_scale>(x, i + 8, shift_packet, scale_packet),
+                 c = exp_shifted_at<unit_scale>(x, i + 16, shift_packet, scale_packet),
+                 d = exp_shifted_at<unit_scale>(x, i + 24, shift_packet, scale_packet);
     if constexpr (store_values) {
       _mm256_storeu_ps(out + i, a);
       _mm256_storeu_ps(out + i + 8, b);
@@ -135,7 +138,7 @@ ATTNSCOPE_AVX2_TARGET Index exp_shifted_sum_body(const float* x, Index n, float 
     fourth = _mm256_add_ps(fourth, d);
   }
   for (; i + 8 <= n; i += 8) {
-    const __m256 a = exp_shifted_at(x, i, shift_packet, scale_packet);
+    const __m256 a = exp_shifted_at<unit_scale>(x, i, shift_packet, scale_packet);
     if constexpr (store_values) _mm256_storeu_ps(out + i, a);
     first = _mm256_add_ps(first, a);
   }

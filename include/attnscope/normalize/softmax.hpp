@@ -200,12 +200,13 @@ void softmax_into(const Eigen::MatrixBase<Derived>& logits, RowMatrix<typename D
   const Index rows = z.rows(), cols = z.cols(), stride = z.outerStride();
   if (visibility.is_prefix()) {
     // Rows are prefixes: blocks of rows through one L1-resident buffer, prefetching the next row (also across
-    // blocks) during the exponentials, streaming stores for outputs larger than the cache with one fence per block
+    // blocks) during the exponentials, streaming stores for outputs larger than the cache with one fence per block of
+    // 64 rows
     // (docs/performance.md, issue 15).
     if (out.rows() != rows || out.cols() != cols) out.resize(rows, cols);
     const bool streaming =
         static_cast<std::size_t>(out.size()) * sizeof(Scalar) >= kernels::streaming_store_threshold_bytes;
-    constexpr Index block = 16;
+    constexpr Index block = 64;
     const Index blocks = (rows + block - 1) / block;
     detail::for_each_row_rethrowing(blocks, block * cols, [&](Index block_index) {
       Eigen::Matrix<Scalar, Eigen::Dynamic, 1> buffer(cols);  // packet-aligned: unaligned loads cost ≈ 7% here
@@ -217,7 +218,7 @@ void softmax_into(const Eigen::MatrixBase<Derived>& logits, RowMatrix<typename D
         Scalar* result = out.data() + row * cols;
         if (!detail::try_softmax_row_buffered(values, n, scale, result, buffer.data(), next_row, streaming))
           detail::throw_non_finite_logit(function, values, row, cols, visibility);
-        kernels::fill_row(result + n, cols - n, Scalar(0), streaming);
+        if (n < cols) kernels::fill_row(result + n, cols - n, Scalar(0), streaming);
       }
       if (streaming) kernels::streaming_store_fence();  // before another thread reads the block
     });
