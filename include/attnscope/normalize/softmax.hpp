@@ -199,9 +199,8 @@ void softmax_into(const Eigen::MatrixBase<Derived>& logits, RowMatrix<typename D
   visibility.validate(function, z.rows(), z.cols());
   const Index rows = z.rows(), cols = z.cols(), stride = z.outerStride();
   if (visibility.is_prefix()) {
-    // Rows are prefixes: blocks of rows through one L1-resident buffer, prefetching the next row (also across
-    // blocks) during the exponentials, streaming stores for outputs larger than the cache with one fence per block of
-    // 64 rows
+    // Rows are prefixes: blocks of 64 rows through one L1-resident buffer, prefetching the next row (also across
+    // blocks) during the exponentials, streaming stores for outputs larger than the cache with one fence per block
     // (docs/performance.md, issue 15).
     if (out.rows() != rows || out.cols() != cols) out.resize(rows, cols);
     const bool streaming =
