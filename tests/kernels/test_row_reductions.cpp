@@ -1,5 +1,6 @@
 // Row kernels (max with finiteness, statistics, sum and maxima, exp-and-sum, scale, secular sums) against their
 // scalar references, for every length around the packet and unroll boundaries.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -75,7 +76,7 @@ TEMPLATE_TEST_CASE("sum_and_maxima equals its reference, also on empty ranges", 
   }
 }
 
-TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with ties, sums and maxima over p <= 1/2",
+TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with ties, sum and sum over p <= 1/2",
                    "[kernels][reductions]", float, double) {
   attnscope::Random random(15);
   for (Index n : lengths()) {
@@ -90,7 +91,6 @@ TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with t
       CHECK(fast.min == reference.min);
       CHECK(fast.max == reference.max);
       CHECK(fast.second == reference.second);
-      CHECK(fast.max_bernoulli_variance_at_most_half == reference.max_bernoulli_variance_at_most_half);
       const double tolerance = 4 * n * std::numeric_limits<TestType>::epsilon();
       CHECK(fast.sum == Approx(reference.sum).epsilon(tolerance));
       CHECK(fast.sum_at_most_half == Approx(reference.sum_at_most_half).epsilon(tolerance).margin(1e-30));
@@ -100,6 +100,34 @@ TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with t
     std::vector<TestType> bad = random_row<TestType>(random, n, 0, 1);
     bad[static_cast<std::size_t>(n - 1)] = std::numeric_limits<TestType>::quiet_NaN();
     CHECK_FALSE(attnscope::kernels::probability_row_summary(bad.data(), n).finite);
+  }
+}
+
+TEMPLATE_TEST_CASE("scale_row_with_top_two_and_sums is bitwise scale_row followed by probability_row_summary",
+                   "[kernels][reductions]", float, double) {
+  attnscope::Random random(1516);
+  for (Index n : lengths()) {
+    for (int variant = 0; variant < 3; ++variant) {
+      std::vector<TestType> e = random_row<TestType>(random, n, 0, 1);  // exponentials: the largest is 1
+      e[random.below(e.size())] = TestType(1);
+      if (variant == 1 && n > 1) e[0] = e[static_cast<std::size_t>(n - 1)] = TestType(1);  // tied maximum
+      if (variant == 2) std::fill(e.begin(), e.end(), TestType(1e-3));                    // flat row, p ≤ 1/2
+      TestType total = 0;
+      for (TestType value : e) total += value;
+      const TestType factor = TestType(1) / total;
+      std::vector<TestType> fused = e, separate = e;
+      const auto summary = attnscope::kernels::scale_row_with_top_two_and_sums(fused.data(), n, factor);
+      attnscope::kernels::scale_row(separate.data(), n, factor);
+      const auto expected = attnscope::kernels::probability_row_summary(separate.data(), n);
+      CHECK(fused == separate);
+      CHECK(summary.max == expected.max);
+      CHECK(summary.second == expected.second);
+      CHECK(summary.sum == expected.sum);
+      CHECK(summary.sum_at_most_half == expected.sum_at_most_half);
+      const auto reference = attnscope::kernels::probability_row_summary_reference(separate.data(), n);
+      CHECK(summary.second == reference.second);
+      CHECK(summary.sum == Approx(reference.sum).epsilon(4 * n * std::numeric_limits<TestType>::epsilon()));
+    }
   }
 }
 

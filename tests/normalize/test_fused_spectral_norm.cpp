@@ -4,6 +4,7 @@
 // symmetric map, float and double, every visibility kind (all, causal with offsets, banded and scattered masks),
 // on seeded random logits of several scales and shapes, and for any number of threads.
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #if defined(_OPENMP)
@@ -110,4 +111,29 @@ TEST_CASE("fused softmax Jacobian norms from logits on a 512x4096 float block: b
     CHECK(fused(i) > 0);
     CHECK(fused(i) <= 0.5f);
   }
+}
+
+TEST_CASE("fused softmax Jacobian norms check the logits row by row: a non-finite visible logit is named, a masked one "
+          "is never read",
+          "[normalize][spectral_norm][fused]") {
+  // the softmax path leaves out the separate validation pass over the logits (issue 15): its row loop checks them
+  RowMatrix<float> z = attnscope_test::random_logits<double>(77, 6, 9, 1.0).cast<float>();
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    RowMatrix<float> with_bad = z;
+    with_bad(4, 2) = bad;
+    CHECK_THROWS_WITH(attnscope::jacobian_spectral_norm(with_bad, attnscope::SoftmaxMap{1}),
+                      Catch::Contains("attnscope::jacobian_spectral_norm") && Catch::Contains("row 4, column 2"));
+    // causal: row 1 sees columns 0 and 1 only, so a bad logit at column 5 is masked and the norms are those without it
+    RowMatrix<float> masked_bad = z;
+    masked_bad(1, 5) = bad;
+    const Visibility causal{attnscope::Causal{0}};
+    CHECK(attnscope::jacobian_spectral_norm(masked_bad, attnscope::SoftmaxMap{1}, causal) ==
+          attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{1}, causal));
+  }
+  CHECK_THROWS_WITH(attnscope::jacobian_spectral_norm(RowMatrix<float>(0, 3), attnscope::SoftmaxMap{1}),
+                    Catch::Contains("empty input"));
+  attnscope::Mask empty_row = attnscope::Mask::Constant(6, 9, true);
+  empty_row.row(2).setConstant(false);
+  CHECK_THROWS_WITH(attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{1}, Visibility{empty_row}),
+                    Catch::Contains("row 2 has every key masked"));
 }

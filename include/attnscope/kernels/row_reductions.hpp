@@ -35,14 +35,23 @@ struct RowStatistics {
   bool finite;
 };
 
-/// One-pass summary of a row of probabilities for the secular solver (docs/theory/normalization-maps.md §5.2 step 1): statistics,
-/// the two largest entries (equal when the maximum is tied), and the sum and the largest p(1 − p) over entries ≤ 1/2 —
-/// at most one entry of a distribution exceeds 1/2, so these equal Σ_{i≠argmax} p_i and max_{i≠argmax} p_i(1 − p_i)
-/// without the cancellation of 1 − p_(1) whenever p_(1) > 1/2 ≥ p_(2).
+/// What the secular solver needs of a row of probabilities (docs/theory/normalization-maps.md §5.2 step 1): the two
+/// largest entries (equal when the maximum is tied), the sum, and the sum over entries ≤ 1/2 — at most one entry of a
+/// distribution exceeds 1/2, so that sum is Σ_{i≠argmax} p_i without the cancellation of 1 − p_(1) whenever
+/// p_(1) > 1/2 ≥ p_(2). (The largest p(1 − p) over entries ≤ 1/2 follows from the top two: p(1 − p) increases on
+/// [0, 1/2].)
+template <class Scalar>
+struct TopTwoAndSums {
+  Scalar max, second, sum, sum_at_most_half;
+};
+
+/// One-pass summary of a row of probabilities: TopTwoAndSums, the minimum, and whether every entry is finite (the
+/// validation of probability rows).
 template <class Scalar>
 struct ProbabilityRowSummary {
-  Scalar min, max, second, sum, sum_at_most_half, max_bernoulli_variance_at_most_half;
+  Scalar min, max, second, sum, sum_at_most_half;
   bool finite;
+  TopTwoAndSums<Scalar> top_two_and_sums() const { return {max, second, sum, sum_at_most_half}; }
 };
 
 /// Sum and count of the shifted entries x_i − shift that are ≥ a threshold (the candidate filter of sparsemax).
@@ -210,46 +219,35 @@ struct TailAccumulator {
   }
 };
 
+/// The TopTwoAndSums fields; ProbabilitySummaryAccumulator adds min and finiteness with the same operations for these,
+/// so both give the same bits for them.
 template <class P>
-struct ProbabilitySummaryAccumulator {
-  P min, max, second, sum, poison, small_sum, small_max_variance;
-  explicit ProbabilitySummaryAccumulator(NoParameters)
-      : min(pset1<P>(std::numeric_limits<ScalarOf<P>>::infinity())),
-        max(pset1<P>(-std::numeric_limits<ScalarOf<P>>::infinity())),
+struct TopTwoAndSumsAccumulator {
+  P max, second, sum, small_sum;
+  explicit TopTwoAndSumsAccumulator(NoParameters)
+      : max(pset1<P>(-std::numeric_limits<ScalarOf<P>>::infinity())),
         second(max),
         sum(pset1<P>(ScalarOf<P>(0))),
-        poison(sum),
-        small_sum(sum),
-        small_max_variance(sum) {}
+        small_sum(sum) {}
   void add(const P& value) {
-    min = pmin(min, value);
     second = pmax(second, pmin(max, value));  // per-lane top two, ties kept
     max = pmax(max, value);
     sum = padd(sum, value);
-    poison = non_finite_poison(poison, value);
-    const P variance = pmul(value, psub(pset1<P>(ScalarOf<P>(1)), value));  // p(1 − p)
     if constexpr (std::is_arithmetic<P>::value) {
-      if (value <= P(0.5)) {
-        small_sum += value;
-        small_max_variance = std::max(small_max_variance, variance);
-      }
+      if (value <= P(0.5)) small_sum += value;
     } else {
       const P small = Eigen::internal::pcmp_le(value, pset1<P>(ScalarOf<P>(0.5)));  // all-ones where p ≤ 1/2
       small_sum = padd(small_sum, Eigen::internal::pand(small, value));
-      small_max_variance = pmax(small_max_variance, Eigen::internal::pand(small, variance));
     }
   }
-  void merge(const ProbabilitySummaryAccumulator& other) {
-    min = pmin(min, other.min);
+  void merge(const TopTwoAndSumsAccumulator& other) {
     second = pmax(pmax(second, other.second), pmin(max, other.max));
     max = pmax(max, other.max);
     sum = padd(sum, other.sum);
-    poison = padd(poison, other.poison);
     small_sum = padd(small_sum, other.small_sum);
-    small_max_variance = pmax(small_max_variance, other.small_max_variance);
   }
-  ProbabilitySummaryAccumulator<ScalarOf<P>> horizontal() const {
-    ProbabilitySummaryAccumulator<ScalarOf<P>> result(NoParameters{});
+  TopTwoAndSumsAccumulator<ScalarOf<P>> horizontal() const {
+    TopTwoAndSumsAccumulator<ScalarOf<P>> result(NoParameters{});
     if constexpr (std::is_arithmetic<P>::value) {
       result = *this;
     } else {
@@ -261,12 +259,34 @@ struct ProbabilitySummaryAccumulator {
         result.second = std::max({result.second, seconds[lane], std::min(result.max, maxima[lane])});
         result.max = std::max(result.max, maxima[lane]);
       }
-      result.min = min_lanes(min);
       result.sum = sum_lanes(sum);
-      result.poison = sum_lanes(poison);
       result.small_sum = sum_lanes(small_sum);
-      result.small_max_variance = max_lanes(small_max_variance);
     }
+    return result;
+  }
+};
+
+template <class P>
+struct ProbabilitySummaryAccumulator {
+  TopTwoAndSumsAccumulator<P> top;
+  P min, poison;
+  explicit ProbabilitySummaryAccumulator(NoParameters none)
+      : top(none), min(pset1<P>(std::numeric_limits<ScalarOf<P>>::infinity())), poison(pset1<P>(ScalarOf<P>(0))) {}
+  void add(const P& value) {
+    top.add(value);
+    min = pmin(min, value);
+    poison = non_finite_poison(poison, value);
+  }
+  void merge(const ProbabilitySummaryAccumulator& other) {
+    top.merge(other.top);
+    min = pmin(min, other.min);
+    poison = padd(poison, other.poison);
+  }
+  ProbabilitySummaryAccumulator<ScalarOf<P>> horizontal() const {
+    ProbabilitySummaryAccumulator<ScalarOf<P>> result(NoParameters{});
+    result.top = top.horizontal();
+    result.min = min_lanes(min);
+    result.poison = sum_lanes(poison);
     return result;
   }
 };
@@ -326,15 +346,15 @@ RowStatistics<Scalar> row_statistics_reference(const Scalar* x, Index n) {
 template <class Scalar>
 ProbabilityRowSummary<Scalar> probability_row_summary(const Scalar* p, Index n) {
   const auto result = detail::reduce_row<detail::ProbabilitySummaryAccumulator>(p, n, detail::NoParameters{});
-  return {result.min,      result.max,       result.second,      result.sum,
-          result.small_sum, result.small_max_variance, result.poison == Scalar(0)};
+  return {result.min, result.top.max, result.top.second, result.top.sum, result.top.small_sum,
+          result.poison == Scalar(0)};
 }
 
 /// Scalar reference of probability_row_summary.
 template <class Scalar>
 ProbabilityRowSummary<Scalar> probability_row_summary_reference(const Scalar* p, Index n) {
   using limits = std::numeric_limits<Scalar>;
-  ProbabilityRowSummary<Scalar> summary{limits::infinity(), -limits::infinity(), -limits::infinity(), 0, 0, 0, true};
+  ProbabilityRowSummary<Scalar> summary{limits::infinity(), -limits::infinity(), -limits::infinity(), 0, 0, true};
   for (Index i = 0; i < n; ++i) {
     summary.finite = summary.finite && std::isfinite(p[i]);
     summary.min = std::min(summary.min, p[i]);
@@ -345,13 +365,60 @@ ProbabilityRowSummary<Scalar> probability_row_summary_reference(const Scalar* p,
       summary.second = p[i];
     }
     summary.sum += p[i];
-    if (p[i] <= Scalar(0.5)) {
-      summary.sum_at_most_half += p[i];
-      summary.max_bernoulli_variance_at_most_half =
-          std::max(summary.max_bernoulli_variance_at_most_half, p[i] * (1 - p[i]));
-    }
+    if (p[i] <= Scalar(0.5)) summary.sum_at_most_half += p[i];
   }
   return summary;
+}
+
+namespace detail {
+
+/// reduce_row (kernels/packet.hpp) over the products values[i]·factor, each product stored back into values[i]: the
+/// same four accumulators in the same order, so the result is bitwise that of scaling the row and then reducing it.
+template <template <class> class Accumulator, class Scalar, class Parameters>
+Accumulator<Scalar> scale_and_reduce_row(Scalar* values, Index n, Scalar factor, const Parameters& parameters) {
+  Index i = 0;
+  if constexpr (is_vectorized<Scalar>) {
+    using P = Packet<Scalar>;
+    constexpr Index width = packet_size<Scalar>;
+    if (n >= width) {
+      const P factor_packet = pset1<P>(factor);
+      const auto scaled_at = [&](Index at) {
+        const P value = pmul(load<P>(values + at), factor_packet);
+        store(values + at, value);
+        return value;
+      };
+      Accumulator<P> first(parameters), second(parameters), third(parameters), fourth(parameters);
+      for (; i + 4 * width <= n; i += 4 * width) {
+        first.add(scaled_at(i));
+        second.add(scaled_at(i + width));
+        third.add(scaled_at(i + 2 * width));
+        fourth.add(scaled_at(i + 3 * width));
+      }
+      for (; i + width <= n; i += width) first.add(scaled_at(i));
+      first.merge(second);
+      third.merge(fourth);
+      first.merge(third);
+      Accumulator<Scalar> result = first.horizontal();
+      for (; i < n; ++i) result.add(values[i] *= factor);
+      return result;
+    }
+  }
+  Accumulator<Scalar> result(parameters);
+  for (; i < n; ++i) result.add(values[i] *= factor);
+  return result;
+}
+
+}  // namespace detail
+
+/// p[i] *= factor, returning the TopTwoAndSums of the scaled row: one pass instead of scale_row followed by
+/// probability_row_summary, with bitwise their results for these fields (the same products, the same accumulators
+/// in the same order). The last pass of a softmax row that feeds the exact Jacobian norm (normalize/jacobian.hpp,
+/// issue 15): four fields per accumulator instead of six keep the loop in registers.
+template <class Scalar>
+TopTwoAndSums<Scalar> scale_row_with_top_two_and_sums(Scalar* p, Index n, Scalar factor) {
+  const auto result =
+      detail::scale_and_reduce_row<detail::TopTwoAndSumsAccumulator>(p, n, factor, detail::NoParameters{});
+  return {result.max, result.second, result.sum, result.small_sum};
 }
 
 /// Σ (x_i − shift) and #{i} over the entries with x_i − shift ≥ threshold (one pass, vectorized; counts exact for

@@ -279,9 +279,10 @@ Vector<Scalar> nonsymmetric_spectral_norms(const RowMatrixView<Scalar>& logits, 
 // 4096×4096 logits). Bitwise the norms of the unfused composition (map, then the *_jacobian_spectral_norm function
 // of spectral_norm.hpp), which tests/normalize/test_fused_spectral_norm.cpp checks.
 
-/// norms(i) = row_function(i, visible logits of row i (contiguous), n, buffer of n entries) for every row of already
-/// validated logits; prefix rows are read in place, mask rows gathered. Rows run in blocks of 16 (in parallel),
-/// each block with one buffer; an exception from a row is rethrown after the loop.
+/// norms(i) = row_function(i, visible logits of row i (contiguous), n, buffer of n entries, next row or null) for every
+/// row of logits whose structure is validated; prefix rows are read in place (the next row's pointer lets the row
+/// function prefetch it), mask rows gathered (next row null). Rows run in blocks of 16 (in parallel), each block with
+/// one packet-aligned buffer; an exception from a row is rethrown after the loop.
 template <class Scalar, class RowFunction>
 Vector<Scalar> map_logit_rows_into_buffer(const RowMatrixView<Scalar>& z, const Visibility& visibility,
                                           Index work_per_entry, RowFunction&& row_function) {
@@ -289,33 +290,48 @@ Vector<Scalar> map_logit_rows_into_buffer(const RowMatrixView<Scalar>& z, const 
   Vector<Scalar> norms(rows);
   constexpr Index block = 16;
   for_each_row_rethrowing((rows + block - 1) / block, block * work_per_entry * cols, [&](Index block_index) {
-    std::vector<Scalar> buffer(static_cast<std::size_t>(cols)), gathered;
+    Eigen::Matrix<Scalar, Eigen::Dynamic, 1> buffer(cols);
+    std::vector<Scalar> gathered;
     const Index end = std::min(rows, (block_index + 1) * block);
     for (Index i = block_index * block; i < end; ++i) {
       const Scalar* row = z.data() + i * z.outerStride();
       if (visibility.is_prefix()) {
-        norms(i) = row_function(i, row, visibility.prefix_length(i, cols), buffer.data());
+        const Scalar* next_row = i + 1 < rows ? row + z.outerStride() : nullptr;
+        norms(i) = row_function(i, row, visibility.prefix_length(i, cols), buffer.data(), next_row);
       } else {
         gather_visible(row, i, cols, visibility, gathered);
-        norms(i) = row_function(i, gathered.data(), static_cast<Index>(gathered.size()), buffer.data());
+        norms(i) = row_function(i, gathered.data(), static_cast<Index>(gathered.size()), buffer.data(),
+                                static_cast<const Scalar*>(nullptr));
       }
     }
   });
   return norms;
 }
 
+/// Whether spectral_norms(z, map, visibility) checks the logits' finiteness itself, row by row, so that
+/// jacobian_spectral_norm leaves out its separate validation pass over the logits (a whole read of the matrix).
+template <class Map>
+inline constexpr bool checks_finiteness_per_row = std::is_same<Map, SoftmaxMap>::value;
+
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SoftmaxMap& map, const Visibility& visibility) {
   const Scalar scale = Scalar(1) / static_cast<Scalar>(map.temperature);
-  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p) {
-    softmax_row(logits, n, scale, p);
-    return softmax_jacobian_norm_row(p, n, scale);
+  // per row: max (with the finiteness check), exp-and-sum into the buffer while the next row is prefetched, one pass
+  // that scales and summarizes, the secular root: bitwise softmax_row then softmax_jacobian_norm_row
+  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index i, const Scalar* logits, Index n, Scalar* p,
+                                                          const Scalar* next_row) {
+    const auto max = kernels::row_max(logits, n);
+    if (!max.finite)
+      throw_non_finite_logit("jacobian_spectral_norm", z.data() + i * z.outerStride(), i, z.cols(), visibility);
+    const Scalar sum = kernels::exp_shifted_sum(logits, n, max.max, scale, p, next_row);  // ≥ 1
+    const auto summary = kernels::scale_row_with_top_two_and_sums(p, n, Scalar(1) / sum);
+    return scale * secular_largest_eigenvalue(p, n, summary, Scalar(0));
   });
 }
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const ScalableSoftmaxMap& map, const Visibility& visibility) {
   const Scalar s = static_cast<Scalar>(map.s);
-  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p, const Scalar*) {
     const Scalar scale = ssmax_scale(s, n);  // J = (s·log n)(diag p − ppᵀ), docs/theory/normalization-maps.md §2
     scaled_softmax_row(logits, n, scale, p);
     return softmax_jacobian_norm_row(p, n, Scalar(1)) * scale;
@@ -324,21 +340,21 @@ Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const ScalableSoft
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SinkSoftmaxMap& map, const Visibility& visibility) {
   const Scalar sink_logit = static_cast<Scalar>(map.sink_logit);
-  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p, const Scalar*) {
     sink_softmax_row(logits, n, sink_logit, p);
     return sink_softmax_jacobian_norm_row(p, n);
   });
 }
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SparsemaxMap&, const Visibility& visibility) {
-  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index, const Scalar* logits, Index n, Scalar* p, const Scalar*) {
     sparsemax_row(logits, n, p);
     return sparsemax_jacobian_norm_row(p, n);
   });
 }
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const Entmax15Map&, const Visibility& visibility) {
-  return map_logit_rows_into_buffer(z, visibility, 16, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+  return map_logit_rows_into_buffer(z, visibility, 16, [&](Index, const Scalar* logits, Index n, Scalar* p, const Scalar*) {
     entmax15_row(logits, n, p);
     std::vector<Scalar> weights;
     return entmax_jacobian_norm_row(p, n, Scalar(1.5), weights);
@@ -347,7 +363,7 @@ Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const Entmax15Map&
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const EntmaxBisectMap& map, const Visibility& visibility) {
   const Scalar alpha = static_cast<Scalar>(map.alpha);
-  return map_logit_rows_into_buffer(z, visibility, 64, [&](Index, const Scalar* logits, Index n, Scalar* p) {
+  return map_logit_rows_into_buffer(z, visibility, 64, [&](Index, const Scalar* logits, Index n, Scalar* p, const Scalar*) {
     entmax_bisect_row(logits, n, alpha, p);
     std::vector<Scalar> weights;
     return entmax_jacobian_norm_row(p, n, alpha, weights);
@@ -384,7 +400,13 @@ Vector<typename Derived::Scalar> jacobian_spectral_norm(const Eigen::MatrixBase<
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::jacobian_spectral_norm: float or double");
   const char* function = "jacobian_spectral_norm";
   const RowMatrixView<Scalar> z(logits.derived());
-  detail::validate_logits(function, z, visibility);
+  if constexpr (detail::checks_finiteness_per_row<Map>) {  // non-finite logits are caught by the row loop
+    if (z.rows() == 0 || z.cols() == 0)
+      detail::throw_invalid_argument(function, "empty input (", z.rows(), "x", z.cols(), ")");
+    visibility.validate(function, z.rows(), z.cols());
+  } else {
+    detail::validate_logits(function, z, visibility);
+  }
   detail::validate_map_at(function, map, z, visibility);
   return detail::spectral_norms(z, map, visibility);
 }

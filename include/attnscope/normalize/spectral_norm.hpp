@@ -65,17 +65,17 @@ struct SecularSetup {
 /// distribution). r and max_{i≠argmax} d_i come from the entries ≤ 1/2 when p_(1) > 1/2 ≥ p_(2) (exact, no 1 − p_(1)
 /// cancellation), as Σp − p_(1) when that loses at most one bit, else from an exact pass that skips the argmax.
 template <class Scalar>
-SecularSetup<Scalar> secular_setup(const Scalar* p, Index n, const kernels::ProbabilityRowSummary<Scalar>& summary,
+SecularSetup<Scalar> secular_setup(const Scalar* p, Index n, const kernels::TopTwoAndSums<Scalar>& summary,
                                    Scalar sink_mass) {
   SecularSetup<Scalar> setup{summary.max, summary.second, 0, 0, 0};
   const Scalar half = Scalar(0.5);
   Scalar max_other_diagonal;
   if (setup.largest > half && setup.second <= half) {
     setup.rest = summary.sum_at_most_half;
-    max_other_diagonal = summary.max_bernoulli_variance_at_most_half;
+    max_other_diagonal = setup.second * (1 - setup.second);  // p(1 − p) increases on [0, 1/2]: at p_(2) [derived]
   } else if (setup.largest <= half && summary.sum - setup.largest >= summary.sum / 2) {
     setup.rest = summary.sum - setup.largest;
-    max_other_diagonal = summary.max_bernoulli_variance_at_most_half;  // every entry is ≤ 1/2
+    max_other_diagonal = setup.largest * (1 - setup.largest);  // every entry is ≤ 1/2: the largest p(1 − p) [derived]
   } else {
     const Index argmax = kernels::find_first(p, n, setup.largest);
     const auto before = kernels::sum_and_maxima(p, argmax);
@@ -94,7 +94,7 @@ SecularSetup<Scalar> secular_setup(const Scalar* p, Index n, const kernels::Prob
 /// (r₀ = 0: softmax, the g-form of §5.1; r₀ > 0: the sink form of §5.4), given its summary. Each iteration is one
 /// vectorized pass (kernels::secular_sums); two or three passes in float, three to five in double.
 template <class Scalar>
-Scalar secular_largest_eigenvalue(const Scalar* p, Index n, const kernels::ProbabilityRowSummary<Scalar>& summary,
+Scalar secular_largest_eigenvalue(const Scalar* p, Index n, const kernels::TopTwoAndSums<Scalar>& summary,
                                   Scalar sink_mass) {
   const SecularSetup<Scalar> setup = secular_setup(p, n, summary, sink_mass);
   const Scalar p1 = setup.largest, p2 = setup.second;
@@ -197,14 +197,15 @@ Vector<typename Derived::Scalar> map_probability_rows(const char* function, cons
 /// Exact ‖scale·(diag p − ppᵀ)‖₂ for one row of a distribution (no validation; n ≥ 1, p ≥ 0 finite).
 template <class Scalar>
 Scalar softmax_jacobian_norm_row(const Scalar* p, Index n, Scalar scale) {
-  return scale * secular_largest_eigenvalue(p, n, kernels::probability_row_summary(p, n), Scalar(0));
+  return scale *
+         secular_largest_eigenvalue(p, n, kernels::probability_row_summary(p, n).top_two_and_sums(), Scalar(0));
 }
 
 /// Exact ‖diag p − ppᵀ‖₂ for one row with Σp ≤ 1, sink mass r₀ = 1 − Σp (§5.4; no validation).
 template <class Scalar>
 Scalar sink_softmax_jacobian_norm_row(const Scalar* p, Index n) {
   const auto summary = kernels::probability_row_summary(p, n);
-  return secular_largest_eigenvalue(p, n, summary, std::max(Scalar(0), Scalar(1) - summary.sum));
+  return secular_largest_eigenvalue(p, n, summary.top_two_and_sums(), std::max(Scalar(0), Scalar(1) - summary.sum));
 }
 
 /// Exact ‖diag g − ggᵀ/Σg‖₂, g = p^{2−α} on the support (entmax, §1.2 and §5.4), for one row; `weights` is scratch.
@@ -234,7 +235,8 @@ Scalar sparsemax_jacobian_norm_row(const Scalar* p, Index n) {
 /// Cheap two-sided bound of one row of a distribution, times scale (§4.1).
 template <class Scalar>
 void softmax_jacobian_norm_bounds_row(const Scalar* p, Index n, Scalar scale, Scalar& lower, Scalar& upper) {
-  const SecularSetup<Scalar> setup = secular_setup(p, n, kernels::probability_row_summary(p, n), Scalar(0));
+  const SecularSetup<Scalar> setup =
+      secular_setup(p, n, kernels::probability_row_summary(p, n).top_two_and_sums(), Scalar(0));
   lower = scale * setup.lower;
   upper = scale * setup.upper;
 }
@@ -256,7 +258,7 @@ Vector<typename Derived::Scalar> softmax_jacobian_spectral_norm(const Eigen::Mat
   detail::require_positive(function, "scale", scale);
   return detail::map_probability_rows(function, probabilities, visibility, [&](Index row, const Scalar* p, Index n) {
     const auto summary = detail::validate_probability_row(function, p, n, row, false);
-    return scale * detail::secular_largest_eigenvalue(p, n, summary, Scalar(0));
+    return scale * detail::secular_largest_eigenvalue(p, n, summary.top_two_and_sums(), Scalar(0));
   });
 }
 
@@ -270,7 +272,8 @@ Vector<typename Derived::Scalar> sink_softmax_jacobian_spectral_norm(const Eigen
   const char* function = "sink_softmax_jacobian_spectral_norm";
   return detail::map_probability_rows(function, probabilities, visibility, [&](Index row, const Scalar* p, Index n) {
     const auto summary = detail::validate_probability_row(function, p, n, row, true);
-    return detail::secular_largest_eigenvalue(p, n, summary, std::max(Scalar(0), Scalar(1) - summary.sum));
+    return detail::secular_largest_eigenvalue(p, n, summary.top_two_and_sums(),
+                                              std::max(Scalar(0), Scalar(1) - summary.sum));
   });
 }
 
@@ -321,7 +324,7 @@ JacobianNormBounds<typename Derived::Scalar> softmax_jacobian_norm_bounds(
   bounds.lower = detail::map_probability_rows(function, probabilities, visibility,
                                               [&](Index row, const Scalar* p, Index n) {
     const auto summary = detail::validate_probability_row(function, p, n, row, false);
-    const auto setup = detail::secular_setup(p, n, summary, Scalar(0));
+    const auto setup = detail::secular_setup(p, n, summary.top_two_and_sums(), Scalar(0));
     bounds.upper(row) = scale * setup.upper;
     return scale * setup.lower;
   });
