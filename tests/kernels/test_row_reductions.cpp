@@ -76,7 +76,7 @@ TEMPLATE_TEST_CASE("sum_and_maxima equals its reference, also on empty ranges", 
   }
 }
 
-TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with ties, sum and sum over p <= 1/2",
+TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with ties, sums, sum over p <= 1/2",
                    "[kernels][reductions]", float, double) {
   attnscope::Random random(15);
   for (Index n : lengths()) {
@@ -94,6 +94,7 @@ TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with t
       const double tolerance = 4 * n * std::numeric_limits<TestType>::epsilon();
       CHECK(fast.sum == Approx(reference.sum).epsilon(tolerance));
       CHECK(fast.sum_at_most_half == Approx(reference.sum_at_most_half).epsilon(tolerance).margin(1e-30));
+      CHECK(fast.sum_of_squares == Approx(reference.sum_of_squares).epsilon(tolerance).margin(1e-30));
       if (variant == 2 && n > 1) CHECK(fast.second == fast.max);
       if (variant == 1) CHECK(fast.sum_at_most_half == Approx(fast.sum - TestType(0.75)).epsilon(1e-5));
     }
@@ -124,6 +125,7 @@ TEMPLATE_TEST_CASE("scale_row_with_top_two_and_sums is bitwise scale_row followe
       CHECK(summary.second == expected.second);
       CHECK(summary.sum == expected.sum);
       CHECK(summary.sum_at_most_half == expected.sum_at_most_half);
+      CHECK(summary.sum_of_squares == expected.sum_of_squares);
       const auto reference = attnscope::kernels::probability_row_summary_reference(separate.data(), n);
       CHECK(summary.second == reference.second);
       CHECK(summary.sum == Approx(reference.sum).epsilon(4 * n * std::numeric_limits<TestType>::epsilon()));

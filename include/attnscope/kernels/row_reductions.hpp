@@ -42,16 +42,16 @@ struct RowStatistics {
 /// [0, 1/2].)
 template <class Scalar>
 struct TopTwoAndSums {
-  Scalar max, second, sum, sum_at_most_half;
+  Scalar max, second, sum, sum_at_most_half, sum_of_squares;
 };
 
 /// One-pass summary of a row of probabilities: TopTwoAndSums, the minimum, and whether every entry is finite (the
 /// validation of probability rows).
 template <class Scalar>
 struct ProbabilityRowSummary {
-  Scalar min, max, second, sum, sum_at_most_half;
+  Scalar min, max, second, sum, sum_at_most_half, sum_of_squares;
   bool finite;
-  TopTwoAndSums<Scalar> top_two_and_sums() const { return {max, second, sum, sum_at_most_half}; }
+  TopTwoAndSums<Scalar> top_two_and_sums() const { return {max, second, sum, sum_at_most_half, sum_of_squares}; }
 };
 
 /// Sum and count of the shifted entries x_i − shift that are ≥ a threshold (the candidate filter of sparsemax).
@@ -223,16 +223,18 @@ struct TailAccumulator {
 /// so both give the same bits for them.
 template <class P>
 struct TopTwoAndSumsAccumulator {
-  P max, second, sum, small_sum;
+  P max, second, sum, small_sum, squares;
   explicit TopTwoAndSumsAccumulator(NoParameters)
       : max(pset1<P>(-std::numeric_limits<ScalarOf<P>>::infinity())),
         second(max),
         sum(pset1<P>(ScalarOf<P>(0))),
-        small_sum(sum) {}
+        small_sum(sum),
+        squares(sum) {}
   void add(const P& value) {
     second = pmax(second, pmin(max, value));  // per-lane top two, ties kept
     max = pmax(max, value);
     sum = padd(sum, value);
+    squares = Eigen::internal::pmadd(value, value, squares);
     if constexpr (std::is_arithmetic<P>::value) {
       if (value <= P(0.5)) small_sum += value;
     } else {
@@ -245,6 +247,7 @@ struct TopTwoAndSumsAccumulator {
     max = pmax(max, other.max);
     sum = padd(sum, other.sum);
     small_sum = padd(small_sum, other.small_sum);
+    squares = padd(squares, other.squares);
   }
   TopTwoAndSumsAccumulator<ScalarOf<P>> horizontal() const {
     TopTwoAndSumsAccumulator<ScalarOf<P>> result(NoParameters{});
@@ -261,6 +264,7 @@ struct TopTwoAndSumsAccumulator {
       }
       result.sum = sum_lanes(sum);
       result.small_sum = sum_lanes(small_sum);
+      result.squares = sum_lanes(squares);
     }
     return result;
   }
@@ -346,15 +350,15 @@ RowStatistics<Scalar> row_statistics_reference(const Scalar* x, Index n) {
 template <class Scalar>
 ProbabilityRowSummary<Scalar> probability_row_summary(const Scalar* p, Index n) {
   const auto result = detail::reduce_row<detail::ProbabilitySummaryAccumulator>(p, n, detail::NoParameters{});
-  return {result.min, result.top.max, result.top.second, result.top.sum, result.top.small_sum,
-          result.poison == Scalar(0)};
+  return {result.min,           result.top.max,     result.top.second,         result.top.sum,
+          result.top.small_sum, result.top.squares, result.poison == Scalar(0)};
 }
 
 /// Scalar reference of probability_row_summary.
 template <class Scalar>
 ProbabilityRowSummary<Scalar> probability_row_summary_reference(const Scalar* p, Index n) {
   using limits = std::numeric_limits<Scalar>;
-  ProbabilityRowSummary<Scalar> summary{limits::infinity(), -limits::infinity(), -limits::infinity(), 0, 0, true};
+  ProbabilityRowSummary<Scalar> summary{limits::infinity(), -limits::infinity(), -limits::infinity(), 0, 0, 0, true};
   for (Index i = 0; i < n; ++i) {
     summary.finite = summary.finite && std::isfinite(p[i]);
     summary.min = std::min(summary.min, p[i]);
@@ -365,6 +369,7 @@ ProbabilityRowSummary<Scalar> probability_row_summary_reference(const Scalar* p,
       summary.second = p[i];
     }
     summary.sum += p[i];
+    summary.sum_of_squares += p[i] * p[i];
     if (p[i] <= Scalar(0.5)) summary.sum_at_most_half += p[i];
   }
   return summary;
@@ -418,7 +423,7 @@ template <class Scalar>
 TopTwoAndSums<Scalar> scale_row_with_top_two_and_sums(Scalar* p, Index n, Scalar factor) {
   const auto result =
       detail::scale_and_reduce_row<detail::TopTwoAndSumsAccumulator>(p, n, factor, detail::NoParameters{});
-  return {result.max, result.second, result.sum, result.small_sum};
+  return {result.max, result.second, result.sum, result.small_sum, result.squares};
 }
 
 /// Σ (x_i − shift) and #{i} over the entries with x_i − shift ≥ threshold (one pass, vectorized; counts exact for
