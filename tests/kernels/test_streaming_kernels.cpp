@@ -66,6 +66,48 @@ TEMPLATE_TEST_CASE("scale_row_into and fill_row equal their references for every
   }
 }
 
+TEMPLATE_TEST_CASE("scale_row_into_and_row_max is bitwise scale_row_into and row_max of the next row",
+                   "[kernels][streaming]", float, double) {
+  attnscope::Random random(152);
+  for (Index n : streaming_lengths()) {
+    if (n == 0) continue;
+    const std::vector<TestType> x = uniform_row<TestType>(random, n, 0, 1);
+    const TestType factor = static_cast<TestType>(random.uniform(0.1, 3));
+    std::vector<TestType> reference(x.size());
+    attnscope::kernels::scale_row_into_reference(x.data(), n, factor, reference.data());
+    for (Index next_n : {n - 1, n, n + 1, n + 9}) {  // causal rows grow by one key; other lengths too
+      if (next_n < 1) continue;
+      std::vector<TestType> next = uniform_row<TestType>(random, next_n, -40, 40);
+      const auto expected = attnscope::kernels::row_max_reference(next.data(), next_n);
+      for (Index offset = 0; offset < 3; ++offset) {
+        for (bool streaming : {false, true}) {
+          std::vector<TestType> storage(x.size() + 8, TestType(-7));
+          TestType* out = storage.data() + offset;
+          const auto max =
+              attnscope::kernels::scale_row_into_and_row_max(x.data(), n, factor, out, streaming, next.data(), next_n);
+          CHECK(same_bits(out, reference.data(), n));
+          CHECK(out[n] == TestType(-7));
+          CHECK(max.finite);
+          CHECK(max.max == expected.max);
+        }
+      }
+      // a non-finite entry anywhere in the next row, inside or beyond the common length, clears `finite`
+      for (Index bad_at : {Index{0}, next_n / 2, next_n - 1}) {
+        std::vector<TestType> bad = next;
+        bad[static_cast<std::size_t>(bad_at)] = std::numeric_limits<TestType>::quiet_NaN();
+        std::vector<TestType> out(x.size());
+        CHECK_FALSE(attnscope::kernels::scale_row_into_and_row_max(x.data(), n, factor, out.data(), true, bad.data(),
+                                                                   next_n)
+                        .finite);
+        bad[static_cast<std::size_t>(bad_at)] = -std::numeric_limits<TestType>::infinity();
+        CHECK_FALSE(attnscope::kernels::scale_row_into_and_row_max(x.data(), n, factor, out.data(), false, bad.data(),
+                                                                   next_n)
+                        .finite);
+      }
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("exp_shifted_total and the prefetching exp_shifted_sum give the bits of exp_shifted_sum",
                    "[kernels][streaming]", float, double) {
   attnscope::Random random(152);
