@@ -379,6 +379,8 @@ namespace detail {
 
 /// reduce_row (kernels/packet.hpp) over the products values[i]·factor, each product stored back into values[i]: the
 /// same four accumulators in the same order, so the result is bitwise that of scaling the row and then reducing it.
+/// A copy of reduce_row's driver on purpose: one driver taking load callbacks for both made the exact norm from
+/// logits ≈ 10% slower at 16384×512 (bench_row_kernels, 2026-12-01).
 template <template <class> class Accumulator, class Scalar, class Parameters>
 Accumulator<Scalar> scale_and_reduce_row(Scalar* values, Index n, Scalar factor, const Parameters& parameters) {
   Index i = 0;
@@ -687,7 +689,9 @@ void scale_row_into(const Scalar* x, Index n, Scalar factor, Scalar* out, bool s
 /// example the softmax row after this one, already prefetched) ride along the store-bound scale pass instead of a pass
 /// of their own. Bitwise both results (the maximum and the finiteness check do not depend on the order). For rows that
 /// fit in L1 beside the buffer (softmax_into uses it up to 8 KiB rows; docs/performance.md, issue 15). next_n ≥ 1;
-/// `next` must not overlap `out`.
+/// `next` must not overlap `out`. The store loop is written out rather than through write_row: with the max
+/// accumulators updated inside write_row's callbacks, softmax_into at 16384×512 fell from ≈ 0.7 to 0.47–0.52 of a
+/// copy.
 template <class Scalar>
 MaxAndFiniteness<Scalar> scale_row_into_and_row_max(const Scalar* x, Index n, Scalar factor, Scalar* out,
                                                     bool streaming, const Scalar* next, Index next_n) {

@@ -401,9 +401,7 @@ Vector<typename Derived::Scalar> jacobian_spectral_norm(const Eigen::MatrixBase<
   const char* function = "jacobian_spectral_norm";
   const RowMatrixView<Scalar> z(logits.derived());
   if constexpr (detail::checks_finiteness_per_row<Map>) {  // non-finite logits are caught by the row loop
-    if (z.rows() == 0 || z.cols() == 0)
-      detail::throw_invalid_argument(function, "empty input (", z.rows(), "x", z.cols(), ")");
-    visibility.validate(function, z.rows(), z.cols());
+    detail::validate_logit_shape(function, z.rows(), z.cols(), visibility);
   } else {
     detail::validate_logits(function, z, visibility);
   }

@@ -48,20 +48,6 @@ template <class Scalar>
   return true;
 }
 
-/// try_softmax_row (bitwise the same results) for rows streamed from and to memory: max, exp-and-sum into `buffer`
-/// (n entries, stays in L1/L2; prefetching next_row[0, n) meanwhile, the row the caller reads next, may be null),
-/// then the scale from the buffer into `out`, with non-temporal stores when `streaming` (kernels/stream_store.hpp:
-/// the output lines are not read first). out may alias logits; buffer must not overlap either.
-template <class Scalar>
-[[nodiscard]] bool try_softmax_row_buffered(const Scalar* logits, Index n, Scalar scale, Scalar* out, Scalar* buffer,
-                                            const Scalar* next_row, bool streaming) {
-  const auto max = kernels::row_max(logits, n);
-  if (!max.finite) return false;
-  const Scalar sum = kernels::exp_shifted_sum(logits, n, max.max, scale, buffer, next_row);  // ≥ 1
-  kernels::scale_row_into(buffer, n, Scalar(1) / sum, out, streaming);
-  return true;
-}
-
 /// Throws the error for the first non-finite visible logit of `row` (pointer to its first column).
 template <class Scalar>
 [[noreturn]] void throw_non_finite_logit(const char* function, const Scalar* values, Index row, Index cols,
@@ -151,13 +137,19 @@ RowMatrix<Scalar> apply_rowwise(const RowMatrix<Scalar>& logits, const Visibilit
   return out;
 }
 
+/// The shape part of validate_logit_rows: non-empty, mask shape, no fully masked row (for row loops that check the
+/// logits' finiteness themselves).
+inline void validate_logit_shape(const char* function, Index rows, Index cols, const Visibility& visibility) {
+  if (rows == 0 || cols == 0) throw_invalid_argument(function, "empty input (", rows, "x", cols, ")");
+  visibility.validate(function, rows, cols);
+}
+
 /// Validates a row-major block of logits: non-empty, mask shape, no fully masked row, finite at visible entries
 /// (vectorized check on prefix rows). Throws attnscope::invalid_argument naming the row and column.
 template <class Scalar>
 void validate_logit_rows(const char* function, const Scalar* data, Index rows, Index cols, Index stride,
                          const Visibility& visibility) {
-  if (rows == 0 || cols == 0) throw_invalid_argument(function, "empty input (", rows, "x", cols, ")");
-  visibility.validate(function, rows, cols);
+  validate_logit_shape(function, rows, cols, visibility);
   for_each_row_rethrowing(rows, cols, [&](Index i) {
     const Scalar* row = data + i * stride;
     bool finite = true;
