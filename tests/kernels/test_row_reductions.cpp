@@ -2,6 +2,7 @@
 // scalar references, for every length around the packet and unroll boundaries.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -154,6 +155,38 @@ TEMPLATE_TEST_CASE("exp_shifted_sum and scale_row match their references", "[ker
       attnscope::kernels::scale_row(scaled.data(), n, TestType(1) / sum);
       attnscope::kernels::scale_row_reference(scaled_reference.data(), n, TestType(1) / sum);
       CHECK(scaled == scaled_reference);  // one rounding per entry either way: bitwise equal
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("secular_power_sums matches a long-double evaluation of c_k = sum p_i/(p_i - lambda)^k, k = 1..5",
+                   "[kernels][secular]", float, double) {
+  attnscope::Random random(15);
+  using limits = std::numeric_limits<TestType>;
+  for (Index n : lengths()) {
+    std::vector<TestType> p = random_row<TestType>(random, n, 0, 1);
+    p[static_cast<std::size_t>(n / 3)] = 0;  // zero entries contribute exactly 0
+    std::vector<TestType> sorted = p;
+    std::sort(sorted.begin(), sorted.end(), std::greater<TestType>());
+    // λ above every entry (every term of one sign) and, for n ≥ 2, strictly between the two largest (mixed signs)
+    std::vector<TestType> lambdas = {sorted[0] * TestType(1.5) + TestType(0.01)};
+    if (n >= 2 && sorted[1] < sorted[0]) lambdas.push_back(sorted[1] + (sorted[0] - sorted[1]) / 3);
+    for (TestType lambda : lambdas) {
+      const auto fast = attnscope::kernels::secular_power_sums(p.data(), n, lambda);
+      const auto reference = attnscope::kernels::secular_power_sums_reference(p.data(), n, lambda);
+      for (std::size_t k = 0; k < 5; ++k) {
+        long double exact = 0, magnitude = 0;  // Σ p_i/(p_i − λ)^(k+1) and Σ of its terms' magnitudes
+        for (TestType pi : p) {
+          const long double term = pi / std::pow(static_cast<long double>(pi) - lambda, static_cast<int>(k + 1));
+          exact += term;
+          magnitude += std::fabs(term);
+        }
+        // each term carries ≤ k + 2 roundings, the sum ≤ n more: an error bound relative to Σ|terms|
+        const long double bound = (4 * (n + 2) + 8 * (k + 2)) * limits::epsilon() * magnitude;
+        CAPTURE(n, k, lambda);
+        CHECK(std::fabs(fast.c[k] - exact) <= bound);
+        CHECK(std::fabs(reference.c[k] - exact) <= bound);
+      }
     }
   }
 }

@@ -250,6 +250,54 @@ ATTNSCOPE_AVX2_TARGET void secular_sums(const float* p, Index n, float lambda, f
   }
 }
 
+/// The five packet accumulators of secular_power_sums: sums[k] += p/(p − λ)^(k+1) per packet (the fifth by an FMA,
+/// which balances the multiplications and additions across the FMA and ADD ports).
+struct SecularPowerPackets {
+  __m256 sums[5];
+  template <int = 0>
+  ATTNSCOPE_AVX2_TARGET void clear() {
+    for (__m256& sum : sums) sum = _mm256_setzero_ps();
+  }
+  template <int = 0>
+  ATTNSCOPE_AVX2_TARGET void add(__m256 entry, __m256 lambda) {
+    const __m256 inverse = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sub_ps(entry, lambda));  // 1/(p_i − λ)
+    __m256 term = _mm256_mul_ps(entry, inverse);                                                // p_i/(p_i − λ)
+    sums[0] = _mm256_add_ps(sums[0], term);
+    term = _mm256_mul_ps(term, inverse);
+    sums[1] = _mm256_add_ps(sums[1], term);
+    term = _mm256_mul_ps(term, inverse);
+    sums[2] = _mm256_add_ps(sums[2], term);
+    term = _mm256_mul_ps(term, inverse);
+    sums[3] = _mm256_add_ps(sums[3], term);
+    sums[4] = _mm256_fmadd_ps(term, inverse, sums[4]);
+  }
+};
+
+/// secular_power_sums (kernels/secular.hpp) on AVX2: sums[k] = Σ p_i/(p_i − λ)^(k+1), k = 0..4, two accumulators
+/// over blocks of 16, the tail in scalar code.
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET void secular_power_sums(const float* p, Index n, float lambda, float* sums) {
+  const __m256 lambda_packet = _mm256_set1_ps(lambda);
+  SecularPowerPackets first, second;
+  first.clear();
+  second.clear();
+  Index i = 0;
+  for (; i + 16 <= n; i += 16) {
+    first.add(_mm256_loadu_ps(p + i), lambda_packet);
+    second.add(_mm256_loadu_ps(p + i + 8), lambda_packet);
+  }
+  for (; i + 8 <= n; i += 8) first.add(_mm256_loadu_ps(p + i), lambda_packet);
+  for (int k = 0; k < 5; ++k) sums[k] = sum_lanes(_mm256_add_ps(first.sums[k], second.sums[k]));
+  for (; i < n; ++i) {
+    const float inverse = 1.0f / (p[i] - lambda);
+    float term = p[i];
+    for (int k = 0; k < 5; ++k) {
+      term *= inverse;
+      sums[k] += term;
+    }
+  }
+}
+
 #undef ATTNSCOPE_AVX2_TARGET
 
 }  // namespace detail::avx2

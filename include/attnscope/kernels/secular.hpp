@@ -1,8 +1,10 @@
 // attnscope/kernels/secular.hpp — the secular function of a rank-one downdate of a diagonal matrix,
 // g(λ) = Σ_i p_i/(p_i − λ) and g'(λ) = Σ_i p_i/(p_i − λ)² (docs/theory/normalization-maps.md §5.1), evaluated in one vectorized
-// pass (one division per entry), with the scalar reference beside it.
+// pass (one division per entry), with the scalar reference beside it; and the power sums c_k = Σ_i p_i/(p_i − λ)^k,
+// k = 1..5, the Taylor coefficients of g at λ, from which the solver evaluates g near λ without another pass.
 #pragma once
 
+#include <array>
 #include <type_traits>
 
 #include <Eigen/Core>
@@ -57,7 +59,106 @@ struct SecularAccumulator {
   }
 };
 
+/// The power sums c_k = Σ p_i/(p_i − λ)^k, k = 1..5, by repeated multiplication with 1/(p_i − λ): one division,
+/// four multiplications, four additions and an FMA per packet. Five named members, not an array: GCC keeps an array
+/// of packets on the stack, and the store-to-load round trip per packet made the pass 2× slower.
+template <class P>
+struct SecularPowerAccumulator {
+  P lambda, first, second, third, fourth, fifth;
+  explicit SecularPowerAccumulator(const P& lambda_)
+      : lambda(lambda_), first(zero()), second(zero()), third(zero()), fourth(zero()), fifth(zero()) {}
+  static P zero() { return Eigen::internal::pset1<P>(typename Eigen::internal::unpacket_traits<P>::type(0)); }
+  void add(const P& p) {
+    using namespace Eigen::internal;
+    using Scalar = typename unpacket_traits<P>::type;
+    const P inverse = pdiv(pset1<P>(Scalar(1)), psub(p, lambda));  // 1/(p_i − λ)
+    P term = pmul(p, inverse);                                      // p_i/(p_i − λ), 0 for p_i = 0
+    first = padd(first, term);
+    term = pmul(term, inverse);                                     // p_i/(p_i − λ)²
+    second = padd(second, term);
+    term = pmul(term, inverse);
+    third = padd(third, term);
+    term = pmul(term, inverse);
+    fourth = padd(fourth, term);
+    fifth = pmadd(term, inverse, fifth);                            // p_i/(p_i − λ)⁵ by an FMA (balances the ports)
+  }
+  void merge(const SecularPowerAccumulator& other) {
+    using Eigen::internal::padd;
+    first = padd(first, other.first);
+    second = padd(second, other.second);
+    third = padd(third, other.third);
+    fourth = padd(fourth, other.fourth);
+    fifth = padd(fifth, other.fifth);
+  }
+};
+
 }  // namespace detail
+
+/// c[k] = Σ_i p_i/(p_i − λ)^(k+1), k = 0..4: c[0] = g(λ), c[1] = g'(λ), and c[k] = g^(k)(λ)/k! in general, so that
+/// g(λ + δ) = Σ_k c[k]·δ^k wherever the series converges (|δ| < min |p_i − λ|).
+template <class Scalar>
+struct SecularPowerSums {
+  std::array<Scalar, 5> c;
+};
+
+/// The power sums of SecularPowerSums over p[0..n) for λ different from every p_i, in one vectorized pass (one
+/// division per entry; two packet accumulators, since five sums each fill the vector registers).
+template <class Scalar>
+SecularPowerSums<Scalar> secular_power_sums(const Scalar* p, Index n, Scalar lambda) {
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  if constexpr (std::is_same<Scalar, float>::value) {  // runtime_dispatch.hpp
+    if (detail::avx2::available()) {
+      SecularPowerSums<Scalar> sums;
+      detail::avx2::secular_power_sums(p, n, lambda, sums.c.data());
+      return sums;
+    }
+  }
+#endif
+  SecularPowerSums<Scalar> result;
+  result.c.fill(Scalar(0));
+  Index i = 0;
+  if constexpr (is_vectorized<Scalar>) {
+    using P = Packet<Scalar>;
+    constexpr Index width = packet_size<Scalar>;
+    if (n >= width) {
+      const P lambda_packet = Eigen::internal::pset1<P>(lambda);
+      detail::SecularPowerAccumulator<P> first(lambda_packet), second(lambda_packet);
+      for (; i + 2 * width <= n; i += 2 * width) {
+        first.add(detail::load<P>(p + i));
+        second.add(detail::load<P>(p + i + width));
+      }
+      for (; i + width <= n; i += width) first.add(detail::load<P>(p + i));
+      first.merge(second);
+      using Eigen::internal::predux;
+      result.c = {predux(first.first), predux(first.second), predux(first.third), predux(first.fourth),
+                  predux(first.fifth)};
+    }
+  }
+  detail::SecularPowerAccumulator<Scalar> tail(lambda);
+  for (; i < n; ++i) tail.add(p[i]);
+  result.c[0] += tail.first;
+  result.c[1] += tail.second;
+  result.c[2] += tail.third;
+  result.c[3] += tail.fourth;
+  result.c[4] += tail.fifth;
+  return result;
+}
+
+/// Scalar reference of secular_power_sums.
+template <class Scalar>
+SecularPowerSums<Scalar> secular_power_sums_reference(const Scalar* p, Index n, Scalar lambda) {
+  SecularPowerSums<Scalar> sums;
+  sums.c.fill(Scalar(0));
+  for (Index i = 0; i < n; ++i) {
+    const Scalar inverse = Scalar(1) / (p[i] - lambda);
+    Scalar term = p[i];
+    for (Scalar& sum : sums.c) {
+      term *= inverse;
+      sum += term;
+    }
+  }
+  return sums;
+}
 
 /// g(λ) = Σ p_i/(p_i − λ) and g'(λ) = Σ p_i/(p_i − λ)² over p[0..n) for λ different from every p_i (vectorized).
 template <class Scalar>
