@@ -105,31 +105,56 @@ TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with t
   }
 }
 
-TEMPLATE_TEST_CASE("scale_row_with_top_two_and_sums is bitwise scale_row followed by probability_row_summary",
+TEMPLATE_TEST_CASE("exp_shifted_with_summary: the exponentials of exp_shifted_sum and an exact summary of them",
                    "[kernels][reductions]", float, double) {
-  attnscope::Random random(1516);
+  using limits = std::numeric_limits<TestType>;
+  attnscope::Random random(16);
   for (Index n : lengths()) {
-    for (int variant = 0; variant < 3; ++variant) {
-      std::vector<TestType> e = random_row<TestType>(random, n, 0, 1);  // exponentials: the largest is 1
-      e[random.below(e.size())] = TestType(1);
-      if (variant == 1 && n > 1) e[0] = e[static_cast<std::size_t>(n - 1)] = TestType(1);  // tied maximum
-      if (variant == 2) std::fill(e.begin(), e.end(), TestType(1e-3));                    // flat row, p ≤ 1/2
-      TestType total = 0;
-      for (TestType value : e) total += value;
-      const TestType factor = TestType(1) / total;
-      std::vector<TestType> fused = e, separate = e;
-      const auto summary = attnscope::kernels::scale_row_with_top_two_and_sums(fused.data(), n, factor);
-      attnscope::kernels::scale_row(separate.data(), n, factor);
-      const auto expected = attnscope::kernels::probability_row_summary(separate.data(), n);
-      CHECK(fused == separate);
-      CHECK(summary.max == expected.max);
-      CHECK(summary.second == expected.second);
-      CHECK(summary.sum == expected.sum);
-      CHECK(summary.sum_at_most_half == expected.sum_at_most_half);
-      CHECK(summary.sum_of_squares == expected.sum_of_squares);
-      const auto reference = attnscope::kernels::probability_row_summary_reference(separate.data(), n);
-      CHECK(summary.second == reference.second);
-      CHECK(summary.sum == Approx(reference.sum).epsilon(4 * n * std::numeric_limits<TestType>::epsilon()));
+    std::vector<TestType> x = random_row<TestType>(random, n, -30, 30);
+    const Index argmax = attnscope::kernels::find_first(x.data(), n, attnscope::kernels::row_max_reference(x.data(), n).max);
+    // three rows: a unique maximum, a tie at the top, and a key so close below the maximum that its exponential
+    // rounds to 1 (both ties count as ones)
+    for (int variant = 0; variant < (n >= 2 ? 3 : 1); ++variant) {
+      std::vector<TestType> row = x;
+      const std::size_t other = static_cast<std::size_t>((argmax + 1) % n);
+      if (variant == 1) row[other] = row[static_cast<std::size_t>(argmax)];
+      if (variant == 2) {  // maximum 0 and a key at −FLT_MIN: exp(−FLT_MIN·scale) rounds to 1
+        const TestType top = row[static_cast<std::size_t>(argmax)];
+        for (TestType& value : row) value -= top;
+        row[static_cast<std::size_t>(argmax)] = 0;
+        row[other] = -limits::min();
+      }
+      const TestType shift = attnscope::kernels::row_max_reference(row.data(), n).max;
+      for (TestType scale : {TestType(1), TestType(0.25), TestType(7)}) {
+        std::vector<TestType> fast(row.size()), plain(row.size()), reference(row.size());
+        const auto summary = attnscope::kernels::exp_shifted_with_summary(row.data(), n, shift, scale, fast.data(),
+                                                                          row.data());  // prefetch: any row
+        attnscope::kernels::exp_shifted_sum(row.data(), n, shift, scale, plain.data());
+        CHECK(fast == plain);  // the same exponentials, bitwise
+        const auto expected =
+            attnscope::kernels::exp_shifted_with_summary_reference(row.data(), n, shift, scale, reference.data());
+        long double ones = 0, below = 0, squares = 0;
+        TestType largest_below = 0;
+        for (std::size_t i = 0; i < row.size(); ++i) {
+          CHECK(std::fabs(fast[i] - reference[i]) <= 3 * limits::epsilon() * reference[i] + limits::min());
+          CHECK(fast[i] <= 1);
+          if (fast[i] == 1) {
+            ones += 1;
+          } else {
+            below += fast[i];
+            largest_below = std::max(largest_below, fast[i]);
+          }
+          squares += static_cast<long double>(fast[i]) * fast[i];
+        }
+        CAPTURE(n, variant, scale);
+        CHECK(summary.count_of_ones == static_cast<TestType>(ones));  // exact
+        CHECK(summary.count_of_ones == (variant == 0 ? 1 : 2));
+        CHECK(summary.largest_below_one == largest_below);  // exact
+        CHECK(std::fabs(summary.sum_below_one - below) <= 4 * (n + 1) * limits::epsilon() * below);
+        CHECK(std::fabs(summary.sum_of_squares - squares) <= 4 * (n + 1) * limits::epsilon() * squares);
+        CHECK(expected.count_of_ones == summary.count_of_ones);
+        CHECK(std::fabs(expected.sum_below_one - below) <= 8 * (n + 1) * limits::epsilon() * below);
+      }
     }
   }
 }

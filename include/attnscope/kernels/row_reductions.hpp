@@ -54,6 +54,15 @@ struct ProbabilityRowSummary {
   TopTwoAndSums<Scalar> top_two_and_sums() const { return {max, second, sum, sum_at_most_half, sum_of_squares}; }
 };
 
+/// What the exact softmax Jacobian norm needs of the exponentials e_i = exp(scale·(x_i − shift)) of a row whose
+/// maximum is `shift` (issue 15): the largest exponential is then exp(0) = 1 exactly, so the mass of every other key
+/// is `sum_below_one`, without the cancellation of Σe − 1 when one key dominates; Σe = sum_below_one + count_of_ones
+/// (count_of_ones ≥ 2 is a tie at the top, also when an exponential just below the maximum rounds to 1).
+template <class Scalar>
+struct ExponentialSummary {
+  Scalar count_of_ones, sum_below_one, largest_below_one, sum_of_squares;
+};
+
 /// Sum and count of the shifted entries x_i − shift that are ≥ a threshold (the candidate filter of sparsemax).
 template <class Scalar>
 struct TailSum {
@@ -375,59 +384,6 @@ ProbabilityRowSummary<Scalar> probability_row_summary_reference(const Scalar* p,
   return summary;
 }
 
-namespace detail {
-
-/// reduce_row (kernels/packet.hpp) over the products values[i]·factor, each product stored back into values[i]: the
-/// same four accumulators in the same order, so the result is bitwise that of scaling the row and then reducing it.
-/// A copy of reduce_row's driver on purpose: one driver taking load callbacks for both made the exact norm from
-/// logits ≈ 10% slower at 16384×512 (bench_row_kernels, 2026-12-01).
-template <template <class> class Accumulator, class Scalar, class Parameters>
-Accumulator<Scalar> scale_and_reduce_row(Scalar* values, Index n, Scalar factor, const Parameters& parameters) {
-  Index i = 0;
-  if constexpr (is_vectorized<Scalar>) {
-    using P = Packet<Scalar>;
-    constexpr Index width = packet_size<Scalar>;
-    if (n >= width) {
-      const P factor_packet = pset1<P>(factor);
-      const auto scaled_at = [&](Index at) {
-        const P value = pmul(load<P>(values + at), factor_packet);
-        store(values + at, value);
-        return value;
-      };
-      Accumulator<P> first(parameters), second(parameters), third(parameters), fourth(parameters);
-      for (; i + 4 * width <= n; i += 4 * width) {
-        first.add(scaled_at(i));
-        second.add(scaled_at(i + width));
-        third.add(scaled_at(i + 2 * width));
-        fourth.add(scaled_at(i + 3 * width));
-      }
-      for (; i + width <= n; i += width) first.add(scaled_at(i));
-      first.merge(second);
-      third.merge(fourth);
-      first.merge(third);
-      Accumulator<Scalar> result = first.horizontal();
-      for (; i < n; ++i) result.add(values[i] *= factor);
-      return result;
-    }
-  }
-  Accumulator<Scalar> result(parameters);
-  for (; i < n; ++i) result.add(values[i] *= factor);
-  return result;
-}
-
-}  // namespace detail
-
-/// p[i] *= factor, returning the TopTwoAndSums of the scaled row: one pass instead of scale_row followed by
-/// probability_row_summary, with bitwise their results for these fields (the same products, the same accumulators
-/// in the same order). The last pass of a softmax row that feeds the exact Jacobian norm (normalize/jacobian.hpp,
-/// issue 15): four fields per accumulator instead of six keep the loop in registers.
-template <class Scalar>
-TopTwoAndSums<Scalar> scale_row_with_top_two_and_sums(Scalar* p, Index n, Scalar factor) {
-  const auto result =
-      detail::scale_and_reduce_row<detail::TopTwoAndSumsAccumulator>(p, n, factor, detail::NoParameters{});
-  return {result.max, result.second, result.sum, result.small_sum, result.squares};
-}
-
 /// Σ (x_i − shift) and #{i} over the entries with x_i − shift ≥ threshold (one pass, vectorized; counts exact for
 /// n < 2^24 in float).
 template <class Scalar>
@@ -623,6 +579,127 @@ void fill_row(Scalar* out, Index n, Scalar value, bool streaming) {
 template <class Scalar>
 Scalar exp_shifted_total(const Scalar* x, Index n, Scalar shift, Scalar scale) {
   return detail::exp_shifted_sum_loop<false>(x, n, shift, scale, static_cast<Scalar*>(nullptr));
+}
+
+namespace detail {
+
+/// The ExponentialSummary fields over packets (or scalars): below = e where e < 1, else 0.
+template <class P>
+struct ExponentialSummaryAccumulator {
+  P ones, below_sum, below_max, squares;
+  ExponentialSummaryAccumulator()
+      : ones(pset1<P>(ScalarOf<P>(0))), below_sum(ones), below_max(ones), squares(ones) {}
+  void add(const P& value) {
+    if constexpr (std::is_arithmetic<P>::value) {
+      if (value < P(1)) {
+        below_sum += value;
+        below_max = std::max(below_max, value);
+      } else {
+        ones += P(1);
+      }
+    } else {
+      const P one = pset1<P>(ScalarOf<P>(1));
+      const P is_below = Eigen::internal::pcmp_lt(value, one);  // all-ones where e < 1
+      const P below = Eigen::internal::pand(is_below, value);
+      below_sum = padd(below_sum, below);
+      below_max = pmax(below_max, below);
+      ones = padd(ones, Eigen::internal::pandnot(one, is_below));  // 1 where e = 1
+    }
+    squares = Eigen::internal::pmadd(value, value, squares);
+  }
+  void merge(const ExponentialSummaryAccumulator& other) {
+    ones = padd(ones, other.ones);
+    below_sum = padd(below_sum, other.below_sum);
+    below_max = pmax(below_max, other.below_max);
+    squares = padd(squares, other.squares);
+  }
+  ExponentialSummary<ScalarOf<P>> horizontal() const {
+    return {sum_lanes(ones), sum_lanes(below_sum), max_lanes(below_max), sum_lanes(squares)};
+  }
+};
+
+/// The vector part of exp_shifted_with_summary on Eigen packets (two accumulators over pairs of packets: the four
+/// fields of each fill the registers); returns where the scalar tail starts.
+template <bool unit_scale, class Scalar>
+Index exp_shifted_with_summary_packets(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out,
+                                       const Scalar* prefetch, ExponentialSummary<Scalar>& summary) {
+  using P = Packet<Scalar>;
+  constexpr Index width = packet_size<Scalar>;
+  const P shift_packet = pset1<P>(shift), scale_packet = pset1<P>(scale);
+  const auto exp_at = [&](Index at) {
+    const P shifted = psub(load<P>(x + at), shift_packet);
+    if constexpr (unit_scale) return packet_exp_nonpositive(shifted);
+    else return packet_exp_nonpositive(pmul(shifted, scale_packet));
+  };
+  ExponentialSummaryAccumulator<P> even, odd;
+  constexpr Index line = 64 / static_cast<Index>(sizeof(Scalar));  // entries per 64-byte cache line
+  Index i = 0;
+  for (; i + 2 * width <= n; i += 2 * width) {
+    if (prefetch != nullptr && i % line == 0) Eigen::internal::prefetch(prefetch + i);
+    const P a = exp_at(i), b = exp_at(i + width);
+    store(out + i, a);
+    store(out + i + width, b);
+    even.add(a);
+    odd.add(b);
+  }
+  for (; i + width <= n; i += width) {
+    const P a = exp_at(i);
+    store(out + i, a);
+    even.add(a);
+  }
+  even.merge(odd);
+  summary = even.horizontal();
+  return i;
+}
+
+}  // namespace detail
+
+/// out[i] = exp(scale·(x[i] − shift)) for shift = max x and scale > 0, as exp_shifted_sum, with the ExponentialSummary
+/// of the exponentials instead of their sum: the one pass over the exponentials of the exact softmax Jacobian norm
+/// from logits (normalize/jacobian.hpp). Prefetches next_row[0, n) while it computes (next_row may be null).
+template <class Scalar>
+ExponentialSummary<Scalar> exp_shifted_with_summary(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out,
+                                                    const Scalar* next_row) {
+  ExponentialSummary<Scalar> summary{0, 0, 0, 0};
+  Index i = 0;
+  bool done = false;  // the vector part ran
+  const bool unit_scale = scale == Scalar(1);  // no multiplication by 1 (the same bits)
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  if constexpr (std::is_same<Scalar, float>::value) {  // runtime_dispatch.hpp
+    if (detail::avx2::available()) {
+      float fields[4];
+      i = unit_scale ? detail::avx2::exp_shifted_with_summary_body<true>(x, n, shift, scale, out, next_row, fields)
+                     : detail::avx2::exp_shifted_with_summary_body<false>(x, n, shift, scale, out, next_row, fields);
+      summary = {fields[0], fields[1], fields[2], fields[3]};
+      done = true;
+    }
+  }
+#endif
+  if constexpr (is_vectorized<Scalar>) {
+    if (!done) {
+      i = unit_scale ? detail::exp_shifted_with_summary_packets<true>(x, n, shift, scale, out, next_row, summary)
+                     : detail::exp_shifted_with_summary_packets<false>(x, n, shift, scale, out, next_row, summary);
+    }
+  }
+  detail::ExponentialSummaryAccumulator<Scalar> tail;
+  for (; i < n; ++i) {
+    out[i] = exp_reference(scale * (x[i] - shift));
+    tail.add(out[i]);
+  }
+  return {summary.count_of_ones + tail.ones, summary.sum_below_one + tail.below_sum,
+          std::max(summary.largest_below_one, tail.below_max), summary.sum_of_squares + tail.squares};
+}
+
+/// Scalar reference of exp_shifted_with_summary.
+template <class Scalar>
+ExponentialSummary<Scalar> exp_shifted_with_summary_reference(const Scalar* x, Index n, Scalar shift, Scalar scale,
+                                                              Scalar* out) {
+  detail::ExponentialSummaryAccumulator<Scalar> accumulator;
+  for (Index i = 0; i < n; ++i) {
+    out[i] = exp_reference(scale * (x[i] - shift));
+    accumulator.add(out[i]);
+  }
+  return {accumulator.ones, accumulator.below_sum, accumulator.below_max, accumulator.squares};
 }
 
 /// out[i] = exp(scale·(x[i] − shift))·factor (arguments ≤ 0), every entry by the packet exp (also the tails), times

@@ -146,6 +146,60 @@ ATTNSCOPE_AVX2_TARGET Index exp_shifted_sum_body(const float* x, Index n, float 
   return i;
 }
 
+/// The accumulators of exp_shifted_with_summary on AVX2 (below = e where e < 1, else 0).
+struct ExponentialSummaryPackets {
+  __m256 ones, below_sum, below_max, squares;
+  template <int = 0>
+  ATTNSCOPE_AVX2_TARGET void clear() {
+    ones = below_sum = below_max = squares = _mm256_setzero_ps();
+  }
+  template <int = 0>
+  ATTNSCOPE_AVX2_TARGET void add(__m256 value) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 is_below = _mm256_cmp_ps(value, one, _CMP_LT_OQ);  // all-ones where e < 1
+    const __m256 below = _mm256_and_ps(is_below, value);
+    below_sum = _mm256_add_ps(below_sum, below);
+    below_max = _mm256_max_ps(below_max, below);
+    ones = _mm256_add_ps(ones, _mm256_andnot_ps(is_below, one));  // 1 where e = 1
+    squares = _mm256_fmadd_ps(value, value, squares);
+  }
+};
+
+/// exp_shifted_with_summary (kernels/row_reductions.hpp) on AVX2, the vector part: two accumulators over pairs of
+/// packets; fields[0..4) receive the count of ones, the sum and the max below 1 and the sum of squares. Returns where
+/// the scalar tail starts.
+template <bool unit_scale>
+ATTNSCOPE_AVX2_TARGET Index exp_shifted_with_summary_body(const float* x, Index n, float shift, float scale, float* out,
+                                                          const float* prefetch, float* fields) {
+  const __m256 shift_packet = _mm256_set1_ps(shift), scale_packet = _mm256_set1_ps(scale);
+  ExponentialSummaryPackets even, odd;
+  even.clear();
+  odd.clear();
+  Index i = 0;
+  for (; i + 16 <= n; i += 16) {
+    if (prefetch != nullptr) _mm_prefetch(reinterpret_cast<const char*>(prefetch + i), _MM_HINT_T0);
+    const __m256 a = exp_shifted_at<unit_scale>(x, i, shift_packet, scale_packet),
+                 b = exp_shifted_at<unit_scale>(x, i + 8, shift_packet, scale_packet);
+    _mm256_storeu_ps(out + i, a);
+    _mm256_storeu_ps(out + i + 8, b);
+    even.add(a);
+    odd.add(b);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = exp_shifted_at<unit_scale>(x, i, shift_packet, scale_packet);
+    _mm256_storeu_ps(out + i, a);
+    even.add(a);
+  }
+  fields[0] = sum_lanes(_mm256_add_ps(even.ones, odd.ones));
+  fields[1] = sum_lanes(_mm256_add_ps(even.below_sum, odd.below_sum));
+  const __m256 maxima = _mm256_max_ps(even.below_max, odd.below_max);
+  const __m128 half = _mm_max_ps(_mm256_castps256_ps128(maxima), _mm256_extractf128_ps(maxima, 1));
+  const __m128 quarter = _mm_max_ps(half, _mm_movehl_ps(half, half));
+  fields[2] = _mm_cvtss_f32(_mm_max_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
+  fields[3] = sum_lanes(_mm256_add_ps(even.squares, odd.squares));
+  return i;
+}
+
 /// The whole of exp_shifted_scaled_row (kernels/row_reductions.hpp) on AVX2: out[i] = exp(scale·(x[i] − shift))·factor,
 /// every entry by the 8-lane exponential; with `streaming`, non-temporal stores on the 32-byte aligned body (no fence:
 /// the caller fences, kernels/stream_store.hpp).
@@ -250,26 +304,27 @@ ATTNSCOPE_AVX2_TARGET void secular_sums(const float* p, Index n, float lambda, f
   }
 }
 
-/// The five packet accumulators of secular_power_sums: sums[k] += p/(p − λ)^(k+1) per packet (the fifth by an FMA,
-/// which balances the multiplications and additions across the FMA and ADD ports).
+/// The five packet accumulators of secular_power_sums: c_k += p/(p − λ)^k per packet (the fifth by an FMA, which
+/// balances the multiplications and additions across the FMA and ADD ports). Named members, not an array: GCC clears
+/// an array with `rep stos` and keeps it on the stack around the loop.
 struct SecularPowerPackets {
-  __m256 sums[5];
+  __m256 first, second, third, fourth, fifth;
   template <int = 0>
   ATTNSCOPE_AVX2_TARGET void clear() {
-    for (__m256& sum : sums) sum = _mm256_setzero_ps();
+    first = second = third = fourth = fifth = _mm256_setzero_ps();
   }
   template <int = 0>
   ATTNSCOPE_AVX2_TARGET void add(__m256 entry, __m256 lambda) {
     const __m256 inverse = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sub_ps(entry, lambda));  // 1/(p_i − λ)
     __m256 term = _mm256_mul_ps(entry, inverse);                                                // p_i/(p_i − λ)
-    sums[0] = _mm256_add_ps(sums[0], term);
+    first = _mm256_add_ps(first, term);
     term = _mm256_mul_ps(term, inverse);
-    sums[1] = _mm256_add_ps(sums[1], term);
+    second = _mm256_add_ps(second, term);
     term = _mm256_mul_ps(term, inverse);
-    sums[2] = _mm256_add_ps(sums[2], term);
+    third = _mm256_add_ps(third, term);
     term = _mm256_mul_ps(term, inverse);
-    sums[3] = _mm256_add_ps(sums[3], term);
-    sums[4] = _mm256_fmadd_ps(term, inverse, sums[4]);
+    fourth = _mm256_add_ps(fourth, term);
+    fifth = _mm256_fmadd_ps(term, inverse, fifth);
   }
 };
 
@@ -278,16 +333,20 @@ struct SecularPowerPackets {
 template <int = 0>
 ATTNSCOPE_AVX2_TARGET void secular_power_sums(const float* p, Index n, float lambda, float* sums) {
   const __m256 lambda_packet = _mm256_set1_ps(lambda);
-  SecularPowerPackets first, second;
-  first.clear();
-  second.clear();
+  SecularPowerPackets even, odd;
+  even.clear();
+  odd.clear();
   Index i = 0;
   for (; i + 16 <= n; i += 16) {
-    first.add(_mm256_loadu_ps(p + i), lambda_packet);
-    second.add(_mm256_loadu_ps(p + i + 8), lambda_packet);
+    even.add(_mm256_loadu_ps(p + i), lambda_packet);
+    odd.add(_mm256_loadu_ps(p + i + 8), lambda_packet);
   }
-  for (; i + 8 <= n; i += 8) first.add(_mm256_loadu_ps(p + i), lambda_packet);
-  for (int k = 0; k < 5; ++k) sums[k] = sum_lanes(_mm256_add_ps(first.sums[k], second.sums[k]));
+  for (; i + 8 <= n; i += 8) even.add(_mm256_loadu_ps(p + i), lambda_packet);
+  sums[0] = sum_lanes(_mm256_add_ps(even.first, odd.first));
+  sums[1] = sum_lanes(_mm256_add_ps(even.second, odd.second));
+  sums[2] = sum_lanes(_mm256_add_ps(even.third, odd.third));
+  sums[3] = sum_lanes(_mm256_add_ps(even.fourth, odd.fourth));
+  sums[4] = sum_lanes(_mm256_add_ps(even.fifth, odd.fifth));
   for (; i < n; ++i) {
     const float inverse = 1.0f / (p[i] - lambda);
     float term = p[i];

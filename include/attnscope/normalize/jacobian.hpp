@@ -316,16 +316,15 @@ inline constexpr bool checks_finiteness_per_row = std::is_same<Map, SoftmaxMap>:
 template <class Scalar>
 Vector<Scalar> spectral_norms(const RowMatrixView<Scalar>& z, const SoftmaxMap& map, const Visibility& visibility) {
   const Scalar scale = Scalar(1) / static_cast<Scalar>(map.temperature);
-  // per row: max (with the finiteness check), exp-and-sum into the buffer while the next row is prefetched, one pass
-  // that scales and summarizes, the secular root: bitwise softmax_row then softmax_jacobian_norm_row
-  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index i, const Scalar* logits, Index n, Scalar* p,
+  // per row: max (with the finiteness check), the exponentials and their summary into the buffer while the next row
+  // is prefetched, the secular root on the exponentials (no pass that divides by their sum)
+  return map_logit_rows_into_buffer(z, visibility, 8, [&](Index i, const Scalar* logits, Index n, Scalar* e,
                                                           const Scalar* next_row) {
     const auto max = kernels::row_max(logits, n);
     if (!max.finite)
       throw_non_finite_logit("jacobian_spectral_norm", z.data() + i * z.outerStride(), i, z.cols(), visibility);
-    const Scalar sum = kernels::exp_shifted_sum(logits, n, max.max, scale, p, next_row);  // ≥ 1
-    const auto summary = kernels::scale_row_with_top_two_and_sums(p, n, Scalar(1) / sum);
-    return scale * secular_largest_eigenvalue(p, n, summary, Scalar(0));
+    const auto summary = kernels::exp_shifted_with_summary(logits, n, max.max, scale, e, next_row);
+    return scale * softmax_norm_from_exponentials(e, n, summary);
   });
 }
 template <class Scalar>

@@ -92,15 +92,13 @@ SecularSetup<Scalar> secular_setup(const Scalar* p, Index n, const kernels::TopT
   return setup;
 }
 
-/// λ_max of diag(p) − ppᵀ for one row of n ≥ 1 non-negative finite entries with sink mass r₀ = 1 − Σp ≥ 0
-/// (r₀ = 0: softmax, the g-form of §5.1; r₀ > 0: the sink form of §5.4), given its summary. Each iteration is one
-/// vectorized pass (kernels::secular_power_sums); most float rows need one pass, the others two (see the expansion
-/// below); double rows one to three. `passes`, when given, receives the number of passes over the row.
+/// The root of the secular equation from its setup (secular_setup) and Σp² (the start uses it): the iteration of
+/// secular_largest_eigenvalue. Scale-invariant for r₀ = 0: for weights w = c·p it returns c·λ (every test is
+/// relative and the model step is homogeneous), which the softmax norm from exponentials uses.
 template <class Scalar>
-Scalar secular_largest_eigenvalue(const Scalar* p, Index n, const kernels::TopTwoAndSums<Scalar>& summary,
-                                  Scalar sink_mass, Index* passes = nullptr) {
+Scalar solve_secular_equation(const Scalar* p, Index n, const SecularSetup<Scalar>& setup, Scalar sum_of_squares,
+                              Scalar sink_mass, Index* passes) {
   if (passes) *passes = 0;
-  const SecularSetup<Scalar> setup = secular_setup(p, n, summary, sink_mass);
   const Scalar p1 = setup.largest, p2 = setup.second;
   if (p2 == p1) return p1;  // deflation of the tie: eigenvector e_a − e_b, eigenvalue p_(1) (§5.2 step 2)
   if (setup.rest == 0) return p1 * sink_mass;  // one nonzero entry: the 1×1 block p1 − p1² = p1·r₀, zeros elsewhere
@@ -137,7 +135,7 @@ Scalar secular_largest_eigenvalue(const Scalar* p, Index n, const kernels::TopTw
     // moves λ towards the root of this approximation (on N(0, 9) logits the iteration of one pass per step needed
     // 2.1–2.3 passes from here instead of 2.9 from the midpoint; a second step gains nothing; the expansion below
     // then ends most rows after the first pass). A step that leaves the bracket is not taken.
-    const Scalar other_squares = std::max(Scalar(0), summary.sum_of_squares - p1 * p1 - p2 * p2);
+    const Scalar other_squares = std::max(Scalar(0), sum_of_squares - p1 * p1 - p2 * p2);
     const Scalar top = p1 / (p1 - lambda), runner_up = p2 / (p2 - lambda), inverse = Scalar(1) / lambda;
     const Scalar value = top + runner_up - inverse * (others + other_squares * inverse);
     const Scalar slope = top / (p1 - lambda) + runner_up / (p2 - lambda) +
@@ -220,6 +218,38 @@ Scalar secular_largest_eigenvalue(const Scalar* p, Index n, const kernels::TopTw
     if (upper - lower <= bracket_tolerance * upper) break;
   }
   return lambda;
+}
+
+/// λ_max of diag(p) − ppᵀ for one row of n ≥ 1 non-negative finite entries with sink mass r₀ = 1 − Σp ≥ 0
+/// (r₀ = 0: softmax, the g-form of §5.1; r₀ > 0: the sink form of §5.4), given its summary. Each iteration is one
+/// vectorized pass (kernels::secular_power_sums); most float rows need one pass, the others two (see the expansion
+/// in solve_secular_equation); double rows one to three. `passes`, when given, receives the number of passes.
+template <class Scalar>
+Scalar secular_largest_eigenvalue(const Scalar* p, Index n, const kernels::TopTwoAndSums<Scalar>& summary,
+                                  Scalar sink_mass, Index* passes = nullptr) {
+  return solve_secular_equation(p, n, secular_setup(p, n, summary, sink_mass), summary.sum_of_squares, sink_mass,
+                                passes);
+}
+
+/// ‖diag p − ppᵀ‖₂ of the softmax row p = e/S from its exponentials e_i = exp(scale·(z_i − max z)) (the largest is 1,
+/// S = Σe) and their summary, without forming p [derived]: the eigenvalues of diag e − eeᵀ/S are S times those of
+/// diag p − ppᵀ, so the root is found on e (solve_secular_equation is scale-invariant) and divided by S. The setup
+/// of secular_setup in these units: p_(1) = 1/S, the mass of the other keys R = sum_below_one (no cancellation),
+/// max_{i≠argmax} d_i = e_(2)(S − e_(2))/S (p(1 − p) increases on [0, 1/2] and p_(2) ≤ 1/2 always), d_argmax = R/S.
+template <class Scalar>
+Scalar softmax_norm_from_exponentials(const Scalar* e, Index n, const kernels::ExponentialSummary<Scalar>& summary,
+                                      Index* passes = nullptr) {
+  if (passes) *passes = 0;
+  const Scalar total = summary.sum_below_one + summary.count_of_ones;  // S ≥ 1
+  if (summary.count_of_ones >= 2) return 1 / total;  // a tie at the top: λ = p_(1) (§5.2 step 2)
+  SecularSetup<Scalar> setup;
+  setup.largest = 1;
+  setup.second = summary.largest_below_one;
+  setup.rest = summary.sum_below_one;
+  const Scalar max_diagonal = std::max(setup.second * (total - setup.second) / total, setup.rest / total);
+  setup.lower = std::max(setup.second, max_diagonal);  // interlacing and diagonal ≤ λ_max (§4.1), times S
+  setup.upper = std::min(setup.largest, 2 * max_diagonal);  // interlacing and Gershgorin (§4.1), times S
+  return solve_secular_equation(e, n, setup, summary.sum_of_squares, Scalar(0), passes) / total;
 }
 
 /// Tolerance on row sums of probabilities (|Σp − 1| for distributions, Σp − 1 for sink rows): a sanity check that
