@@ -124,10 +124,22 @@ void pass_probability_summary(benchmark::State& state) {
 void pass_secular_sums(benchmark::State& state) {
   run_probability_rows(state, [](const float* p, Index n) { return kernels::secular_sums(p, n, 0.75f).value; });
 }
+void pass_secular_power_sums(benchmark::State& state) {
+  run_probability_rows(state, [](const float* p, Index n) { return kernels::secular_power_sums(p, n, 0.75f).c[4]; });
+}
+void pass_exp_with_summary(benchmark::State& state) {
+  run_rows(state, [](const float* x, Index n, float* out, float* buffer) {  // max pass included (the shift)
+    out[0] = kernels::exp_shifted_with_summary(x, n, kernels::row_max(x, n).max, 1.0f, buffer,
+                                               static_cast<const float*>(nullptr))
+                 .sum_below_one;
+  });
+}
+/// The exact norm of one softmax row from its logits as jacobian_spectral_norm(z, SoftmaxMap{1}) composes it: max,
+/// exponentials with their summary, the secular root on the exponentials.
 void softmax_norm_row_from_logits(benchmark::State& state) {
   run_rows(state, [](const float* x, Index n, float* out, float* buffer) {
-    attnscope::detail::softmax_row(x, n, 1.0f, buffer);
-    out[0] = attnscope::detail::softmax_jacobian_norm_row(buffer, n, 1.0f);
+    const auto summary = kernels::exp_shifted_with_summary(x, n, kernels::row_max(x, n).max, 1.0f, buffer, static_cast<const float*>(nullptr));
+    out[0] = attnscope::detail::softmax_norm_from_exponentials(buffer, n, summary);
   });
 }
 void sparsemax_row(benchmark::State& state) {
@@ -159,6 +171,8 @@ BENCHMARK_TEMPLATE(softmax_recompute, true)->Apply(shapes);
 
 BENCHMARK(pass_probability_summary)->Apply(shapes);
 BENCHMARK(pass_secular_sums)->Apply(shapes);
+BENCHMARK(pass_secular_power_sums)->Apply(shapes);
+BENCHMARK(pass_exp_with_summary)->Apply(shapes);
 BENCHMARK(softmax_norm_row_from_logits)->Apply(shapes);
 BENCHMARK(sparsemax_row)->Apply(shapes);
 BENCHMARK(entmax15_row)->Apply(shapes);
