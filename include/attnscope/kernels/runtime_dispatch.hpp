@@ -109,6 +109,14 @@ ATTNSCOPE_AVX2_TARGET inline float sum_lanes(__m256 value) {
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
 }
 
+/// The largest of the 8 lanes (finite lanes; row_max reports non-finite input separately).
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET inline float max_lanes(__m256 value) {
+  const __m128 half = _mm_max_ps(_mm256_castps256_ps128(value), _mm256_extractf128_ps(value, 1));
+  const __m128 quarter = _mm_max_ps(half, _mm_movehl_ps(half, half));
+  return _mm_cvtss_f32(_mm_max_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
+}
+
 /// The vector part of exp_shifted_sum_loop (kernels/row_reductions.hpp) on 8-float AVX2 packets: four accumulators
 /// over blocks of 32, then single packets; returns the index where the scalar tail starts and the packets' sum.
 /// With store_values, out[0, returned index) receives the exponentials; with prefetch, prefetch[0, n) is requested;
@@ -192,10 +200,7 @@ ATTNSCOPE_AVX2_TARGET Index exp_shifted_with_summary_body(const float* x, Index 
   }
   fields[0] = sum_lanes(_mm256_add_ps(even.ones, odd.ones));
   fields[1] = sum_lanes(_mm256_add_ps(even.below_sum, odd.below_sum));
-  const __m256 maxima = _mm256_max_ps(even.below_max, odd.below_max);
-  const __m128 half = _mm_max_ps(_mm256_castps256_ps128(maxima), _mm256_extractf128_ps(maxima, 1));
-  const __m128 quarter = _mm_max_ps(half, _mm_movehl_ps(half, half));
-  fields[2] = _mm_cvtss_f32(_mm_max_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
+  fields[2] = max_lanes(_mm256_max_ps(even.below_max, odd.below_max));
   fields[3] = sum_lanes(_mm256_add_ps(even.squares, odd.squares));
   return i;
 }
@@ -242,11 +247,7 @@ ATTNSCOPE_AVX2_TARGET void row_max(const float* x, Index n, float& max, bool& fi
     maxima[0] = _mm256_max_ps(maxima[0], value);
     poisons[0] = _mm256_add_ps(poisons[0], _mm256_sub_ps(value, value));
   }
-  const __m256 packet_max = _mm256_max_ps(_mm256_max_ps(maxima[0], maxima[1]), _mm256_max_ps(maxima[2], maxima[3]));
-  float lanes[8];
-  _mm256_storeu_ps(lanes, packet_max);
-  max = lanes[0];
-  for (int lane = 1; lane < 8; ++lane) max = lanes[lane] > max ? lanes[lane] : max;
+  max = max_lanes(_mm256_max_ps(_mm256_max_ps(maxima[0], maxima[1]), _mm256_max_ps(maxima[2], maxima[3])));
   float poison = sum_lanes(_mm256_add_ps(_mm256_add_ps(poisons[0], poisons[1]), _mm256_add_ps(poisons[2], poisons[3])));
   for (; i < n; ++i) {
     max = x[i] > max ? x[i] : max;
