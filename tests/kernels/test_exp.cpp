@@ -1,5 +1,7 @@
 // Vectorized exp against a long-double reference: accuracy in ULP over the whole range, special values, tails.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -108,6 +110,40 @@ TEMPLATE_TEST_CASE("packet_exp_nonpositive flushes results below the smallest no
       CHECK(ulp_error(y[i], exact) <= 2.0);
     else
       CHECK(std::fabs(static_cast<long double>(y[i]) - exact) < limits::min());  // absolute error < smallest normal
+  }
+}
+
+TEMPLATE_TEST_CASE("packet_exp_nonpositive_lockstep gives the bits of packet_exp_nonpositive packet by packet",
+                   "[kernels][exp]", float, double) {
+  if constexpr (attnscope::kernels::is_vectorized<TestType>) {
+    using P = Packet<TestType>;
+    constexpr Index width = packet_size<TestType>;
+    attnscope::Random random(15);
+    std::vector<TestType> x(4 * width * 512);
+    for (TestType& value : x) value = static_cast<TestType>(random.uniform(-95, 0));  // below the −88 clamp, too
+    x[0] = -std::numeric_limits<TestType>::infinity();
+    x[1] = 0;
+    x[2] = std::numeric_limits<TestType>::lowest();
+    x[3] = -std::numeric_limits<TestType>::denorm_min();
+    const std::vector<TestType> one_by_one = vector_exp(x, true);
+    std::vector<TestType> four(x.size()), three(x.size());
+    for (std::size_t i = 0; i < x.size(); i += 4 * width) {
+      P block[4];
+      for (Index k = 0; k < 4; ++k) block[k] = Eigen::internal::ploadu<P>(x.data() + i + k * width);
+      attnscope::kernels::packet_exp_nonpositive_lockstep(block);
+      for (Index k = 0; k < 4; ++k) Eigen::internal::pstoreu(four.data() + i + k * width, block[k]);
+      P odd_block[3];  // any count of packets
+      for (Index k = 0; k < 3; ++k) odd_block[k] = Eigen::internal::ploadu<P>(x.data() + i + k * width);
+      attnscope::kernels::packet_exp_nonpositive_lockstep(odd_block);
+      for (Index k = 0; k < 3; ++k) Eigen::internal::pstoreu(three.data() + i + k * width, odd_block[k]);
+      std::copy(one_by_one.begin() + i + 3 * width, one_by_one.begin() + i + 4 * width, three.begin() + i + 3 * width);
+    }
+    CHECK(std::memcmp(four.data(), one_by_one.data(), sizeof(TestType) * x.size()) == 0);
+    CHECK(std::memcmp(three.data(), one_by_one.data(), sizeof(TestType) * x.size()) == 0);
+    CHECK(four[0] == 0);
+    CHECK(four[1] == 1);
+  } else {
+    SUCCEED("no packets in this build (EIGEN_DONT_VECTORIZE): the lock-step is never called");
   }
 }
 

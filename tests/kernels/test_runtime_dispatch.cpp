@@ -72,6 +72,46 @@ TEST_CASE("the dispatched AVX2 exponential is within 2 ULP of exp on [-87, 0] an
   CHECK(worst <= 2.0);
 }
 
+/// The dispatched exponentials of x − shift (times scale) in blocks of 32: by the four-packet lock-step, by the same
+/// with unit_scale, and by exp_shifted_at one packet at a time (n a multiple of 32).
+template <int = 0>
+__attribute__((target("avx2,fma"))) void dispatched_exponentials(const float* x, Index n, float shift, float scale, float* four,
+                                                   float* unit, float* one_by_one) {
+  namespace avx2 = attnscope::kernels::detail::avx2;
+  const __m256 shift_packet = _mm256_set1_ps(shift), scale_packet = _mm256_set1_ps(scale);
+  for (Index i = 0; i < n; i += 32) {
+    __m256 values[4], unit_values[4];
+    avx2::exp_shifted_four<false>(x, i, shift_packet, scale_packet, values);
+    avx2::exp_shifted_four<true>(x, i, shift_packet, scale_packet, unit_values);
+    for (Index k = 0; k < 4; ++k) {
+      _mm256_storeu_ps(one_by_one + i + 8 * k, avx2::exp_shifted_at<false>(x, i + 8 * k, shift_packet, scale_packet));
+      _mm256_storeu_ps(four + i + 8 * k, values[k]);
+      _mm256_storeu_ps(unit + i + 8 * k, unit_values[k]);
+    }
+  }
+}
+
+TEST_CASE("the dispatched four-packet lock-step exponential gives the bits of exp_shifted_at packet by packet",
+          "[kernels][dispatch]") {
+  if (!attnscope::kernels::detail::avx2::available()) {
+    WARN("this CPU has no AVX2 + FMA: the dispatched path cannot run here");
+    return;
+  }
+  attnscope::Random random(1503);
+  std::vector<float> x = dispatch_uniform_row(random, 32 * 256, -100.0, 3.0);
+  x[0] = -std::numeric_limits<float>::infinity();
+  x[1] = 3.0f;  // the shift: exp(0) = 1
+  for (const float scale : {1.0f, 0.37f}) {
+    std::vector<float> one_by_one(x.size()), four(x.size()), unit(x.size());
+    dispatched_exponentials(x.data(), static_cast<Index>(x.size()), 3.0f, scale, four.data(), unit.data(),
+                            one_by_one.data());
+    CHECK(std::memcmp(four.data(), one_by_one.data(), sizeof(float) * x.size()) == 0);
+    if (scale == 1.0f) CHECK(std::memcmp(unit.data(), one_by_one.data(), sizeof(float) * x.size()) == 0);
+    CHECK(four[0] == 0.0f);
+    CHECK(four[1] == 1.0f);
+  }
+}
+
 TEST_CASE("the dispatched exp_shifted_sum body and exp_shifted_scaled_row agree with the scalar references",
           "[kernels][dispatch]") {
   namespace avx2 = attnscope::kernels::detail::avx2;

@@ -449,8 +449,24 @@ SumAndMaxima<Scalar> sum_and_maxima_reference(const Scalar* x, Index n) {
 
 namespace detail {
 
-/// The vector part of exp_shifted_sum_loop on Eigen packets: four accumulators over blocks of four packets, then
-/// single packets; returns the index where the scalar tail starts, the packets' sum in `sum`. With `unit_scale` the
+/// exp(scale·(x[k·width + j] − shift)) of the four packets from x into values[0..4) in lock-step
+/// (packet_exp_nonpositive_lockstep); with `unit_scale` without the multiplication. With prefetch non-null, first
+/// asks the cache for the same four packets' span of prefetch (the next row).
+template <bool unit_scale, class P>
+EIGEN_ALWAYS_INLINE void exp_shifted_block(const ScalarOf<P>* x, const P& shift_packet, const P& scale_packet,
+                                           const ScalarOf<P>* prefetch, P (&values)[4]) {
+  constexpr Index width = Eigen::internal::unpacket_traits<P>::size;
+  constexpr Index line = 64 / static_cast<Index>(sizeof(ScalarOf<P>));  // entries per 64-byte cache line
+  if (prefetch != nullptr)
+    for (Index at = 0; at < 4 * width; at += line) Eigen::internal::prefetch(prefetch + at);
+  for (Index k = 0; k < 4; ++k) values[k] = psub(load<P>(x + k * width), shift_packet);
+  if constexpr (!unit_scale)
+    for (P& value : values) value = pmul(value, scale_packet);
+  packet_exp_nonpositive_lockstep(values);
+}
+
+/// The vector part of exp_shifted_sum_loop on Eigen packets: four accumulators over blocks of four packets (their
+/// exponentials in lock-step, packet_exp_nonpositive_lockstep), then single packets; returns the index where the scalar tail starts, the packets' sum in `sum`. With `unit_scale` the
 /// multiplication by scale = 1 is left out (x·1 = x exactly: the same bits, one multiplication fewer per entry).
 template <bool store_values, bool unit_scale, class Scalar>
 Index exp_shifted_sum_packets(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out,
@@ -464,12 +480,12 @@ Index exp_shifted_sum_packets(const Scalar* x, Index n, Scalar shift, Scalar sca
     else return packet_exp_nonpositive(pmul(shifted, scale_packet));
   };
   P first = pset1<P>(Scalar(0)), second = first, third = first, fourth = first;
-  constexpr Index line = 64 / static_cast<Index>(sizeof(Scalar));  // entries per 64-byte cache line
   Index i = 0;
   for (; i + 4 * width <= n; i += 4 * width) {
-    if (prefetch != nullptr)
-      for (Index at = i; at < i + 4 * width; at += line) Eigen::internal::prefetch(prefetch + at);
-    const P a = exp_at(i), b = exp_at(i + width), c = exp_at(i + 2 * width), d = exp_at(i + 3 * width);
+    P values[4];
+    exp_shifted_block<unit_scale>(x + i, shift_packet, scale_packet, prefetch == nullptr ? nullptr : prefetch + i,
+                                  values);
+    const P a = values[0], b = values[1], c = values[2], d = values[3];
     if constexpr (store_values) {
       store(out + i, a);
       store(out + i + width, b);
@@ -618,8 +634,9 @@ struct ExponentialSummaryAccumulator {
   }
 };
 
-/// The vector part of exp_shifted_with_summary on Eigen packets (two accumulators over pairs of packets: the four
-/// fields of each fill the registers); returns where the scalar tail starts.
+/// The vector part of exp_shifted_with_summary on Eigen packets: blocks of four packets whose exponentials run in
+/// lock-step (packet_exp_nonpositive_lockstep), then pairs, then single packets; two accumulators (the four fields of
+/// each fill the registers), the even packets to one and the odd to the other. Returns where the scalar tail starts.
 template <bool unit_scale, class Scalar>
 Index exp_shifted_with_summary_packets(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out,
                                        const Scalar* prefetch, ExponentialSummary<Scalar>& summary) {
@@ -632,10 +649,18 @@ Index exp_shifted_with_summary_packets(const Scalar* x, Index n, Scalar shift, S
     else return packet_exp_nonpositive(pmul(shifted, scale_packet));
   };
   ExponentialSummaryAccumulator<P> even, odd;
-  constexpr Index line = 64 / static_cast<Index>(sizeof(Scalar));  // entries per 64-byte cache line
   Index i = 0;
+  for (; i + 4 * width <= n; i += 4 * width) {
+    P values[4];
+    exp_shifted_block<unit_scale>(x + i, shift_packet, scale_packet, prefetch == nullptr ? nullptr : prefetch + i,
+                                  values);
+    for (Index k = 0; k < 4; ++k) store(out + i + k * width, values[k]);
+    even.add(values[0]);
+    odd.add(values[1]);
+    even.add(values[2]);
+    odd.add(values[3]);
+  }
   for (; i + 2 * width <= n; i += 2 * width) {
-    if (prefetch != nullptr && i % line == 0) Eigen::internal::prefetch(prefetch + i);
     const P a = exp_at(i), b = exp_at(i + width);
     store(out + i, a);
     store(out + i + width, b);
