@@ -8,6 +8,7 @@
 #include "attnscope/composition/clustering.hpp"
 #include "attnscope/composition/coda.hpp"
 #include "attnscope/composition/controls.hpp"
+#include "attnscope/composition/correlation.hpp"
 #include "attnscope/composition/rankings.hpp"
 #include "attnscope/composition/rows.hpp"
 #include "attnscope/composition/scores.hpp"

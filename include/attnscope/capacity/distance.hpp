@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -137,8 +136,8 @@ double top_n_distance(const Eigen::MatrixBase<DerivedWeights>& weights,
 }
 
 /// E[d~] under I_N ~ Uniform(N-subsets of the L tokens) (Eq. 8) by Monte Carlo with `samples` draws (partial
-/// Fisher–Yates with attnscope::Random(seed)); deterministic for a seed. O(samples·L d). Standard error ~ sd/√samples.
-/// Throws as representation_distance, on N ∉ [1, L] or samples < 1.
+/// Fisher–Yates, Random::shuffle_prefix, with attnscope::Random(seed)); deterministic for a seed. O(samples·L d).
+/// Standard error ~ sd/√samples. Throws as representation_distance, on N ∉ [1, L] or samples < 1.
 template <class DerivedWeights, class DerivedEmbeddings>
 double expected_distance_monte_carlo(const Eigen::MatrixBase<DerivedWeights>& weights,
                                      const Eigen::MatrixBase<DerivedEmbeddings>& embeddings, Index count,
@@ -156,10 +155,7 @@ double expected_distance_monte_carlo(const Eigen::MatrixBase<DerivedWeights>& we
   double total = 0;
   for (Index sample = 0; sample < samples; ++sample) {
     for (Index i = 0; i < length; ++i) order[static_cast<std::size_t>(i)] = i;
-    for (Index i = 0; i < count; ++i)  // partial Fisher–Yates: order[0..count) is a uniform N-subset
-      std::swap(order[static_cast<std::size_t>(i)],
-                order[static_cast<std::size_t>(i + static_cast<Index>(random.below(
-                                                             static_cast<std::uint64_t>(length - i))))]);
+    random.shuffle_prefix(order, static_cast<std::size_t>(count));  // order[0..count) is a uniform N-subset
     const std::vector<Index> selected(order.begin(), order.begin() + count);
     const std::vector<Index> rest(order.begin() + count, order.end());
     total += detail::representation_distance_unchecked(w, x, selected, rest, reading);

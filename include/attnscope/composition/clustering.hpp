@@ -14,6 +14,7 @@
 #include <Eigen/Eigenvalues>
 
 #include "attnscope/composition/channels.hpp"
+#include "attnscope/composition/correlation.hpp"
 #include "attnscope/composition/rows.hpp"
 #include "attnscope/composition/verdicts.hpp"
 #include "attnscope/core/check.hpp"
@@ -263,10 +264,7 @@ double pearson_correlation(const Eigen::MatrixBase<DerivedX>& x, const Eigen::Ma
   // ArrayXd spelled as a type dependent on DerivedX (instantiated only where used; compile time)
   using Array = Eigen::Array<std::conditional_t<sizeof(DerivedX) != 0, double, void>, Eigen::Dynamic, 1>;
   const Array a = x.template cast<double>().reshaped().array(), b = y.template cast<double>().reshaped().array();
-  const Array da = a - a.mean(), db = b - b.mean();
-  const double norm = std::sqrt((da * da).sum() * (db * db).sum());
-  if (!(norm > 0)) detail::throw_invalid_argument("pearson_correlation", "a vector is constant");
-  return (da * db).sum() / norm;
+  return detail::pearson_correlation_unchecked("pearson_correlation", "a vector is constant", a, b);
 }
 
 }  // namespace attnscope::composition

@@ -6,12 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
 
+#include "attnscope/composition/correlation.hpp"
 #include "attnscope/core/check.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/random.hpp"
@@ -41,14 +42,13 @@ std::vector<Index> ranking_by_score(const Eigen::MatrixBase<Derived>& score,
   return ranking;
 }
 
-/// A uniformly random ranking of 0..count−1 (Fisher–Yates with Random::below; deterministic for the state of
+/// A uniformly random ranking of 0..count−1 (Fisher–Yates, Random::shuffle; deterministic for the state of
 /// `random`). count ≥ 1.
 inline std::vector<Index> random_ranking(Index count, Random& random) {
   if (count < 1) detail::throw_invalid_argument("random_ranking", "need at least one item, got ", count);
   std::vector<Index> ranking(static_cast<std::size_t>(count));
   std::iota(ranking.begin(), ranking.end(), Index{0});
-  for (std::size_t i = ranking.size() - 1; i > 0; --i)
-    std::swap(ranking[i], ranking[static_cast<std::size_t>(random.below(static_cast<std::uint64_t>(i) + 1))]);
+  random.shuffle(ranking);
   return ranking;
 }
 
@@ -156,22 +156,17 @@ double kendall_tau(const Eigen::MatrixBase<DerivedA>& x, const Eigen::MatrixBase
   return (concordant - discordant) / denominator;
 }
 
-/// Spearman's ρ: the Pearson correlation of the average ranks (detail::average_ranks) of two paired score vectors.
-/// Throws when either vector is constant (ρ undefined).
+/// Spearman's ρ: the Pearson correlation (detail::pearson_correlation_unchecked) of the average ranks
+/// (detail::average_ranks) of two paired score vectors. Throws when either vector is constant (ρ undefined).
 template <class DerivedA, class DerivedB>
 double spearman_rho(const Eigen::MatrixBase<DerivedA>& x, const Eigen::MatrixBase<DerivedB>& y) {
   detail::require_paired_scores("spearman_rho", x, y);
   const std::vector<double> rx = detail::average_ranks(x), ry = detail::average_ranks(y);
-  const double mean = 0.5 * static_cast<double>(x.size() + 1);  // mean rank, ties or not
-  double sxy = 0, sxx = 0, syy = 0;
-  for (std::size_t i = 0; i < rx.size(); ++i) {
-    sxy += (rx[i] - mean) * (ry[i] - mean);
-    sxx += (rx[i] - mean) * (rx[i] - mean);
-    syy += (ry[i] - mean) * (ry[i] - mean);
-  }
-  if (!(sxx > 0) || !(syy > 0))
-    detail::throw_invalid_argument("spearman_rho", "a score vector is constant: rho undefined");
-  return sxy / std::sqrt(sxx * syy);
+  // ArrayXd spelled as a type dependent on DerivedA (instantiated only where used; compile time)
+  using ArrayMap = Eigen::Map<const Eigen::Array<std::conditional_t<sizeof(DerivedA) != 0, double, void>,
+                                                 Eigen::Dynamic, 1>>;
+  return detail::pearson_correlation_unchecked("spearman_rho", "a score vector is constant: rho undefined",
+                                               ArrayMap(rx.data(), x.size()), ArrayMap(ry.data(), y.size()));
 }
 
 }  // namespace attnscope::composition

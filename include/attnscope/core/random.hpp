@@ -3,8 +3,13 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <random>
+#include <utility>
+#include <vector>
+
+#include "attnscope/core/error.hpp"
 
 namespace attnscope {
 
@@ -38,6 +43,28 @@ class Random {
     cached_ = radius * std::sin(angle);
     has_cached_ = true;
     return radius * std::cos(angle);
+  }
+  /// Shuffles `values` in place into a uniformly random order (Fisher–Yates, Knuth TAOCP vol. 2 §3.4.2
+  /// Algorithm P, run backward): for i = size−1 down to 1, swap values[i] with values[below(i + 1)].
+  /// size − 1 calls of below (none for size ≤ 1); the result depends only on the generator's state.
+  template <class T>
+  void shuffle(std::vector<T>& values) {
+    using std::swap;
+    for (std::size_t i = values.size(); i-- > 1;)
+      swap(values[i], values[static_cast<std::size_t>(below(static_cast<std::uint64_t>(i) + 1))]);
+  }
+  /// Partial Fisher–Yates, run forward: for i = 0 .. count−1, swap values[i] with values[i + below(size − i)].
+  /// Afterwards values[0, count) is a uniformly random count-subset of the entries, in uniformly random order
+  /// (the rest of the vector holds the other entries). Exactly count calls of below. Throws
+  /// attnscope::invalid_argument when count > size.
+  template <class T>
+  void shuffle_prefix(std::vector<T>& values, std::size_t count) {
+    if (count > values.size())
+      detail::throw_invalid_argument("Random::shuffle_prefix", "count ", count, " exceeds the vector's size ",
+                                     values.size());
+    using std::swap;
+    for (std::size_t i = 0; i < count; ++i)
+      swap(values[i], values[i + static_cast<std::size_t>(below(static_cast<std::uint64_t>(values.size() - i)))]);
   }
   /// Raw 64 random bits.
   std::uint64_t bits() { return engine_(); }

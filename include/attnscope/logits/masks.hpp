@@ -38,11 +38,9 @@ inline std::vector<bool> kept_key_columns(Index n, double keep_fraction, std::ui
   detail::require_fraction("kept_key_columns", "keep_fraction", keep_fraction);
   Index kept = static_cast<Index>(std::llround(static_cast<double>(n) * keep_fraction));
   if (kept < 1) kept = 1;
-  std::vector<Index> others;  // Fisher–Yates shuffle of columns 1..n−1 with attnscope::Random
+  std::vector<Index> others;  // columns 1..n−1 in a seeded uniformly random order (Fisher–Yates, Random::shuffle)
   for (Index j = 1; j < n; ++j) others.push_back(j);
-  Random random(seed);
-  for (Index i = static_cast<Index>(others.size()) - 1; i > 0; --i)
-    std::swap(others[static_cast<std::size_t>(i)], others[random.below(static_cast<std::uint64_t>(i + 1))]);
+  Random(seed).shuffle(others);
   std::vector<bool> keep(static_cast<std::size_t>(n), false);
   keep[0] = true;
   for (Index k = 0; k + 1 < kept; ++k) keep[static_cast<std::size_t>(others[static_cast<std::size_t>(k)])] = true;
