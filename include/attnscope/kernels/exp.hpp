@@ -65,21 +65,6 @@ P exp_polynomial(const P& r) {
   }
 }
 
-/// exp(r) for |r| ≤ ln2/2 in float by a degree-6 polynomial in Horner form, 1 + r(1 + r(c2 + … + r c6)): coefficients
-/// fitted to exp in relative error on Chebyshev nodes of [−ln2/2, ln2/2] [derived]; fit error 1.7e-8 relative with
-/// the float coefficients (0.15 ULP), one FMA and one pass fewer than the Cephes form. The softmax path.
-template <class P>
-P exp_polynomial_degree6(const P& r) {
-  using Eigen::internal::pmadd;
-  using Eigen::internal::pset1;
-  P y = pmadd(pset1<P>(1.3859291e-3f), r, pset1<P>(8.374764e-3f));
-  y = pmadd(y, r, pset1<P>(4.1667726e-2f));
-  y = pmadd(y, r, pset1<P>(1.6666421e-1f));
-  y = pmadd(y, r, pset1<P>(4.9999994e-1f));
-  y = pmadd(y, r, pset1<P>(1.0f));
-  return pmadd(y, r, pset1<P>(1.0f));
-}
-
 /// Splits x into n = round(x·log2 e) (returned as a floating value) and r = x − n·ln2 (Cody–Waite, two-part ln2).
 template <class P>
 P exp_reduce(const P& x, P& r) {
@@ -142,67 +127,54 @@ P packet_exp(const P& x) {
   }
 }
 
-/// exp for arguments x ≤ 0 (or −inf), the softmax hot path: results below the smallest normal number flush to 0.
-/// NaN is not allowed (callers validate first).
-template <class P>
-P packet_exp_nonpositive(const P& x) {
-  using Eigen::internal::pmax;
-  using Eigen::internal::pmul;
-  using Eigen::internal::pset1;
-  using Scalar = typename Eigen::internal::unpacket_traits<P>::type;
-  if constexpr (sizeof(Scalar) == 4) {
-    using Eigen::internal::pmadd;
-    using Eigen::internal::psub;
-    using PacketI = typename Eigen::internal::unpacket_traits<P>::integer_packet;
-    // x ≥ −88 keeps n ≥ −127, whose 2^n field is 0: exp(x) < 2^−126 flushes to 0
-    const P clamped = pmax(x, pset1<P>(-88.0f));
-    // v = x·log2 e + (1.5·2^23 + 127) rounds to the integer 1.5·2^23 + 127 + n (the rounding of exp_reduce), so the
-    // low mantissa bits of v hold n + 127 ∈ [0, 127]: shifted left by 23 they are the float 2^n (no conversion)
-    const P magic = pset1<P>(12583039.0f);  // 1.5·2^23 + 127
-    const P biased = pmadd(clamped, pset1<P>(1.44269504088896340736f), magic);
-    const P n = psub(biased, magic);
-    const P r = pmadd(n, pset1<P>(2.12194440e-4f), pmadd(n, pset1<P>(-0.693359375f), clamped));  // Cody–Waite
-    const P power = Eigen::internal::preinterpret<P>(
-        Eigen::internal::plogical_shift_left<23>(Eigen::internal::preinterpret<PacketI>(biased)));
-    return pmul(detail::exp_polynomial_degree6(r), power);
-  } else {
-    return packet_exp(x);
-  }
-}
-
-/// packet_exp_nonpositive of K independent packets, in place and bitwise the same, each step applied to all K packets
-/// before the next [derived, issue 15]: one exp is a chain of about 12 dependent operations (~45 cycles), longer than
-/// the out-of-order window reaches across packets written one after another, so the packets interleaved in program
-/// order keep both FMA units busy (the float exp loops measured 8–10% faster on AMD Zen 3, docs/performance.md).
+/// packet_exp_nonpositive (below) of K independent packets, in place, each step applied to all K packets before the
+/// next [derived, issue 15]: one exponential is a chain of about 12 dependent operations (~45 cycles), longer than the
+/// out-of-order window reaches across packets written one after another, so the packets interleaved in program order
+/// keep both FMA units busy (the exp loops of the row kernels, blocks of four, measured 1.04–1.26× faster on AMD Zen 3,
+/// docs/performance.md). Lane for lane the bits of packet_exp_nonpositive, which is this function for K = 1.
 template <std::size_t K, class P>
 EIGEN_ALWAYS_INLINE void packet_exp_nonpositive_lockstep(P (&x)[K]) {
   using Scalar = typename Eigen::internal::unpacket_traits<P>::type;
   if constexpr (sizeof(Scalar) == 4) {
     using Eigen::internal::pmadd;
-    using Eigen::internal::pmax;
     using Eigen::internal::pset1;
-    using Eigen::internal::psub;
     using PacketI = typename Eigen::internal::unpacket_traits<P>::integer_packet;
-    const P magic = pset1<P>(12583039.0f);  // the steps of packet_exp_nonpositive, float branch
     P biased[K], r[K];
-    for (std::size_t k = 0; k < K; ++k) x[k] = pmax(x[k], pset1<P>(-88.0f));
+    // x ≥ −88 keeps n ≥ −127, whose 2^n field is 0: exp(x) < 2^−126 flushes to 0
+    for (std::size_t k = 0; k < K; ++k) x[k] = Eigen::internal::pmax(x[k], pset1<P>(-88.0f));
+    // v = x·log2 e + (1.5·2^23 + 127) rounds to the integer 1.5·2^23 + 127 + n (the rounding of exp_reduce), so the
+    // low mantissa bits of v hold n + 127 ∈ [0, 127]: shifted left by 23 they are the float 2^n (no conversion)
+    const P magic = pset1<P>(12583039.0f);  // 1.5·2^23 + 127
     for (std::size_t k = 0; k < K; ++k) biased[k] = pmadd(x[k], pset1<P>(1.44269504088896340736f), magic);
-    for (std::size_t k = 0; k < K; ++k) r[k] = psub(biased[k], magic);  // n
+    for (std::size_t k = 0; k < K; ++k) r[k] = Eigen::internal::psub(biased[k], magic);  // n
+    // Cody–Waite: r = x − n·ln2 with ln2 in two parts (exp_reduce)
     for (std::size_t k = 0; k < K; ++k) x[k] = pmadd(r[k], pset1<P>(-0.693359375f), x[k]);
-    for (std::size_t k = 0; k < K; ++k) r[k] = pmadd(r[k], pset1<P>(2.12194440e-4f), x[k]);  // Cody–Waite r
-    // exp_polynomial_degree6, one Horner step at a time
+    for (std::size_t k = 0; k < K; ++k) r[k] = pmadd(r[k], pset1<P>(2.12194440e-4f), x[k]);
+    // exp(r) for |r| ≤ ln2/2 by a degree-6 polynomial in Horner form, 1 + r(1 + r(c2 + … + r c6)): coefficients
+    // fitted to exp in relative error on Chebyshev nodes of [−ln2/2, ln2/2] [derived]; fit error 1.7e-8 relative with
+    // the float coefficients (0.15 ULP), one FMA fewer than the Cephes form of exp_polynomial
     for (std::size_t k = 0; k < K; ++k) x[k] = pmadd(pset1<P>(1.3859291e-3f), r[k], pset1<P>(8.374764e-3f));
     for (std::size_t k = 0; k < K; ++k) x[k] = pmadd(x[k], r[k], pset1<P>(4.1667726e-2f));
     for (std::size_t k = 0; k < K; ++k) x[k] = pmadd(x[k], r[k], pset1<P>(1.6666421e-1f));
     for (std::size_t k = 0; k < K; ++k) x[k] = pmadd(x[k], r[k], pset1<P>(4.9999994e-1f));
     for (std::size_t k = 0; k < K; ++k) x[k] = pmadd(x[k], r[k], pset1<P>(1.0f));
     for (std::size_t k = 0; k < K; ++k) x[k] = pmadd(x[k], r[k], pset1<P>(1.0f));
-    for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t k = 0; k < K; ++k)  // times 2^n
       x[k] = Eigen::internal::pmul(x[k], Eigen::internal::preinterpret<P>(Eigen::internal::plogical_shift_left<23>(
                                              Eigen::internal::preinterpret<PacketI>(biased[k]))));
   } else {
-    for (std::size_t k = 0; k < K; ++k) x[k] = packet_exp_nonpositive(x[k]);
+    for (std::size_t k = 0; k < K; ++k) x[k] = packet_exp(x[k]);
   }
+}
+
+/// exp for arguments x ≤ 0 (or −inf), the softmax hot path: results below the smallest normal number flush to 0.
+/// NaN is not allowed (callers validate first). Float: packet_exp_nonpositive_lockstep of one packet; double:
+/// packet_exp.
+template <class P>
+P packet_exp_nonpositive(const P& x) {
+  P packets[1] = {x};
+  packet_exp_nonpositive_lockstep(packets);
+  return packets[0];
 }
 
 /// out[i] = exp(x[i]) for a contiguous row (vectorized; tail by the scalar reference). out may alias x.

@@ -466,8 +466,9 @@ EIGEN_ALWAYS_INLINE void exp_shifted_block(const ScalarOf<P>* x, const P& shift_
 }
 
 /// The vector part of exp_shifted_sum_loop on Eigen packets: four accumulators over blocks of four packets (their
-/// exponentials in lock-step, packet_exp_nonpositive_lockstep), then single packets; returns the index where the scalar tail starts, the packets' sum in `sum`. With `unit_scale` the
-/// multiplication by scale = 1 is left out (x·1 = x exactly: the same bits, one multiplication fewer per entry).
+/// exponentials in lock-step, exp_shifted_block), then single packets; returns the index where the scalar tail
+/// starts, the packets' sum in `sum`. With `unit_scale` the multiplication by scale = 1 is left out (x·1 = x exactly:
+/// the same bits, one multiplication fewer per entry).
 template <bool store_values, bool unit_scale, class Scalar>
 Index exp_shifted_sum_packets(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out,
                               const Scalar* prefetch, Scalar& sum) {
@@ -635,7 +636,7 @@ struct ExponentialSummaryAccumulator {
 };
 
 /// The vector part of exp_shifted_with_summary on Eigen packets: blocks of four packets whose exponentials run in
-/// lock-step (packet_exp_nonpositive_lockstep), then pairs, then single packets; two accumulators (the four fields of
+/// lock-step (exp_shifted_block), then pairs, then single packets; two accumulators (the four fields of
 /// each fill the registers), the even packets to one and the odd to the other. Returns where the scalar tail starts.
 template <bool unit_scale, class Scalar>
 Index exp_shifted_with_summary_packets(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out,

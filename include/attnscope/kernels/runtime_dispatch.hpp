@@ -68,24 +68,34 @@ namespace detail::avx2 {
 
 #define ATTNSCOPE_AVX2_TARGET __attribute__((target("avx2,fma")))
 
-/// packet_exp_nonpositive (kernels/exp.hpp) on 8 floats: x ≤ 0 (or −inf), results below FLT_MIN flush to 0.
+/// packet_exp_nonpositive_lockstep (kernels/exp.hpp) on K packets of 8 floats, in place: x ≤ 0 (or −inf), results
+/// below FLT_MIN flush to 0; each step applied to all K packets before the next.
+template <int K>
+ATTNSCOPE_AVX2_TARGET inline void exp_nonpositive_lockstep(__m256 (&x)[K]) {
+  const __m256 magic = _mm256_set1_ps(12583039.0f);  // 1.5·2^23 + 127, rounds and biases n
+  __m256 biased[K], r[K];
+  for (int k = 0; k < K; ++k) x[k] = _mm256_max_ps(x[k], _mm256_set1_ps(-88.0f));  // n ≥ −127: 2^n field 0 below FLT_MIN
+  for (int k = 0; k < K; ++k) biased[k] = _mm256_fmadd_ps(x[k], _mm256_set1_ps(1.44269504088896340736f), magic);
+  for (int k = 0; k < K; ++k) r[k] = _mm256_sub_ps(biased[k], magic);  // n
+  for (int k = 0; k < K; ++k) x[k] = _mm256_fmadd_ps(r[k], _mm256_set1_ps(-0.693359375f), x[k]);  // Cody–Waite,
+  for (int k = 0; k < K; ++k) r[k] = _mm256_fmadd_ps(r[k], _mm256_set1_ps(2.12194440e-4f), x[k]);  // two-part ln 2
+  // exp(r) by the degree-6 Horner form of packet_exp_nonpositive_lockstep (coefficients fitted on Chebyshev nodes)
+  for (int k = 0; k < K; ++k) x[k] = _mm256_fmadd_ps(_mm256_set1_ps(1.3859291e-3f), r[k], _mm256_set1_ps(8.374764e-3f));
+  for (int k = 0; k < K; ++k) x[k] = _mm256_fmadd_ps(x[k], r[k], _mm256_set1_ps(4.1667726e-2f));
+  for (int k = 0; k < K; ++k) x[k] = _mm256_fmadd_ps(x[k], r[k], _mm256_set1_ps(1.6666421e-1f));
+  for (int k = 0; k < K; ++k) x[k] = _mm256_fmadd_ps(x[k], r[k], _mm256_set1_ps(4.9999994e-1f));
+  for (int k = 0; k < K; ++k) x[k] = _mm256_fmadd_ps(x[k], r[k], _mm256_set1_ps(1.0f));
+  for (int k = 0; k < K; ++k) x[k] = _mm256_fmadd_ps(x[k], r[k], _mm256_set1_ps(1.0f));
+  for (int k = 0; k < K; ++k)  // times 2^n, built in the exponent field
+    x[k] = _mm256_mul_ps(x[k], _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(biased[k]), 23)));
+}
+
+/// packet_exp_nonpositive (kernels/exp.hpp) on 8 floats: exp_nonpositive_lockstep of one packet.
 template <int = 0>
 ATTNSCOPE_AVX2_TARGET inline __m256 exp_nonpositive(__m256 x) {
-  const __m256 clamped = _mm256_max_ps(x, _mm256_set1_ps(-88.0f));  // n ≥ −127: 2^n field 0 below FLT_MIN
-  const __m256 magic = _mm256_set1_ps(12583039.0f);                 // 1.5·2^23 + 127, rounds and biases n
-  const __m256 biased = _mm256_fmadd_ps(clamped, _mm256_set1_ps(1.44269504088896340736f), magic);
-  const __m256 n = _mm256_sub_ps(biased, magic);
-  const __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f),  // Cody–Waite, two-part ln 2
-                                   _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), clamped));
-  const __m256 power = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(biased), 23));  // 2^n
-  // exp(r) by the degree-6 Horner form of exp_polynomial_degree6 (coefficients fitted on Chebyshev nodes [derived])
-  __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(1.3859291e-3f), r, _mm256_set1_ps(8.374764e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1667726e-2f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666421e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.9999994e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
-  return _mm256_mul_ps(y, power);
+  __m256 packets[1] = {x};
+  exp_nonpositive_lockstep(packets);
+  return packets[0];
 }
 
 /// exp(scale·(x − shift)) of one float by the 8-lane code (the tails of exp_shifted_scaled_row).
@@ -102,30 +112,15 @@ ATTNSCOPE_AVX2_TARGET inline __m256 exp_shifted_at(const float* x, Index at, __m
   else return exp_nonpositive(_mm256_mul_ps(shifted, scale));
 }
 
-/// exp_shifted_at on the four packets from `at`, one step for all four before the next (bitwise the same; the
-/// lock-step of packet_exp_nonpositive_lockstep in kernels/exp.hpp, which measured 8–15% faster exp loops).
+/// exp_shifted_at on the four packets from `at`, in lock-step (exp_nonpositive_lockstep; bitwise the same).
 template <bool unit_scale = false>
 ATTNSCOPE_AVX2_TARGET inline void exp_shifted_four(const float* x, Index at, __m256 shift, __m256 scale,
                                                    __m256 (&values)[4]) {
-  const __m256 magic = _mm256_set1_ps(12583039.0f);
-  __m256 biased[4], r[4];
   for (int k = 0; k < 4; ++k) {
     values[k] = _mm256_sub_ps(_mm256_loadu_ps(x + at + 8 * k), shift);
     if constexpr (!unit_scale) values[k] = _mm256_mul_ps(values[k], scale);
   }
-  for (int k = 0; k < 4; ++k) values[k] = _mm256_max_ps(values[k], _mm256_set1_ps(-88.0f));
-  for (int k = 0; k < 4; ++k) biased[k] = _mm256_fmadd_ps(values[k], _mm256_set1_ps(1.44269504088896340736f), magic);
-  for (int k = 0; k < 4; ++k) r[k] = _mm256_sub_ps(biased[k], magic);
-  for (int k = 0; k < 4; ++k) values[k] = _mm256_fmadd_ps(r[k], _mm256_set1_ps(-0.693359375f), values[k]);
-  for (int k = 0; k < 4; ++k) r[k] = _mm256_fmadd_ps(r[k], _mm256_set1_ps(2.12194440e-4f), values[k]);
-  for (int k = 0; k < 4; ++k) values[k] = _mm256_fmadd_ps(_mm256_set1_ps(1.3859291e-3f), r[k], _mm256_set1_ps(8.374764e-3f));
-  for (int k = 0; k < 4; ++k) values[k] = _mm256_fmadd_ps(values[k], r[k], _mm256_set1_ps(4.1667726e-2f));
-  for (int k = 0; k < 4; ++k) values[k] = _mm256_fmadd_ps(values[k], r[k], _mm256_set1_ps(1.6666421e-1f));
-  for (int k = 0; k < 4; ++k) values[k] = _mm256_fmadd_ps(values[k], r[k], _mm256_set1_ps(4.9999994e-1f));
-  for (int k = 0; k < 4; ++k) values[k] = _mm256_fmadd_ps(values[k], r[k], _mm256_set1_ps(1.0f));
-  for (int k = 0; k < 4; ++k) values[k] = _mm256_fmadd_ps(values[k], r[k], _mm256_set1_ps(1.0f));
-  for (int k = 0; k < 4; ++k)
-    values[k] = _mm256_mul_ps(values[k], _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(biased[k]), 23)));
+  exp_nonpositive_lockstep(values);
 }
 
 template <int = 0>
