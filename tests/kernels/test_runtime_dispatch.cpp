@@ -81,8 +81,8 @@ __attribute__((target("avx2,fma"))) void dispatched_exponentials(const float* x,
   const __m256 shift_packet = _mm256_set1_ps(shift), scale_packet = _mm256_set1_ps(scale);
   for (Index i = 0; i < n; i += 32) {
     __m256 values[4], unit_values[4];
-    avx2::exp_shifted_four<false>(x, i, shift_packet, scale_packet, values);
-    avx2::exp_shifted_four<true>(x, i, shift_packet, scale_packet, unit_values);
+    avx2::exp_shifted_four<false>(x, i, shift_packet, scale_packet, nullptr, values);
+    avx2::exp_shifted_four<true>(x, i, shift_packet, scale_packet, nullptr, unit_values);
     for (Index k = 0; k < 4; ++k) {
       _mm256_storeu_ps(one_by_one + i + 8 * k, avx2::exp_shifted_at<false>(x, i + 8 * k, shift_packet, scale_packet));
       _mm256_storeu_ps(four + i + 8 * k, values[k]);

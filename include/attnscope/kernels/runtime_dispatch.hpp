@@ -112,10 +112,15 @@ ATTNSCOPE_AVX2_TARGET inline __m256 exp_shifted_at(const float* x, Index at, __m
   else return exp_nonpositive(_mm256_mul_ps(shifted, scale));
 }
 
-/// exp_shifted_at on the four packets from `at`, in lock-step (exp_nonpositive_lockstep; bitwise the same).
+/// exp_shifted_at on the four packets from `at`, in lock-step (exp_nonpositive_lockstep; bitwise the same). With
+/// prefetch non-null, first asks the cache for prefetch[at, at + 32) (the next row; exp_shifted_block of
+/// kernels/row_reductions.hpp on AVX2).
 template <bool unit_scale = false>
 ATTNSCOPE_AVX2_TARGET inline void exp_shifted_four(const float* x, Index at, __m256 shift, __m256 scale,
-                                                   __m256 (&values)[4]) {
+                                                   const float* prefetch, __m256 (&values)[4]) {
+  if (prefetch != nullptr)
+    for (Index line = at; line < at + 32; line += 16)
+      _mm_prefetch(reinterpret_cast<const char*>(prefetch + line), _MM_HINT_T0);
   for (int k = 0; k < 4; ++k) {
     values[k] = _mm256_sub_ps(_mm256_loadu_ps(x + at + 8 * k), shift);
     if constexpr (!unit_scale) values[k] = _mm256_mul_ps(values[k], scale);
@@ -149,10 +154,8 @@ ATTNSCOPE_AVX2_TARGET Index exp_shifted_sum_body(const float* x, Index n, float 
   __m256 first = _mm256_setzero_ps(), second = first, third = first, fourth = first;
   Index i = 0;
   for (; i + 32 <= n; i += 32) {
-    if (prefetch != nullptr)
-      for (Index at = i; at < i + 32; at += 16) _mm_prefetch(reinterpret_cast<const char*>(prefetch + at), _MM_HINT_T0);
     __m256 values[4];
-    exp_shifted_four<unit_scale>(x, i, shift_packet, scale_packet, values);
+    exp_shifted_four<unit_scale>(x, i, shift_packet, scale_packet, prefetch, values);
     const __m256 a = values[0], b = values[1], c = values[2], d = values[3];
     if constexpr (store_values) {
       _mm256_storeu_ps(out + i, a);
@@ -206,10 +209,8 @@ ATTNSCOPE_AVX2_TARGET Index exp_shifted_with_summary_body(const float* x, Index 
   odd.clear();
   Index i = 0;
   for (; i + 32 <= n; i += 32) {
-    if (prefetch != nullptr)
-      for (Index at = i; at < i + 32; at += 16) _mm_prefetch(reinterpret_cast<const char*>(prefetch + at), _MM_HINT_T0);
     __m256 values[4];
-    exp_shifted_four<unit_scale>(x, i, shift_packet, scale_packet, values);
+    exp_shifted_four<unit_scale>(x, i, shift_packet, scale_packet, prefetch, values);
     for (int k = 0; k < 4; ++k) _mm256_storeu_ps(out + i + 8 * k, values[k]);
     even.add(values[0]);
     odd.add(values[1]);
