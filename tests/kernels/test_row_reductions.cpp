@@ -216,6 +216,45 @@ TEMPLATE_TEST_CASE("secular_power_sums matches a long-double evaluation of c_k =
   }
 }
 
+TEMPLATE_TEST_CASE("secular_power_sums_and_row_max is bitwise secular_power_sums and row_max of the next row",
+                   "[kernels][secular]", float, double) {
+  attnscope::Random random(16);
+  using limits = std::numeric_limits<TestType>;
+  for (Index n : lengths()) {
+    const std::vector<TestType> p = random_row<TestType>(random, n, 0, 1);
+    const TestType lambda = TestType(1.25);  // above every p_i
+    const auto expected_sums = attnscope::kernels::secular_power_sums(p.data(), n, lambda);
+    // the next row shorter, as long, one longer (causal rows) and much longer; also empty
+    for (Index next_n : {Index{0}, n - 1, n, n + 1, n + 17, 2 * n + 40}) {
+      if (next_n < 0) continue;
+      std::vector<TestType> next = random_row<TestType>(random, next_n, -50, 50);
+      if (next_n > 0) next[static_cast<std::size_t>(random.below(static_cast<std::uint64_t>(next_n)))] = 60;  // the max
+      attnscope::kernels::MaxAndFiniteness<TestType> max{0, false};
+      const auto sums =
+          attnscope::kernels::secular_power_sums_and_row_max(p.data(), n, lambda, next.data(), next_n, max);
+      CAPTURE(n, next_n);
+      for (std::size_t k = 0; k < 5; ++k) CHECK(sums.c[k] == expected_sums.c[k]);
+      CHECK(max.finite);
+      CHECK(max.max == (next_n > 0 ? TestType(60) : -limits::infinity()));
+      if (next_n > 0) CHECK(max.max == attnscope::kernels::row_max_reference(next.data(), next_n).max);
+      // a NaN or ±inf anywhere in the next row, inside or beyond the common length, clears `finite`
+      for (Index bad_at : {Index{0}, next_n / 2, next_n - 1}) {
+        if (next_n == 0) break;
+        for (TestType bad_value : {limits::quiet_NaN(), limits::infinity(), -limits::infinity()}) {
+          std::vector<TestType> bad = next;
+          bad[static_cast<std::size_t>(bad_at)] = bad_value;
+          attnscope::kernels::MaxAndFiniteness<TestType> bad_max{0, true};
+          const auto bad_sums =
+              attnscope::kernels::secular_power_sums_and_row_max(p.data(), n, lambda, bad.data(), next_n, bad_max);
+          CAPTURE(bad_at, bad_value);
+          CHECK_FALSE(bad_max.finite);
+          CHECK(bad_sums.c[0] == expected_sums.c[0]);
+        }
+      }
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("secular_sums matches a long-double evaluation of g and g'", "[kernels][secular]", float,
                    double) {
   attnscope::Random random(14);

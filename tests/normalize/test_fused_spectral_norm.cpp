@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -153,6 +154,24 @@ TEST_CASE("fused softmax Jacobian norms check the logits row by row: a non-finit
     const Visibility causal{attnscope::Causal{0}};
     CHECK(attnscope::jacobian_spectral_norm(masked_bad, attnscope::SoftmaxMap{1}, causal) ==
           attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{1}, causal));
+  }
+  // wider rows, so the next row's max taken inside the secular pass runs on packets and a scalar tail: a bad logit
+  // in the first row of a block of 16 (its max taken on its own), inside a block, in the packet part and in the tail
+  const RowMatrix<double> wide = attnscope_test::random_logits<double>(78, 40, 100, 1.0);
+  struct Position {
+    Index row, column;
+  };
+  for (const Position at : {Position{0, 0}, Position{4, 2}, Position{16, 3}, Position{17, 50}, Position{20, 99},
+                            Position{39, 97}}) {
+    for (double bad : {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()}) {
+      RowMatrix<double> with_bad = wide;
+      with_bad(at.row, at.column) = bad;
+      const std::string where = "row " + std::to_string(at.row) + ", column " + std::to_string(at.column);
+      CHECK_THROWS_WITH(attnscope::jacobian_spectral_norm(with_bad, attnscope::SoftmaxMap{1}),
+                        Catch::Contains("attnscope::jacobian_spectral_norm") && Catch::Contains(where));
+      CHECK_THROWS_WITH(attnscope::jacobian_spectral_norm(with_bad.cast<float>().eval(), attnscope::SoftmaxMap{1}),
+                        Catch::Contains("attnscope::jacobian_spectral_norm") && Catch::Contains(where));
+    }
   }
   CHECK_THROWS_WITH(attnscope::jacobian_spectral_norm(RowMatrix<float>(0, 3), attnscope::SoftmaxMap{1}),
                     Catch::Contains("empty input"));

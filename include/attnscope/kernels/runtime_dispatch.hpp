@@ -363,17 +363,28 @@ struct SecularPowerPackets {
 };
 
 /// secular_power_sums (kernels/secular.hpp) on AVX2: sums[k] = Σ p_i/(p_i − λ)^(k+1), k = 0..4, two accumulators
-/// over blocks of 16, the tail in scalar code.
-template <int = 0>
-ATTNSCOPE_AVX2_TARGET void secular_power_sums(const float* p, Index n, float lambda, float* sums) {
+/// over blocks of 16, the tail in scalar code. With `with_next_max` (secular_power_sums_and_row_max) also the maximum
+/// of next[0, next_n) and whether it is finite, in the same loop while both rows have blocks, then in scalar code.
+template <bool with_next_max>
+ATTNSCOPE_AVX2_TARGET void secular_power_sums(const float* p, Index n, float lambda, float* sums, const float* next,
+                                              Index next_n, float* next_max, bool* next_finite) {
   const __m256 lambda_packet = _mm256_set1_ps(lambda);
   SecularPowerPackets even, odd;
   even.clear();
   odd.clear();
-  Index i = 0;
+  [[maybe_unused]] __m256 maxima = _mm256_set1_ps(-__builtin_inff()), poisons = _mm256_setzero_ps();
+  Index i = 0, max_end = 0;  // next[0, max_end) is reduced in packets
   for (; i + 16 <= n; i += 16) {
     even.add(_mm256_loadu_ps(p + i), lambda_packet);
     odd.add(_mm256_loadu_ps(p + i + 8), lambda_packet);
+    if constexpr (with_next_max) {
+      if (i + 16 <= next_n) {
+        const __m256 a = _mm256_loadu_ps(next + i), b = _mm256_loadu_ps(next + i + 8);
+        maxima = _mm256_max_ps(maxima, _mm256_max_ps(a, b));
+        poisons = _mm256_add_ps(poisons, _mm256_add_ps(_mm256_sub_ps(a, a), _mm256_sub_ps(b, b)));
+        max_end = i + 16;
+      }
+    }
   }
   for (; i + 8 <= n; i += 8) even.add(_mm256_loadu_ps(p + i), lambda_packet);
   sums[0] = sum_lanes(_mm256_add_ps(even.first, odd.first));
@@ -388,6 +399,15 @@ ATTNSCOPE_AVX2_TARGET void secular_power_sums(const float* p, Index n, float lam
       term *= inverse;
       sums[k] += term;
     }
+  }
+  if constexpr (with_next_max) {
+    float max = max_lanes(maxima), poison = sum_lanes(poisons);
+    for (Index k = max_end; k < next_n; ++k) {
+      max = next[k] > max ? next[k] : max;
+      poison += next[k] - next[k];
+    }
+    *next_max = max;
+    *next_finite = poison == 0.0f;
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/packet.hpp"
+#include "attnscope/kernels/row_reductions.hpp"
 #include "attnscope/kernels/runtime_dispatch.hpp"
 
 #include "attnscope/kernels/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
@@ -101,6 +102,60 @@ struct SecularPowerSums {
   std::array<Scalar, 5> c;
 };
 
+namespace detail {
+
+/// The body of secular_power_sums and secular_power_sums_and_row_max on Eigen packets (two accumulators, since five
+/// sums each fill the vector registers); with `with_next_max`, next[0, next_n) is reduced to its maximum and
+/// finiteness in the same loop (packets while both rows have them, the rest in scalars).
+template <bool with_next_max, class Scalar>
+SecularPowerSums<Scalar> secular_power_sums_packets(const Scalar* p, Index n, Scalar lambda, const Scalar* next,
+                                                    Index next_n, MaxAndFiniteness<Scalar>* next_max) {
+  SecularPowerSums<Scalar> result;
+  result.c.fill(Scalar(0));
+  Index i = 0, max_end = 0;  // next[0, max_end) is reduced in packets
+  MaxAccumulator<Scalar> scalar_max(NoParameters{});
+  if constexpr (is_vectorized<Scalar>) {
+    using P = Packet<Scalar>;
+    constexpr Index width = packet_size<Scalar>;
+    if (n >= width) {
+      const P lambda_packet = Eigen::internal::pset1<P>(lambda);
+      SecularPowerAccumulator<P> first(lambda_packet), second(lambda_packet);
+      [[maybe_unused]] MaxAccumulator<P> max(NoParameters{});
+      for (; i + 2 * width <= n; i += 2 * width) {
+        first.add(load<P>(p + i));
+        second.add(load<P>(p + i + width));
+        if constexpr (with_next_max) {
+          if (i + 2 * width <= next_n) {
+            max.add(load<P>(next + i));
+            max.add(load<P>(next + i + width));
+            max_end = i + 2 * width;
+          }
+        }
+      }
+      for (; i + width <= n; i += width) first.add(load<P>(p + i));
+      first.merge(second);
+      using Eigen::internal::predux;
+      result.c = {predux(first.first), predux(first.second), predux(first.third), predux(first.fourth),
+                  predux(first.fifth)};
+      if constexpr (with_next_max) scalar_max = max.horizontal();
+    }
+  }
+  SecularPowerAccumulator<Scalar> tail(lambda);
+  for (; i < n; ++i) tail.add(p[i]);
+  result.c[0] += tail.first;
+  result.c[1] += tail.second;
+  result.c[2] += tail.third;
+  result.c[3] += tail.fourth;
+  result.c[4] += tail.fifth;
+  if constexpr (with_next_max) {
+    for (Index k = max_end; k < next_n; ++k) scalar_max.add(next[k]);
+    *next_max = {scalar_max.max, scalar_max.poison == Scalar(0)};
+  }
+  return result;
+}
+
+}  // namespace detail
+
 /// The power sums of SecularPowerSums over p[0..n) for λ different from every p_i, in one vectorized pass (one
 /// division per entry; two packet accumulators, since five sums each fill the vector registers).
 template <class Scalar>
@@ -109,39 +164,33 @@ SecularPowerSums<Scalar> secular_power_sums(const Scalar* p, Index n, Scalar lam
   if constexpr (std::is_same<Scalar, float>::value) {  // runtime_dispatch.hpp
     if (detail::avx2::available()) {
       SecularPowerSums<Scalar> sums;
-      detail::avx2::secular_power_sums(p, n, lambda, sums.c.data());
+      detail::avx2::secular_power_sums<false>(p, n, lambda, sums.c.data(), nullptr, 0, nullptr, nullptr);
       return sums;
     }
   }
 #endif
-  SecularPowerSums<Scalar> result;
-  result.c.fill(Scalar(0));
-  Index i = 0;
-  if constexpr (is_vectorized<Scalar>) {
-    using P = Packet<Scalar>;
-    constexpr Index width = packet_size<Scalar>;
-    if (n >= width) {
-      const P lambda_packet = Eigen::internal::pset1<P>(lambda);
-      detail::SecularPowerAccumulator<P> first(lambda_packet), second(lambda_packet);
-      for (; i + 2 * width <= n; i += 2 * width) {
-        first.add(detail::load<P>(p + i));
-        second.add(detail::load<P>(p + i + width));
-      }
-      for (; i + width <= n; i += width) first.add(detail::load<P>(p + i));
-      first.merge(second);
-      using Eigen::internal::predux;
-      result.c = {predux(first.first), predux(first.second), predux(first.third), predux(first.fourth),
-                  predux(first.fifth)};
+  return detail::secular_power_sums_packets<false>(p, n, lambda, static_cast<const Scalar*>(nullptr), 0,
+                                                   static_cast<MaxAndFiniteness<Scalar>*>(nullptr));
+}
+
+/// secular_power_sums(p, n, λ) and row_max(next, next_n) in one loop [issue 15]: the loads, maxima and finiteness
+/// checks of the next row (the next softmax row of the norm from logits) ride along the division-bound pass instead
+/// of a pass of their own, and that row's memory latency hides behind the divisions (the norm from logits measured
+/// 1.08–1.17× faster, docs/performance.md). Bitwise both results. `next` must hold next_n ≥ 0 entries.
+template <class Scalar>
+SecularPowerSums<Scalar> secular_power_sums_and_row_max(const Scalar* p, Index n, Scalar lambda, const Scalar* next,
+                                                        Index next_n, MaxAndFiniteness<Scalar>& next_max) {
+#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
+  if constexpr (std::is_same<Scalar, float>::value) {  // runtime_dispatch.hpp
+    if (detail::avx2::available()) {
+      SecularPowerSums<Scalar> sums;
+      detail::avx2::secular_power_sums<true>(p, n, lambda, sums.c.data(), next, next_n, &next_max.max,
+                                             &next_max.finite);
+      return sums;
     }
   }
-  detail::SecularPowerAccumulator<Scalar> tail(lambda);
-  for (; i < n; ++i) tail.add(p[i]);
-  result.c[0] += tail.first;
-  result.c[1] += tail.second;
-  result.c[2] += tail.third;
-  result.c[3] += tail.fourth;
-  result.c[4] += tail.fifth;
-  return result;
+#endif
+  return detail::secular_power_sums_packets<true>(p, n, lambda, next, next_n, &next_max);
 }
 
 /// Scalar reference of secular_power_sums.

@@ -92,57 +92,113 @@ SecularSetup<Scalar> secular_setup(const Scalar* p, Index n, const kernels::TopT
   return setup;
 }
 
-/// The root of the secular equation from its setup (secular_setup) and Σp² (the start uses it): the iteration of
-/// secular_largest_eigenvalue. Scale-invariant for r₀ = 0: for weights w = c·p it returns c·λ (every test is
-/// relative and the model step is homogeneous), which the softmax norm from exponentials uses.
+/// The iteration that finds the root of the secular equation from its setup (secular_setup), one pass over the row at
+/// a time: construct it (the start needs Σp², n and the sink mass r₀), then while !finished() evaluate
+/// kernels::secular_power_sums at point() and hand the sums to advance(); root() is then λ_max. Resumable so that a
+/// caller can interleave the scalar steps of several rows (their division chains then overlap; the softmax norm from
+/// logits does). Scale-invariant for r₀ = 0: for weights w = c·p it returns c·λ (every test is relative and the model
+/// step is homogeneous), which the softmax norm from exponentials uses.
 template <class Scalar>
-Scalar solve_secular_equation(const Scalar* p, Index n, const SecularSetup<Scalar>& setup, Scalar sum_of_squares,
-                              Scalar sink_mass, Index* passes) {
-  if (passes) *passes = 0;
-  const Scalar p1 = setup.largest, p2 = setup.second;
-  if (p2 == p1) return p1;  // deflation of the tie: eigenvector e_a − e_b, eigenvalue p_(1) (§5.2 step 2)
-  if (setup.rest == 0) return p1 * sink_mass;  // one nonzero entry: the 1×1 block p1 − p1² = p1·r₀, zeros elsewhere
-  Scalar lower = setup.lower, upper = setup.upper;
-  if (!(lower < upper)) return lower;
-  const Scalar gap = p1 - p2;  // δ = p_(1) − p_(2) > 0
+class SecularIteration {
+ public:
+  /// Already finished, with root 0 (a placeholder for arrays of iterations).
+  SecularIteration() = default;
+
+  SecularIteration(const SecularSetup<Scalar>& setup, Index n, Scalar sum_of_squares, Scalar sink_mass)
+      : largest_(setup.largest), second_(setup.second), gap_(setup.largest - setup.second), sink_mass_(sink_mass),
+        lower_(setup.lower), upper_(setup.upper) {
+    const Scalar p1 = largest_, p2 = second_;
+    finished_ = true;
+    if (p2 == p1) {  // deflation of the tie: eigenvector e_a − e_b, eigenvalue p_(1) (§5.2 step 2)
+      lambda_ = p1;
+      return;
+    }
+    if (setup.rest == 0) {  // one nonzero entry: the 1×1 block p1 − p1² = p1·r₀, zeros elsewhere
+      lambda_ = p1 * sink_mass;
+      return;
+    }
+    lambda_ = lower_;
+    if (!(lower_ < upper_)) return;  // an empty bracket: its end
+    finished_ = false;
+    lambda_ = lower_ + (upper_ - lower_) / 2;
+    others_ = std::max(Scalar(0), setup.rest - p2);  // R: the mass of the keys other than the top two
+    if (sink_mass == 0 && n > 2) {
+      // A start closer to the root than the bracket's midpoint, without a pass over the row [derived]: the keys
+      // other than the top two sum to R and their squares to Q; for λ above them Σ_{i≥3} p_i/(p_i − λ) ≈ −R/λ − Q/λ²
+      // (the first terms of the expansion in p_i/λ), so one model step on g ≈ p1/(p1 − λ) + p2/(p2 − λ) − R/λ − Q/λ²
+      // moves λ towards the root of this approximation (on N(0, 9) logits the iteration of one pass per step needed
+      // 2.1–2.3 passes from here instead of 2.9 from the midpoint; a second step gains nothing; the expansion below
+      // then ends most rows after the first pass). A step that leaves the bracket is not taken.
+      const Scalar other_squares = std::max(Scalar(0), sum_of_squares - p1 * p1 - p2 * p2);
+      const Scalar lambda = lambda_;
+      const Scalar top = p1 / (p1 - lambda), runner_up = p2 / (p2 - lambda), inverse = Scalar(1) / lambda;
+      const Scalar value = top + runner_up - inverse * (others_ + other_squares * inverse);
+      const Scalar slope = top / (p1 - lambda) + runner_up / (p2 - lambda) +
+                           inverse * inverse * (others_ + 2 * other_squares * inverse);
+      const Scalar next = model_step(value, slope, lambda);
+      if (next > lower_ && next < upper_) lambda_ = next;
+    }
+  }
+
+  /// Whether the root is found (then root() is λ_max).
+  bool finished() const { return finished_; }
+  /// The point λ where the next pass evaluates the power sums (while !finished()).
+  Scalar point() const { return lambda_; }
+  /// λ_max, once finished().
+  Scalar root() const { return lambda_; }
+
+  /// One iteration from the power sums at point(): the model step, then the model iteration on the expansion about
+  /// point() without a pass; either ends the iteration or moves point() inside the shrunken bracket.
+  void advance(const kernels::SecularPowerSums<Scalar>& sums) {
+    const Scalar bracket_tolerance = 4 * std::numeric_limits<Scalar>::epsilon();
+    const Scalar lambda = lambda_;
+    const Scalar secular = sums.c[0] - sink_mass_ / lambda;  // increasing on (p_(2), p_(1)); root = λ_max (§5.4)
+    if (secular == 0) return finish(lambda);
+    if (secular > 0) upper_ = lambda; else lower_ = lambda;
+    Scalar next = model_step(secular, sums.c[1] + sink_mass_ / (lambda * lambda), lambda);
+    if (std::abs(next - lambda) <= step_tolerance() * lambda) return finish(next);  // converged (may sit on an end)
+    Scalar expansion_root = 0;
+    if (solve_on_expansion(sums, lambda, next, expansion_root)) return finish(expansion_root);
+    // not accepted: the expansion's root (when it converged inside the bracket) is the next point to evaluate
+    if (expansion_root > lower_ && expansion_root < upper_) next = expansion_root;
+    // safeguard: a step beyond a bracket end goes to that end (the root may sit there, e.g. n = 2 where it equals
+    // 2·max d), unless that end was just evaluated or is a pole p_(1), p_(2); then bisect
+    const Scalar middle = lower_ + (upper_ - lower_) / 2;
+    if (!(next <= upper_)) next = (lambda == upper_ || upper_ >= largest_) ? middle : upper_;
+    else if (!(next >= lower_)) next = (lambda == lower_ || lower_ <= second_) ? middle : lower_;
+    lambda_ = next;
+    if (upper_ - lower_ <= bracket_tolerance * upper_ || ++iterations_ == 100) finished_ = true;
+  }
+
+ private:
+  void finish(Scalar root) {
+    lambda_ = root;
+    finished_ = true;
+  }
+
   // the model step converges quadratically (error after a step ≈ C·step²): a relative step below 64·eps
   // (7.6e-6 in float, 1.4e-14 in double) leaves the returned value at rounding level even for near-uniform rows,
   // where C is largest (1024·eps measured 1.1e-6 relative error in float there)
-  const Scalar step_tolerance = 64 * std::numeric_limits<Scalar>::epsilon();
-  const Scalar bracket_tolerance = 4 * std::numeric_limits<Scalar>::epsilon();
-  Scalar lambda = lower + (upper - lower) / 2;
+  static Scalar step_tolerance() { return 64 * std::numeric_limits<Scalar>::epsilon(); }
+
   // The fixed-weight model step from g(λ) − r₀/λ and g'(λ) + r₀/λ² at λ [derived]: ψ(λ) = Σ_{i≠argmax} p_i/(p_i − λ)
   // − r₀/λ and ψ'(λ), the argmax term p1/(p1 − λ) removed (ψ' is at least its p_(2) term: guards the subtraction);
   // ψ(μ) ≈ a + b/(p_(2) − μ) matching ψ and ψ' at λ; with μ = p_(2) + τ: a τ² − (a δ + b + p1) τ + b δ = 0, one
-  // root in (0, δ).
-  const auto model_step = [&](Scalar secular, Scalar slope, Scalar at) {
+  // root in (0, δ) (δ = p_(1) − p_(2) > 0).
+  Scalar model_step(Scalar secular, Scalar slope, Scalar at) const {
+    const Scalar p1 = largest_, p2 = second_;
     const Scalar argmax_inverse = Scalar(1) / (p1 - at);
     const Scalar offset = at - p2;
     const Scalar psi = secular - p1 * argmax_inverse;
     const Scalar psi_slope = std::max(slope - p1 * argmax_inverse * argmax_inverse, p2 / (offset * offset));
     const Scalar b = psi_slope * offset * offset;
     const Scalar a = psi + psi_slope * offset;
-    const Scalar linear = a * gap + b + p1, constant = b * gap;
+    const Scalar linear = a * gap_ + b + p1, constant = b * gap_;
     const Scalar discriminant = std::sqrt(std::max(Scalar(0), linear * linear - 4 * a * constant));
     if (linear >= 0) return p2 + 2 * constant / (linear + discriminant);
-    return a != 0 ? p2 + (linear - discriminant) / (2 * a) : lower + (upper - lower) / 2;
-  };
-  const Scalar others = std::max(Scalar(0), setup.rest - p2);  // R: the mass of the keys other than the top two
-  if (sink_mass == 0 && n > 2) {
-    // A start closer to the root than the bracket's midpoint, without a pass over the row [derived]: the keys other
-    // than the top two sum to R and their squares to Q; for λ above them Σ_{i≥3} p_i/(p_i − λ) ≈ −R/λ − Q/λ² (the
-    // first terms of the expansion in p_i/λ), so one model step on g ≈ p1/(p1 − λ) + p2/(p2 − λ) − R/λ − Q/λ²
-    // moves λ towards the root of this approximation (on N(0, 9) logits the iteration of one pass per step needed
-    // 2.1–2.3 passes from here instead of 2.9 from the midpoint; a second step gains nothing; the expansion below
-    // then ends most rows after the first pass). A step that leaves the bracket is not taken.
-    const Scalar other_squares = std::max(Scalar(0), sum_of_squares - p1 * p1 - p2 * p2);
-    const Scalar top = p1 / (p1 - lambda), runner_up = p2 / (p2 - lambda), inverse = Scalar(1) / lambda;
-    const Scalar value = top + runner_up - inverse * (others + other_squares * inverse);
-    const Scalar slope = top / (p1 - lambda) + runner_up / (p2 - lambda) +
-                         inverse * inverse * (others + 2 * other_squares * inverse);
-    const Scalar next = model_step(value, slope, lambda);
-    if (next > lower && next < upper) lambda = next;
+    return a != 0 ? p2 + (linear - discriminant) / (2 * a) : lower_ + (upper_ - lower_) / 2;
   }
+
   // The expansion of g about an evaluated point λ [derived]: for μ = λ + δ, p_i/(p_i − μ) = t_i/(1 − u_i) with
   // t_i = p_i/(p_i − λ), u_i = δ/(p_i − λ), and 1/(1 − u) = 1 + u + u² + u³ + u⁴ + u⁵/(1 − u) exactly, so
   //   g(μ) = Σ_k c_k δ^k (k = 0..4, c_k = Σ_i p_i/(p_i − λ)^(k+1), one pass: kernels::secular_power_sums)
@@ -152,21 +208,25 @@ Scalar solve_secular_equation(const Scalar* p, Index n, const SecularSetup<Scala
   // mass of those keys. The model iteration then runs on this expansion without passes over the row; its root μ is
   // accepted when E moves the root by less than eps/4 relative (E/g'(μ), g' bounded below by the top two keys'
   // terms). On N(0, σ²) logits, σ = 1..6, n = 512 and 4096, 86–99% of rows end after one pass (issue 15).
-  const Scalar truncation_tolerance = std::numeric_limits<Scalar>::epsilon() / 4;
-  // whether the others' remainder bound 2E at μ (ū < 1/2) moves the root by less than eps/4 relative: 2E ≤
-  // (eps/4)·μ·g'(μ), with g'(μ) ≥ p_(1)/(p_(1) − μ)² + p_(2)/(μ − p_(2))² (every term of g' is positive)
-  const auto truncation_is_negligible = [&](Scalar at, Scalar mu) {
+  //
+  // truncation_is_negligible: whether the others' remainder bound 2E at μ (ū < 1/2) moves the root by less than
+  // eps/4 relative: 2E ≤ (eps/4)·μ·g'(μ), with g'(μ) ≥ p_(1)/(p_(1) − μ)² + p_(2)/(μ − p_(2))² (every term of g' is
+  // positive)
+  bool truncation_is_negligible(Scalar at, Scalar mu) const {
+    const Scalar truncation_tolerance = std::numeric_limits<Scalar>::epsilon() / 4;
+    const Scalar p1 = largest_, p2 = second_;
     const Scalar distance = at - p2, reach = std::abs(mu - at) / distance, reach2 = reach * reach;
     if (!(reach < Scalar(0.5))) return false;
-    const Scalar truncation = 2 * others / distance * (reach2 * reach2 * reach) / (1 - reach);
+    const Scalar truncation = 2 * others_ / distance * (reach2 * reach2 * reach) / (1 - reach);
     const Scalar slope_floor = p1 / ((p1 - mu) * (p1 - mu)) + p2 / ((mu - p2) * (mu - p2));
     return truncation <= truncation_tolerance * mu * slope_floor;
-  };
+  }
+
   // The model iteration on the expansion from `start` (no pass over the row); true with its root when that root is
   // reached (a step below step_tolerance) inside the bracket with a negligible truncation; `root` is set whenever the
   // iteration converged, as the next point to evaluate otherwise.
-  const auto solve_on_expansion = [&](const kernels::SecularPowerSums<Scalar>& sums, Scalar at, Scalar start,
-                                      Scalar& root) {
+  bool solve_on_expansion(const kernels::SecularPowerSums<Scalar>& sums, Scalar at, Scalar start, Scalar& root) const {
+    const Scalar p1 = largest_, p2 = second_;
     const Scalar top_inverse = Scalar(1) / (p1 - at), runner_up_inverse = Scalar(1) / (p2 - at);
     const Scalar top_term = p1 * top_inverse, runner_up_term = p2 * runner_up_inverse;
     // t·u⁵/(1 − u) and its derivative in δ, t·w·u⁴(5 − 4u)/(1 − u)², for one of the top two keys (w = 1/(p − λ))
@@ -184,45 +244,45 @@ Scalar solve_secular_equation(const Scalar* p, Index n, const SecularSetup<Scala
       const Scalar value =
           sums.c[0] + delta * (sums.c[1] + delta * (sums.c[2] + delta * (sums.c[3] + delta * sums.c[4]))) +
           remainder(top_term, top_inverse, top_u, top_slope) +
-          remainder(runner_up_term, runner_up_inverse, runner_up_u, runner_up_slope) - sink_mass / mu;
+          remainder(runner_up_term, runner_up_inverse, runner_up_u, runner_up_slope) - sink_mass_ / mu;
       const Scalar slope = sums.c[1] + delta * (2 * sums.c[2] + delta * (3 * sums.c[3] + delta * 4 * sums.c[4])) +
-                           top_slope + runner_up_slope + sink_mass / (mu * mu);
+                           top_slope + runner_up_slope + sink_mass_ / (mu * mu);
       // away from both poles (every p_i at least μ/64 from μ) a Newton step, one division instead of the model
       // step's square root and three: |g''| ≤ 2g'/dist, so a converged step (≤ 64·eps·μ) leaves an error of at most
       // (64·eps)²·μ²/dist ≤ 64³·eps²·μ, below eps/4 relative [derived]; near a pole the model step, which is exact
       // in the argmax pole
       const Scalar pole_distance = std::min(p1 - mu, mu - p2);
       const Scalar next = pole_distance > mu / 64 ? mu - value / slope : model_step(value, slope, mu);
-      if (!(next > lower && next < upper)) return false;
-      if (std::abs(next - mu) <= step_tolerance * mu) {
+      if (!(next > lower_ && next < upper_)) return false;
+      if (std::abs(next - mu) <= step_tolerance() * mu) {
         root = next;
         return truncation_is_negligible(at, next);
       }
       mu = next;
     }
     return false;
-  };
-  for (int iteration = 0; iteration < 100; ++iteration) {
-    const auto sums = kernels::secular_power_sums(p, n, lambda);  // g(λ), g'(λ), … over the whole row
-    if (passes) ++*passes;
-    const Scalar secular = sums.c[0] - sink_mass / lambda;  // increasing on (p_(2), p_(1)); root = λ_max (§5.4)
-    if (secular == 0) return lambda;
-    if (secular > 0) upper = lambda; else lower = lambda;
-    Scalar next = model_step(secular, sums.c[1] + sink_mass / (lambda * lambda), lambda);
-    if (std::abs(next - lambda) <= step_tolerance * lambda) return next;  // converged (may sit on a bracket end)
-    Scalar expansion_root = 0;
-    if (solve_on_expansion(sums, lambda, next, expansion_root)) return expansion_root;
-    // not accepted: the expansion's root (when it converged inside the bracket) is the next point to evaluate
-    if (expansion_root > lower && expansion_root < upper) next = expansion_root;
-    // safeguard: a step beyond a bracket end goes to that end (the root may sit there, e.g. n = 2 where it equals
-    // 2·max d), unless that end was just evaluated or is a pole p_(1), p_(2); then bisect
-    const Scalar middle = lower + (upper - lower) / 2;
-    if (!(next <= upper)) next = (lambda == upper || upper >= p1) ? middle : upper;
-    else if (!(next >= lower)) next = (lambda == lower || lower <= p2) ? middle : lower;
-    lambda = next;
-    if (upper - lower <= bracket_tolerance * upper) break;
   }
-  return lambda;
+
+  Scalar largest_ = 0, second_ = 0, gap_ = 0, others_ = 0, sink_mass_ = 0;  // p_(1), p_(2), δ, R, r₀
+  Scalar lower_ = 0, upper_ = 0, lambda_ = 0;  // the bracket and the current point (the root once finished)
+  int iterations_ = 0;
+  bool finished_ = true;
+};
+
+/// The root of the secular equation from its setup (secular_setup) and Σp² (the start uses it): SecularIteration
+/// with one kernels::secular_power_sums pass per iteration. Never inlined: one compiled copy per Scalar serves every
+/// caller, so that the compiler's choice of fused multiply-adds is the same for all of them and the fused norms from
+/// logits of the other maps are bitwise those from their probabilities (tests/normalize/test_fused_spectral_norm.cpp).
+template <class Scalar>
+EIGEN_DONT_INLINE Scalar solve_secular_equation(const Scalar* p, Index n, const SecularSetup<Scalar>& setup, Scalar sum_of_squares,
+                              Scalar sink_mass, Index* passes) {
+  if (passes) *passes = 0;
+  SecularIteration<Scalar> iteration(setup, n, sum_of_squares, sink_mass);
+  while (!iteration.finished()) {
+    iteration.advance(kernels::secular_power_sums(p, n, iteration.point()));  // g(λ), g'(λ), … over the whole row
+    if (passes) ++*passes;
+  }
+  return iteration.root();
 }
 
 /// λ_max of diag(p) − ppᵀ for one row of n ≥ 1 non-negative finite entries with sink mass r₀ = 1 − Σp ≥ 0
@@ -236,25 +296,33 @@ Scalar secular_largest_eigenvalue(const Scalar* p, Index n, const kernels::TopTw
                                 passes);
 }
 
-/// ‖diag p − ppᵀ‖₂ of the softmax row p = e/S from its exponentials e_i = exp(scale·(z_i − max z)) (the largest is 1,
-/// S = Σe) and their summary, without forming p [derived]: the eigenvalues of diag e − eeᵀ/S are S times those of
-/// diag p − ppᵀ, so the root is found on e (solve_secular_equation is scale-invariant) and divided by S. The setup
-/// of secular_setup in these units: p_(1) = 1/S, the mass of the other keys R = sum_below_one (no cancellation),
+/// The secular setup of the softmax row p = e/S from its exponentials e_i = exp(scale·(z_i − max z)) (the largest is 1,
+/// S = Σe) and their summary, in the units of e [derived]: the eigenvalues of diag e − eeᵀ/S are S times those of
+/// diag p − ppᵀ, so the root is found on e (SecularIteration is scale-invariant) and divided by S. The quantities of
+/// secular_setup times S: p_(1) = 1, the mass of the other keys R = sum_below_one (no cancellation),
 /// max_{i≠argmax} d_i = e_(2)(S − e_(2))/S (p(1 − p) increases on [0, 1/2] and p_(2) ≤ 1/2 always), d_argmax = R/S.
 template <class Scalar>
-Scalar softmax_norm_from_exponentials(const Scalar* e, Index n, const kernels::ExponentialSummary<Scalar>& summary,
-                                      Index* passes = nullptr) {
-  if (passes) *passes = 0;
+SecularSetup<Scalar> softmax_setup_from_exponentials(const kernels::ExponentialSummary<Scalar>& summary) {
   const Scalar total = summary.sum_below_one + summary.count_of_ones;  // S ≥ 1
-  if (summary.count_of_ones >= 2) return 1 / total;  // a tie at the top: λ = p_(1) (§5.2 step 2)
   SecularSetup<Scalar> setup;
   setup.largest = 1;
-  setup.second = summary.largest_below_one;
+  // two or more ones: a tie at the top, so p_(2) = p_(1) and λ = p_(1) (§5.2 step 2)
+  setup.second = summary.count_of_ones >= 2 ? Scalar(1) : summary.largest_below_one;
   setup.rest = summary.sum_below_one;
   const Scalar max_diagonal = std::max(setup.second * (total - setup.second) / total, setup.rest / total);
   setup.lower = std::max(setup.second, max_diagonal);  // interlacing and diagonal ≤ λ_max (§4.1), times S
   setup.upper = std::min(setup.largest, 2 * max_diagonal);  // interlacing and Gershgorin (§4.1), times S
-  return solve_secular_equation(e, n, setup, summary.sum_of_squares, Scalar(0), passes) / total;
+  return setup;
+}
+
+/// ‖diag p − ppᵀ‖₂ of the softmax row p = e/S from its exponentials and their summary, without forming p: the root
+/// on e from softmax_setup_from_exponentials, divided by S [derived].
+template <class Scalar>
+Scalar softmax_norm_from_exponentials(const Scalar* e, Index n, const kernels::ExponentialSummary<Scalar>& summary,
+                                      Index* passes = nullptr) {
+  const Scalar total = summary.sum_below_one + summary.count_of_ones;  // S ≥ 1
+  return solve_secular_equation(e, n, softmax_setup_from_exponentials(summary), summary.sum_of_squares, Scalar(0),
+                                passes) / total;
 }
 
 /// Tolerance on row sums of probabilities (|Σp − 1| for distributions, Σp − 1 for sink rows): a sanity check that
