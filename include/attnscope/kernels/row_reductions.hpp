@@ -458,7 +458,7 @@ EIGEN_ALWAYS_INLINE void exp_shifted_block(const ScalarOf<P>* x, const P& shift_
   constexpr Index width = Eigen::internal::unpacket_traits<P>::size;
   constexpr Index line = 64 / static_cast<Index>(sizeof(ScalarOf<P>));  // entries per 64-byte cache line
   if (prefetch != nullptr)
-    for (Index at = 0; at < 4 * width; at += line) Eigen::internal::prefetch(prefetch + at);
+    for (Index at = 0; at < 4 * width; at += line) prefetch_line(prefetch + at);
   for (Index k = 0; k < 4; ++k) values[k] = psub(load<P>(x + k * width), shift_packet);
   if constexpr (!unit_scale)
     for (P& value : values) value = pmul(value, scale_packet);
