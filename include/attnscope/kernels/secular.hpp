@@ -175,8 +175,9 @@ SecularPowerSums<Scalar> secular_power_sums(const Scalar* p, Index n, Scalar lam
 
 /// secular_power_sums(p, n, λ) and row_max(next, next_n) in one loop [issue 15]: the loads, maxima and finiteness
 /// checks of the next row (the next softmax row of the norm from logits) ride along the division-bound pass instead
-/// of a pass of their own, and that row's memory latency hides behind the divisions (the norm from logits measured
-/// 1.08–1.17× faster, docs/performance.md). Bitwise both results. `next` must hold next_n ≥ 0 entries.
+/// of a pass of their own, and that row's memory latency hides behind the divisions (the norm from logits: 1.00–1.04×
+/// with the next row prefetched, 1.08–1.17× where it is not; docs/performance.md). Bitwise both results. `next` must
+/// hold next_n ≥ 0 entries.
 template <class Scalar>
 SecularPowerSums<Scalar> secular_power_sums_and_row_max(const Scalar* p, Index n, Scalar lambda, const Scalar* next,
                                                         Index next_n, MaxAndFiniteness<Scalar>& next_max) {
