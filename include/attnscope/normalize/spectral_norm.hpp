@@ -94,16 +94,13 @@ SecularSetup<Scalar> secular_setup(const Scalar* p, Index n, const kernels::TopT
 
 /// The iteration that finds the root of the secular equation from its setup (secular_setup), one pass over the row at
 /// a time: construct it (the start needs Σp², n and the sink mass r₀), then while !finished() evaluate
-/// kernels::secular_power_sums at point() and hand the sums to advance(); root() is then λ_max. Resumable so that a
-/// caller can interleave the scalar steps of several rows (their division chains then overlap; the softmax norm from
-/// logits does). Scale-invariant for r₀ = 0: for weights w = c·p it returns c·λ (every test is relative and the model
-/// step is homogeneous), which the softmax norm from exponentials uses.
+/// kernels::secular_power_sums at point() and hand the sums to advance(); root() is then λ_max. Resumable so that the
+/// caller chooses how each pass is made: the softmax norm from logits makes the first one with the next row's max
+/// (kernels::secular_power_sums_and_row_max). Scale-invariant for r₀ = 0: for weights w = c·p it returns c·λ (every
+/// test is relative and the model step is homogeneous), which the softmax norm from exponentials uses.
 template <class Scalar>
 class SecularIteration {
  public:
-  /// Already finished, with root 0 (a placeholder for arrays of iterations).
-  SecularIteration() = default;
-
   SecularIteration(const SecularSetup<Scalar>& setup, Index n, Scalar sum_of_squares, Scalar sink_mass)
       : largest_(setup.largest), second_(setup.second), gap_(setup.largest - setup.second), sink_mass_(sink_mass),
         lower_(setup.lower), upper_(setup.upper) {
