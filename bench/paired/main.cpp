@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
   struct Shape {
     long rows, cols;
   };
-  std::printf("| shape | softmax_into base ÷ tree | norm base ÷ tree | norm ÷ softmax_into, base | tree |\n");
-  std::printf("|---|---|---|---|---|\n");
+  std::printf("| shape | softmax_into base ÷ tree | norm base ÷ tree | norm ÷ softmax_into, base | tree | "
+              "median ms: softmax_into base, tree; norm base, tree |\n");
+  std::printf("|---|---|---|---|---|---|\n");
   for (const Shape shape : {Shape{16384, 512}, Shape{4096, 4096}}) {
     std::mt19937 generator(2024);
     std::normal_distribution<float> normal(0.0f, 3.0f);
@@ -62,6 +63,7 @@ int main(int argc, char** argv) {
     paired_softmax_into_base(z, shape.rows, shape.cols, out);
     paired_softmax_into_tree(z, shape.rows, shape.cols, out);
     std::vector<double> softmax_ratio, norm_ratio, base_norm_over_softmax, tree_norm_over_softmax;
+    std::vector<double> softmax_base_ms, softmax_tree_ms, norm_base_ms, norm_tree_ms;
     for (long round = 0; round < rounds; ++round) {
       double softmax_base, softmax_tree, norm_base, norm_tree;
       if (round % 2 == 0) {
@@ -79,11 +81,17 @@ int main(int argc, char** argv) {
       norm_ratio.push_back(norm_base / norm_tree);
       base_norm_over_softmax.push_back(norm_base / softmax_base);
       tree_norm_over_softmax.push_back(norm_tree / softmax_tree);
+      softmax_base_ms.push_back(softmax_base);
+      softmax_tree_ms.push_back(softmax_tree);
+      norm_base_ms.push_back(norm_base);
+      norm_tree_ms.push_back(norm_tree);
     }
     const Quartiles s = quartiles(softmax_ratio), r = quartiles(norm_ratio), b = quartiles(base_norm_over_softmax),
                     t = quartiles(tree_norm_over_softmax);
-    std::printf("| %ld×%ld | %.3f [%.3f, %.3f] | %.3f [%.3f, %.3f] | %.2f× | %.2f× |\n", shape.rows, shape.cols,
-                s.median, s.low, s.high, r.median, r.low, r.high, b.median, t.median);
+    std::printf("| %ld×%ld | %.3f [%.3f, %.3f] | %.3f [%.3f, %.3f] | %.2f× | %.2f× | %.2f, %.2f; %.2f, %.2f |\n",
+                shape.rows, shape.cols, s.median, s.low, s.high, r.median, r.low, r.high, b.median, t.median,
+                quartiles(softmax_base_ms).median, quartiles(softmax_tree_ms).median, quartiles(norm_base_ms).median,
+                quartiles(norm_tree_ms).median);
     const float sum_base = paired_norm_from_logits_base(z, shape.rows, shape.cols);
     const float sum_tree = paired_norm_from_logits_tree(z, shape.rows, shape.cols);
     if (sum_base != sum_tree)
