@@ -271,8 +271,8 @@ class SecularIteration {
 /// caller, so that the compiler's choice of fused multiply-adds is the same for all of them and the fused norms from
 /// logits of the other maps are bitwise those from their probabilities (tests/normalize/test_fused_spectral_norm.cpp).
 template <class Scalar>
-EIGEN_DONT_INLINE Scalar solve_secular_equation(const Scalar* p, Index n, const SecularSetup<Scalar>& setup, Scalar sum_of_squares,
-                              Scalar sink_mass, Index* passes) {
+EIGEN_DONT_INLINE Scalar solve_secular_equation(const Scalar* p, Index n, const SecularSetup<Scalar>& setup,
+                                                Scalar sum_of_squares, Scalar sink_mass, Index* passes) {
   if (passes) *passes = 0;
   SecularIteration<Scalar> iteration(setup, n, sum_of_squares, sink_mass);
   while (!iteration.finished()) {
