@@ -105,6 +105,50 @@ TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with t
   }
 }
 
+TEMPLATE_TEST_CASE("exp_shifted_with_summary: exact ones and largest below one wherever the maximum and its ties sit",
+                   "[kernels][reductions]", float, double) {
+  // The vector loop sums a block of four packets without masks when none of its exponentials is 1 and through the
+  // masks otherwise [issue 15]: the maximum, a tie and a key rounding to 1 are put in every block, packet and tail
+  // position, and the second largest key beside them or in another block.
+  using limits = std::numeric_limits<TestType>;
+  attnscope::Random random(1517);
+  for (Index n : {Index(1), Index(7), Index(33), Index(64), Index(100), Index(131), Index(512)}) {
+    const std::vector<TestType> base = random_row<TestType>(random, n, -12, -1);  // every key below the maximum 0
+    const Index step = n > 100 ? 5 : 1;
+    for (Index at = 0; at < n; at += step) {
+      for (int variant = 0; variant < 4; ++variant) {
+        std::vector<TestType> row = base;
+        row[static_cast<std::size_t>(at)] = 0;  // the maximum
+        const std::size_t other = static_cast<std::size_t>((at + 1 + (variant * 37) % std::max<Index>(n - 1, 1)) % n);
+        if (n > 1 && static_cast<Index>(other) != at) {
+          if (variant == 1) row[other] = 0;                         // a tie at the top
+          if (variant == 2) row[other] = -limits::min();            // exp rounds to 1: counted as a one
+          if (variant == 3) row[other] = TestType(-0.25);           // the second largest, alone
+        }
+        std::vector<TestType> out(base.size());
+        const auto summary = attnscope::kernels::exp_shifted_with_summary(row.data(), n, TestType(0), TestType(1),
+                                                                          out.data(), static_cast<const TestType*>(nullptr));
+        long double ones = 0, below = 0, squares = 0;
+        TestType largest_below = 0;
+        for (const TestType value : out) {
+          if (value == 1) {
+            ones += 1;
+          } else {
+            below += value;
+            largest_below = std::max(largest_below, value);
+          }
+          squares += static_cast<long double>(value) * value;
+        }
+        CAPTURE(n, at, variant, other);
+        CHECK(summary.count_of_ones == static_cast<TestType>(ones));
+        CHECK(summary.largest_below_one == largest_below);
+        CHECK(std::fabs(summary.sum_below_one - below) <= 4 * (n + 1) * limits::epsilon() * below);
+        CHECK(std::fabs(summary.sum_of_squares - squares) <= 4 * (n + 1) * limits::epsilon() * squares);
+      }
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("exp_shifted_with_summary: the exponentials of exp_shifted_sum and an exact summary of them",
                    "[kernels][reductions]", float, double) {
   using limits = std::numeric_limits<TestType>;

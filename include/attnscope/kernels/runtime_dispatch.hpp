@@ -19,6 +19,7 @@
 // dispatch) and Eigen vectorizes (no EIGEN_DONT_VECTORIZE); define ATTNSCOPE_NO_RUNTIME_DISPATCH to switch it off.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -196,45 +197,65 @@ struct ExponentialSummaryPackets {
   }
 };
 
+/// detail::BelowOneAccumulator (kernels/row_reductions.hpp) on AVX2: the blocks whose exponentials are all below one.
+struct BelowOnePackets {
+  __m256 sum, squares, max;
+  template <int = 0>
+  ATTNSCOPE_AVX2_TARGET void clear() {
+    sum = squares = max = _mm256_setzero_ps();
+  }
+  template <int = 0>
+  ATTNSCOPE_AVX2_TARGET void add_block(const __m256 (&values)[4], __m256 block_max) {
+    sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_add_ps(values[0], values[1]), _mm256_add_ps(values[2], values[3])));
+    for (int k = 0; k < 4; ++k) squares = _mm256_fmadd_ps(values[k], values[k], squares);
+    max = _mm256_max_ps(max, block_max);
+  }
+};
+
+/// detail::add_block_with_ones on AVX2: a block holding a 1, through the masks, out of line.
+template <int = 0>
+ATTNSCOPE_AVX2_TARGET __attribute__((noinline)) void add_block_with_ones(__m256 first, __m256 second, __m256 third,
+                                                                         __m256 fourth,
+                                                                         ExponentialSummaryPackets& accumulator) {
+  accumulator.add(first);
+  accumulator.add(second);
+  accumulator.add(third);
+  accumulator.add(fourth);
+}
+
 /// exp_shifted_with_summary (kernels/row_reductions.hpp) on AVX2, the vector part: blocks of four packets in lock-step,
-/// then pairs, two accumulators (the first and third packet of a block to one, as the Eigen packet loop, so the bits
-/// agree); fields[0..4) receive the count of ones, the sum and the max below 1 and the sum of squares. Returns where
-/// the scalar tail starts.
+/// a block below one to BelowOnePackets and the others through the masks, then single packets through the masks, in
+/// the order of the Eigen packet loop (so the bits agree); fields[0..4) receive the count of ones, the sum and the max
+/// below 1 and the sum of squares. Returns where the scalar tail starts.
 template <bool unit_scale>
 ATTNSCOPE_AVX2_TARGET Index exp_shifted_with_summary_body(const float* x, Index n, float shift, float scale, float* out,
                                                           const float* prefetch, float* fields) {
   const __m256 shift_packet = _mm256_set1_ps(shift), scale_packet = _mm256_set1_ps(scale);
-  ExponentialSummaryPackets even, odd;
-  even.clear();
-  odd.clear();
+  const __m256 one = _mm256_set1_ps(1.0f);
+  BelowOnePackets below_one;
+  below_one.clear();
+  ExponentialSummaryPackets masked;
+  masked.clear();
   Index i = 0;
   for (; i + 32 <= n; i += 32) {
     __m256 values[4];
     exp_shifted_four<unit_scale>(x, i, shift_packet, scale_packet, prefetch, values);
     for (int k = 0; k < 4; ++k) _mm256_storeu_ps(out + i + 8 * k, values[k]);
-    even.add(values[0]);
-    odd.add(values[1]);
-    even.add(values[2]);
-    odd.add(values[3]);
-  }
-  for (; i + 16 <= n; i += 16) {
-    if (prefetch != nullptr) _mm_prefetch(reinterpret_cast<const char*>(prefetch + i), _MM_HINT_T0);
-    const __m256 a = exp_shifted_at<unit_scale>(x, i, shift_packet, scale_packet),
-                 b = exp_shifted_at<unit_scale>(x, i + 8, shift_packet, scale_packet);
-    _mm256_storeu_ps(out + i, a);
-    _mm256_storeu_ps(out + i + 8, b);
-    even.add(a);
-    odd.add(b);
+    const __m256 block_max = _mm256_max_ps(_mm256_max_ps(values[0], values[1]), _mm256_max_ps(values[2], values[3]));
+    if (__builtin_expect(_mm256_movemask_ps(_mm256_cmp_ps(block_max, one, _CMP_EQ_OQ)) == 0, 1))
+      below_one.add_block(values, block_max);
+    else
+      add_block_with_ones(values[0], values[1], values[2], values[3], masked);
   }
   for (; i + 8 <= n; i += 8) {
-    const __m256 a = exp_shifted_at<unit_scale>(x, i, shift_packet, scale_packet);
-    _mm256_storeu_ps(out + i, a);
-    even.add(a);
+    const __m256 value = exp_shifted_at<unit_scale>(x, i, shift_packet, scale_packet);
+    _mm256_storeu_ps(out + i, value);
+    masked.add(value);
   }
-  fields[0] = sum_lanes(_mm256_add_ps(even.ones, odd.ones));
-  fields[1] = sum_lanes(_mm256_add_ps(even.below_sum, odd.below_sum));
-  fields[2] = max_lanes(_mm256_max_ps(even.below_max, odd.below_max));
-  fields[3] = sum_lanes(_mm256_add_ps(even.squares, odd.squares));
+  fields[0] = sum_lanes(masked.ones);
+  fields[1] = sum_lanes(masked.below_sum) + sum_lanes(below_one.sum);
+  fields[2] = std::max(max_lanes(masked.below_max), max_lanes(below_one.max));
+  fields[3] = sum_lanes(masked.squares) + sum_lanes(below_one.squares);
   return i;
 }
 
