@@ -61,6 +61,8 @@ struct ProbabilityRowSummary {
 template <class Scalar>
 struct ExponentialSummary {
   Scalar count_of_ones, sum_below_one, largest_below_one, sum_of_squares;
+  /// Σe, the softmax denominator (≥ 1: the largest exponential is 1).
+  Scalar sum() const { return sum_below_one + count_of_ones; }
 };
 
 /// Sum and count of the shifted entries x_i − shift that are ≥ a threshold (the candidate filter of sparsemax).

@@ -335,7 +335,7 @@ Vector<Scalar> softmax_norms_of_prefix_rows(const RowMatrixView<Scalar>& z, Scal
       if (!max.finite) throw_non_finite_logit("jacobian_spectral_norm", logits, i, cols, visibility);
       const Scalar* next_row = i + 1 < rows ? logits + stride : nullptr;
       const auto summary = kernels::exp_shifted_with_summary(logits, n, max.max, scale, e, next_row);
-      const Scalar total = summary.sum_below_one + summary.count_of_ones;  // S ≥ 1
+      const Scalar total = summary.sum();  // S ≥ 1
       SecularIteration<Scalar> iteration(softmax_setup_from_exponentials(summary), n, summary.sum_of_squares,
                                          Scalar(0));
       const bool next_in_block = i + 1 < end;

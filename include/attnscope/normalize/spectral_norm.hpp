@@ -308,7 +308,7 @@ Scalar secular_largest_eigenvalue(const Scalar* p, Index n, const kernels::TopTw
 /// max_{i≠argmax} d_i = e_(2)(S − e_(2))/S (p(1 − p) increases on [0, 1/2] and p_(2) ≤ 1/2 always), d_argmax = R/S.
 template <class Scalar>
 SecularSetup<Scalar> softmax_setup_from_exponentials(const kernels::ExponentialSummary<Scalar>& summary) {
-  const Scalar total = summary.sum_below_one + summary.count_of_ones;  // S ≥ 1
+  const Scalar total = summary.sum();  // S ≥ 1
   SecularSetup<Scalar> setup;
   setup.largest = 1;
   // two or more ones: a tie at the top, so p_(2) = p_(1) and λ = p_(1) (§5.2 step 2)
@@ -325,7 +325,7 @@ SecularSetup<Scalar> softmax_setup_from_exponentials(const kernels::ExponentialS
 template <class Scalar>
 Scalar softmax_norm_from_exponentials(const Scalar* e, Index n, const kernels::ExponentialSummary<Scalar>& summary,
                                       Index* passes = nullptr) {
-  const Scalar total = summary.sum_below_one + summary.count_of_ones;  // S ≥ 1
+  const Scalar total = summary.sum();  // S ≥ 1
   return solve_secular_equation(e, n, softmax_setup_from_exponentials(summary), summary.sum_of_squares, Scalar(0),
                                 passes) / total;
 }
