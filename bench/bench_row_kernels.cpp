@@ -8,7 +8,8 @@
 //    the recompute form (max, exp-sum without store, exp·(1/sum) streamed out), each with ordinary and streaming stores;
 //  - the other row kernels, for the comparison of builds (scripts/bench_isa.sh: generic x86-64, x86-64-v3, native):
 //    the probability summary and one secular pass over softmax rows, the exact ‖J‖₂ of a softmax row from its logits
-//    (softmax into a buffer, then the secular root), sparsemax, exact 1.5-entmax.
+//    (softmax into a buffer, then the secular root), sparsemax, exact 1.5-entmax;
+//  - the passes of the norm from logits on 64 rows of 512 keys that stay in the cache (their compute cost).
 #include <cstring>
 #include <vector>
 
@@ -38,7 +39,7 @@ template <class RowBody>
 void run_rows(benchmark::State& state, RowBody&& body) {
   const RowMatrix<float> z = normal_logits(state.range(0), state.range(1));
   RowMatrix<float> out = RowMatrix<float>::Zero(z.rows(), z.cols());  // touched before timing
-  std::vector<float> buffer(static_cast<std::size_t>(z.cols()));
+  Eigen::VectorXf buffer(z.cols());  // packet-aligned, as the library's row buffers
   for (auto _ : state) {
     for (Index i = 0; i < z.rows(); ++i) body(z.data() + i * z.cols(), z.cols(), out.data() + i * z.cols(), buffer.data());
     benchmark::DoNotOptimize(out.data());
@@ -153,6 +154,12 @@ void shapes(benchmark::internal::Benchmark* benchmark) {
   benchmark->Args({4096, 4096})->Args({16384, 512})->Unit(benchmark::kMillisecond);
 }
 
+/// 64 rows of 512 keys (128 KiB, in the cache): the compute cost of each pass of the norm from logits without the
+/// memory; divided by 64, the time of one row (docs/performance.md, the seventh session of issue 15).
+void cached_rows(benchmark::internal::Benchmark* benchmark) {
+  benchmark->Args({64, 512})->Unit(benchmark::kMicrosecond);
+}
+
 }  // namespace
 
 BENCHMARK(copy_memcpy)->Apply(shapes);
@@ -174,6 +181,13 @@ BENCHMARK(pass_secular_sums)->Apply(shapes);
 BENCHMARK(pass_secular_power_sums)->Apply(shapes);
 BENCHMARK(pass_exp_with_summary)->Apply(shapes);
 BENCHMARK(softmax_norm_row_from_logits)->Apply(shapes);
+BENCHMARK(pass_row_max)->Apply(cached_rows);
+BENCHMARK(pass_exp_total)->Apply(cached_rows);
+BENCHMARK(pass_exp_with_summary)->Apply(cached_rows);
+BENCHMARK(pass_secular_sums)->Apply(cached_rows);
+BENCHMARK(pass_secular_power_sums)->Apply(cached_rows);
+BENCHMARK(softmax_norm_row_from_logits)->Apply(cached_rows);
+BENCHMARK(softmax_three_pass_in_output)->Apply(cached_rows);
 BENCHMARK(sparsemax_row)->Apply(shapes);
 BENCHMARK(entmax15_row)->Apply(shapes);
 
