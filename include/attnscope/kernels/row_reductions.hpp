@@ -626,12 +626,6 @@ struct ExponentialSummaryAccumulator {
     }
     squares = Eigen::internal::pmadd(value, value, squares);
   }
-  void merge(const ExponentialSummaryAccumulator& other) {
-    ones = padd(ones, other.ones);
-    below_sum = padd(below_sum, other.below_sum);
-    below_max = pmax(below_max, other.below_max);
-    squares = padd(squares, other.squares);
-  }
   ExponentialSummary<ScalarOf<P>> horizontal() const {
     return {sum_lanes(ones), sum_lanes(below_sum), max_lanes(below_max), sum_lanes(squares)};
   }
