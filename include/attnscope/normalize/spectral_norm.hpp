@@ -223,20 +223,31 @@ class SecularIteration {
     const Scalar top_term = p1 * top_inverse, runner_up_term = p2 * runner_up_inverse;
     const Scalar top_slope = top_term * top_inverse, runner_up_slope = runner_up_term * runner_up_inverse;  // p/(p − λ)²
     const Scalar truncation_tolerance = std::numeric_limits<Scalar>::epsilon() / 4;
-    // the others' remainder bound 2E = 2R/(λ − p_(2))·ū⁵/(1 − ū) against (eps/4)·μ·g'(μ), times 1 − ū
-    const auto truncation_is_negligible = [&](Scalar mu, Scalar runner_up_u, Scalar top_rest, Scalar runner_up_rest) {
-      const Scalar reach = std::abs(runner_up_u), reach2 = reach * reach;
-      const Scalar slope_floor = top_slope * top_rest * top_rest + runner_up_slope * runner_up_rest * runner_up_rest;
+    // at μ: δ, the top two keys' u = δ/(p − λ) and 1/(1 − u)
+    struct Point {
+      Scalar delta, top_u, runner_up_u, top_rest, runner_up_rest;
+    };
+    // whether the expansion holds at μ: both |u| < 1/2, and the others' remainder bound 2E = 2R/(λ − p_(2))·ū⁵/(1 − ū)
+    // within (eps/4)·μ·g'(μ), taken times 1 − ū; fills `point`
+    const auto expansion_holds = [&](Scalar mu, Point& point) {
+      point.delta = mu - at;
+      point.top_u = point.delta * top_inverse;
+      point.runner_up_u = point.delta * runner_up_inverse;
+      if (!(std::abs(point.top_u) < Scalar(0.5)) || !(std::abs(point.runner_up_u) < Scalar(0.5))) return false;
+      point.top_rest = Scalar(1) / (1 - point.top_u);
+      point.runner_up_rest = Scalar(1) / (1 - point.runner_up_u);
+      const Scalar reach = std::abs(point.runner_up_u), reach2 = reach * reach;
+      const Scalar slope_floor = top_slope * point.top_rest * point.top_rest +
+                                 runner_up_slope * point.runner_up_rest * point.runner_up_rest;
       return 2 * others_ * -runner_up_inverse * (reach2 * reach2 * reach) <=
              truncation_tolerance * mu * slope_floor * (1 - reach);
     };
     Scalar mu = start;
     for (int step = 0; step < 8; ++step) {
-      const Scalar delta = mu - at, top_u = delta * top_inverse, runner_up_u = delta * runner_up_inverse;
-      // too far from λ for the expansion
-      if (!(std::abs(top_u) < Scalar(0.5)) || !(std::abs(runner_up_u) < Scalar(0.5))) return false;
-      const Scalar top_rest = Scalar(1) / (1 - top_u), runner_up_rest = Scalar(1) / (1 - runner_up_u);
-      if (!truncation_is_negligible(mu, runner_up_u, top_rest, runner_up_rest)) return false;
+      Point point;
+      if (!expansion_holds(mu, point)) return false;
+      const Scalar delta = point.delta, top_u = point.top_u, runner_up_u = point.runner_up_u;
+      const Scalar top_rest = point.top_rest, runner_up_rest = point.runner_up_rest;
       // the top two keys' remainders t·u⁵/(1 − u) and their derivatives in δ, t·w·u⁴(5 − 4u)/(1 − u)² (w = 1/(p − λ))
       const Scalar top_u4 = (top_u * top_u) * (top_u * top_u);
       const Scalar runner_up_u4 = (runner_up_u * runner_up_u) * (runner_up_u * runner_up_u);
@@ -257,11 +268,8 @@ class SecularIteration {
       if (!(next > lower_ && next < upper_)) return false;
       if (std::abs(next - mu) <= step_tolerance() * mu) {
         root = next;
-        const Scalar next_delta = next - at, next_top_u = next_delta * top_inverse;
-        const Scalar next_runner_up_u = next_delta * runner_up_inverse;
-        return std::abs(next_top_u) < Scalar(0.5) && std::abs(next_runner_up_u) < Scalar(0.5) &&
-               truncation_is_negligible(next, next_runner_up_u, Scalar(1) / (1 - next_top_u),
-                                        Scalar(1) / (1 - next_runner_up_u));
+        Point at_root;
+        return expansion_holds(next, at_root);
       }
       mu = next;
     }
