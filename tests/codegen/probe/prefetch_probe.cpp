@@ -6,14 +6,14 @@
 using attnscope::Index;
 
 extern "C" float attnscope_probe_exp_shifted_sum_packets(const float* x, Index n, float shift, float* out,
-                                                 const float* next_row) {
+                                                         const float* next_row) {
   float sum = 0;
   attnscope::kernels::detail::exp_shifted_sum_packets<true, true>(x, n, shift, 1.0f, out, next_row, sum);
   return sum;
 }
 
-extern "C" float attnscope_probe_exp_shifted_with_summary_packets(const float* x, Index n, float shift, float* out,
-                                                          const float* next_row) {
+extern "C" float attnscope_probe_exp_shifted_with_summary_packets(const float* x, Index n, float shift,
+                                                                  float* out, const float* next_row) {
   attnscope::kernels::ExponentialSummary<float> summary{0, 0, 0, 0};
   attnscope::kernels::detail::exp_shifted_with_summary_packets<true>(x, n, shift, 1.0f, out, next_row, summary);
   return summary.sum_below_one;
