@@ -1,6 +1,6 @@
 # Checks the module layering of docs/design.md: every #include "attnscope/<module>/..." or "attnscope/<module>.hpp"
-# in include/attnscope/<folder>/*.hpp names the folder itself or a module it may use. Run by ctest as
-# `cmake -DINCLUDE_DIR=<repo>/include/attnscope -P check_layers.cmake`.
+# in include/attnscope/<folder>/*.hpp and its subfolders (<folder>/detail/) names the folder itself or a module it
+# may use. Run by ctest as `cmake -DINCLUDE_DIR=<repo>/include/attnscope -P check_layers.cmake`.
 #
 # Layers, bottom to top:
 #   core
@@ -36,9 +36,10 @@ foreach(folder IN LISTS folders)
     string(APPEND violations "  include/attnscope/${folder}/ is not a known module: add it to the layers here and in docs/design.md\n")
     continue()
   endif()
-  file(GLOB headers ${INCLUDE_DIR}/${folder}/*.hpp)
-  foreach(header IN LISTS headers)
-    get_filename_component(header_name ${header} NAME)
+  # the module's headers and those of its internal subfolders (detail/), which follow the same layers
+  file(GLOB_RECURSE headers RELATIVE ${INCLUDE_DIR}/${folder} ${INCLUDE_DIR}/${folder}/*.hpp)
+  foreach(header_name IN LISTS headers)
+    set(header ${INCLUDE_DIR}/${folder}/${header_name})
     file(STRINGS ${header} includes REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]attnscope/")
     foreach(line IN LISTS includes)
       string(REGEX MATCH "attnscope/([a-z_]+)" _ "${line}")

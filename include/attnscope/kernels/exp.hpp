@@ -19,7 +19,7 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/packet.hpp"
 
-#include "attnscope/kernels/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
+#include "attnscope/kernels/detail/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
 
 namespace attnscope::kernels {
 
@@ -197,4 +197,4 @@ void exp_row_reference(const Scalar* x, Index n, Scalar* out) {
 
 }  // namespace attnscope::kernels
 
-#include "attnscope/kernels/diagnostics_pop.hpp"
+#include "attnscope/kernels/detail/diagnostics_pop.hpp"

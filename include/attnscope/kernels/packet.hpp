@@ -10,7 +10,7 @@
 
 #include "attnscope/core/types.hpp"
 
-#include "attnscope/kernels/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
+#include "attnscope/kernels/detail/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
 
 namespace attnscope::kernels {
 
@@ -88,4 +88,4 @@ struct NoParameters {};
 }  // namespace detail
 }  // namespace attnscope::kernels
 
-#include "attnscope/kernels/diagnostics_pop.hpp"
+#include "attnscope/kernels/detail/diagnostics_pop.hpp"

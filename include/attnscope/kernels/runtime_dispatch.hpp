@@ -115,7 +115,7 @@ ATTNSCOPE_AVX2_TARGET inline __m256 exp_shifted_at(const float* x, Index at, __m
 
 /// exp_shifted_at on the four packets from `at`, in lock-step (exp_nonpositive_lockstep; bitwise the same). With
 /// prefetch non-null, first asks the cache for prefetch[at, at + 32) (the next row; exp_shifted_block of
-/// kernels/row_reductions.hpp on AVX2).
+/// kernels/detail/exp_block.hpp on AVX2).
 template <bool unit_scale = false>
 ATTNSCOPE_AVX2_TARGET inline void exp_shifted_four(const float* x, Index at, __m256 shift, __m256 scale,
                                                    const float* prefetch, __m256 (&values)[4]) {
@@ -144,7 +144,7 @@ ATTNSCOPE_AVX2_TARGET inline float max_lanes(__m256 value) {
   return _mm_cvtss_f32(_mm_max_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
 }
 
-/// The vector part of exp_shifted_sum_loop (kernels/row_reductions.hpp) on 8-float AVX2 packets: four accumulators
+/// The vector part of exp_shifted_sum_loop (kernels/exp_sum.hpp) on 8-float AVX2 packets: four accumulators
 /// over blocks of 32, then single packets; returns the index where the scalar tail starts and the packets' sum.
 /// With store_values, out[0, returned index) receives the exponentials; with prefetch, prefetch[0, n) is requested;
 /// with unit_scale (scale = 1) the multiplication is left out (the same bits).
@@ -197,7 +197,7 @@ struct ExponentialSummaryPackets {
   }
 };
 
-/// detail::BelowOneAccumulator (kernels/row_reductions.hpp) on AVX2: the blocks whose exponentials are all below one.
+/// detail::BelowOneAccumulator (kernels/exp_summary.hpp) on AVX2: the blocks whose exponentials are all below one.
 struct BelowOnePackets {
   __m256 sum, squares, max;
   template <int = 0>
@@ -223,7 +223,7 @@ ATTNSCOPE_AVX2_TARGET __attribute__((noinline)) void add_block_with_ones(__m256 
   accumulator.add(fourth);
 }
 
-/// exp_shifted_with_summary (kernels/row_reductions.hpp) on AVX2, the vector part: blocks of four packets in lock-step,
+/// exp_shifted_with_summary (kernels/exp_summary.hpp) on AVX2, the vector part: blocks of four packets in lock-step,
 /// a block below one to BelowOnePackets and the others through the masks, then single packets through the masks, in
 /// the order of the Eigen packet loop (so the bits agree); fields[0..4) receive the count of ones, the sum and the max
 /// below 1 and the sum of squares. Returns where the scalar tail starts.
@@ -259,7 +259,7 @@ ATTNSCOPE_AVX2_TARGET Index exp_shifted_with_summary_body(const float* x, Index 
   return i;
 }
 
-/// The whole of exp_shifted_scaled_row (kernels/row_reductions.hpp) on AVX2: out[i] = exp(scale·(x[i] − shift))·factor,
+/// The whole of exp_shifted_scaled_row (kernels/exp_sum.hpp) on AVX2: out[i] = exp(scale·(x[i] − shift))·factor,
 /// every entry by the 8-lane exponential; with `streaming`, non-temporal stores on the 32-byte aligned body (no fence:
 /// the caller fences, kernels/stream_store.hpp).
 template <int = 0>
@@ -280,7 +280,7 @@ ATTNSCOPE_AVX2_TARGET void exp_shifted_scaled_row(const float* x, Index n, float
   for (; i < n; ++i) out[i] = exp_nonpositive_one(scale * (x[i] - shift)) * factor;
 }
 
-/// row_max (kernels/row_reductions.hpp) on AVX2: the maximum of x[0, n) (n ≥ 1) and whether every entry is finite
+/// row_max (kernels/row_extrema.hpp) on AVX2: the maximum of x[0, n) (n ≥ 1) and whether every entry is finite
 /// (the sum of x − x, 0 for finite entries and NaN for ±inf or NaN, is 0).
 template <int = 0>
 ATTNSCOPE_AVX2_TARGET void row_max(const float* x, Index n, float& max, bool& finite) {
@@ -310,7 +310,7 @@ ATTNSCOPE_AVX2_TARGET void row_max(const float* x, Index n, float& max, bool& fi
   finite = poison == 0.0f;
 }
 
-/// scale_row_into (kernels/row_reductions.hpp) on AVX2: out[i] = x[i]·factor, with `streaming` non-temporal stores on
+/// scale_row_into (kernels/scale_row.hpp) on AVX2: out[i] = x[i]·factor, with `streaming` non-temporal stores on
 /// the 32-byte aligned body (no fence: the caller fences); x and out must not overlap unless equal (then it is
 /// scale_row).
 template <int = 0>

@@ -11,10 +11,10 @@
 
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/packet.hpp"
-#include "attnscope/kernels/row_reductions.hpp"
+#include "attnscope/kernels/row_extrema.hpp"
 #include "attnscope/kernels/runtime_dispatch.hpp"
 
-#include "attnscope/kernels/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
+#include "attnscope/kernels/detail/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
 
 namespace attnscope::kernels {
 
@@ -241,4 +241,4 @@ SecularSums<Scalar> secular_sums_reference(const Scalar* p, Index n, Scalar lamb
 
 }  // namespace attnscope::kernels
 
-#include "attnscope/kernels/diagnostics_pop.hpp"
+#include "attnscope/kernels/detail/diagnostics_pop.hpp"

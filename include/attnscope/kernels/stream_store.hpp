@@ -23,7 +23,7 @@
 #include <immintrin.h>
 #endif
 
-#include "attnscope/kernels/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
+#include "attnscope/kernels/detail/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS
 
 namespace attnscope::kernels {
 
@@ -97,4 +97,4 @@ inline void streaming_store_fence() {
 }
 }  // namespace attnscope::kernels
 
-#include "attnscope/kernels/diagnostics_pop.hpp"
+#include "attnscope/kernels/detail/diagnostics_pop.hpp"

@@ -17,7 +17,10 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/kernels/row_loop.hpp"
-#include "attnscope/kernels/row_reductions.hpp"
+#include "attnscope/kernels/exp_sum.hpp"
+#include "attnscope/kernels/row_extrema.hpp"
+#include "attnscope/kernels/scale_row.hpp"
+#include "attnscope/kernels/stream_store.hpp"
 
 namespace attnscope {
 namespace detail {

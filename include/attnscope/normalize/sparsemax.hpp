@@ -13,7 +13,8 @@
 
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
-#include "attnscope/kernels/row_reductions.hpp"
+#include "attnscope/kernels/row_extrema.hpp"
+#include "attnscope/kernels/tail_sum.hpp"
 #include "attnscope/normalize/row_helpers.hpp"
 
 namespace attnscope {

@@ -26,7 +26,10 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/kernels/row_loop.hpp"
-#include "attnscope/kernels/row_reductions.hpp"
+#include "attnscope/kernels/exp_summary.hpp"
+#include "attnscope/kernels/probability_summary.hpp"
+#include "attnscope/kernels/row_extrema.hpp"
+#include "attnscope/kernels/scale_row.hpp"
 #include "attnscope/kernels/secular.hpp"
 
 namespace attnscope {

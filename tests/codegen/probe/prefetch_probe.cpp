@@ -1,7 +1,8 @@
 // Compiled, not run: tests/codegen/check_prefetch.cmake disassembles this object and requires a prefetch instruction
 // in each function below. They call the Eigen packet bodies of the exp loops directly (not the run-time AVX2 dispatch,
 // which has its own _mm_prefetch), with a prefetch pointer the compiler cannot see through.
-#include "attnscope/kernels/row_reductions.hpp"
+#include "attnscope/kernels/exp_sum.hpp"
+#include "attnscope/kernels/exp_summary.hpp"
 
 using attnscope::Index;
 

@@ -1,5 +1,5 @@
-// attnscope/kernels/diagnostics_push.hpp — silences two harmless GCC warnings inside the kernel headers (paired with
-// diagnostics_pop.hpp; no include guard on purpose):
+// attnscope/kernels/detail/diagnostics_push.hpp — silences two harmless GCC warnings inside the kernel headers
+// (paired with diagnostics_pop.hpp; no include guard on purpose):
 //  - -Wignored-attributes: Eigen packets are vector types with alignment attributes; using them as template
 //    arguments (Accumulator<P>) drops the attributes, which is harmless (Eigen disables the same warning);
 //  - -W(maybe-)uninitialized: GCC 12 false positive on the AVX-512 intrinsics' _mm512_undefined_* (GCC bug 105593).
