@@ -31,7 +31,7 @@ std::vector<Index> lengths() {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("row_max and row_statistics equal their references and detect any non-finite entry",
+TEMPLATE_TEST_CASE("row_max and row_min_max_sum equal their references and detect any non-finite entry",
                    "[kernels][reductions]", float, double) {
   using limits = std::numeric_limits<TestType>;
   attnscope::Random random(11);
@@ -41,8 +41,8 @@ TEMPLATE_TEST_CASE("row_max and row_statistics equal their references and detect
     const auto max_reference = attnscope::kernels::row_max_reference(x.data(), n);
     CHECK(max.max == max_reference.max);
     CHECK(max.finite);
-    const auto statistics = attnscope::kernels::row_statistics(x.data(), n);
-    const auto statistics_reference = attnscope::kernels::row_statistics_reference(x.data(), n);
+    const auto statistics = attnscope::kernels::row_min_max_sum(x.data(), n);
+    const auto statistics_reference = attnscope::kernels::row_min_max_sum_reference(x.data(), n);
     CHECK(statistics.min == statistics_reference.min);
     CHECK(statistics.max == statistics_reference.max);
     double absolute_sum = 0;
@@ -54,7 +54,7 @@ TEMPLATE_TEST_CASE("row_max and row_statistics equal their references and detect
         std::vector<TestType> y = x;
         y[static_cast<std::size_t>(position)] = bad;
         CHECK_FALSE(attnscope::kernels::row_max(y.data(), n).finite);
-        CHECK_FALSE(attnscope::kernels::row_statistics(y.data(), n).finite);
+        CHECK_FALSE(attnscope::kernels::row_min_max_sum(y.data(), n).finite);
         CHECK_FALSE(attnscope::kernels::row_max_reference(y.data(), n).finite);
       }
   }

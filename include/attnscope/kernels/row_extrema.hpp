@@ -26,7 +26,7 @@ struct MaxAndFiniteness {
 
 /// Minimum, maximum and sum of a row, and whether every entry is finite (min/max/sum are meaningless otherwise).
 template <class Scalar>
-struct RowStatistics {
+struct MinMaxSumAndFiniteness {
   Scalar min, max, sum;
   bool finite;
 };
@@ -55,9 +55,9 @@ struct MaxAccumulator {
 };
 
 template <class P>
-struct StatisticsAccumulator {
+struct MinMaxSumAccumulator {
   P min, max, sum, poison;
-  explicit StatisticsAccumulator(NoParameters)
+  explicit MinMaxSumAccumulator(NoParameters)
       : min(pset1<P>(std::numeric_limits<ScalarOf<P>>::infinity())),
         max(pset1<P>(-std::numeric_limits<ScalarOf<P>>::infinity())),
         sum(pset1<P>(ScalarOf<P>(0))),
@@ -68,14 +68,14 @@ struct StatisticsAccumulator {
     sum = padd(sum, value);
     poison = non_finite_poison(poison, value);
   }
-  void merge(const StatisticsAccumulator& other) {
+  void merge(const MinMaxSumAccumulator& other) {
     min = pmin(min, other.min);
     max = pmax(max, other.max);
     sum = padd(sum, other.sum);
     poison = padd(poison, other.poison);
   }
-  StatisticsAccumulator<ScalarOf<P>> horizontal() const {
-    StatisticsAccumulator<ScalarOf<P>> result(NoParameters{});
+  MinMaxSumAccumulator<ScalarOf<P>> horizontal() const {
+    MinMaxSumAccumulator<ScalarOf<P>> result(NoParameters{});
     result.min = min_lanes(min);
     result.max = max_lanes(max);
     result.sum = sum_lanes(sum);
@@ -116,16 +116,16 @@ MaxAndFiniteness<Scalar> row_max_reference(const Scalar* x, Index n) {
 
 /// Minimum, maximum, sum and finiteness of x[0..n) (one pass, vectorized).
 template <class Scalar>
-RowStatistics<Scalar> row_statistics(const Scalar* x, Index n) {
-  const auto result = detail::reduce_row<detail::StatisticsAccumulator>(x, n, detail::NoParameters{});
+MinMaxSumAndFiniteness<Scalar> row_min_max_sum(const Scalar* x, Index n) {
+  const auto result = detail::reduce_row<detail::MinMaxSumAccumulator>(x, n, detail::NoParameters{});
   return {result.min, result.max, result.sum, result.poison == Scalar(0)};
 }
 
-/// Scalar reference of row_statistics.
+/// Scalar reference of row_min_max_sum.
 template <class Scalar>
-RowStatistics<Scalar> row_statistics_reference(const Scalar* x, Index n) {
-  RowStatistics<Scalar> result{std::numeric_limits<Scalar>::infinity(), -std::numeric_limits<Scalar>::infinity(),
-                               Scalar(0), true};
+MinMaxSumAndFiniteness<Scalar> row_min_max_sum_reference(const Scalar* x, Index n) {
+  using limits = std::numeric_limits<Scalar>;
+  MinMaxSumAndFiniteness<Scalar> result{limits::infinity(), -limits::infinity(), Scalar(0), true};
   for (Index i = 0; i < n; ++i) {
     result.finite = result.finite && std::isfinite(x[i]);
     result.min = x[i] < result.min ? x[i] : result.min;
