@@ -11,10 +11,6 @@
 #include "attnscope/core/types.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Result of critical_top_n.
 struct CriticalTopN {
@@ -33,22 +29,24 @@ inline CriticalTopN critical_top_n(const std::vector<Index>& n_grid,
                                    const std::vector<std::vector<double>>& expected_distances, double level,
                                    KsMethod method = KsMethod::automatic) {
   const char* function = "critical_top_n";
-  if (!(level > 0 && level < 1)) detail::throw_invalid_argument(function, "level must be in (0, 1), got ", level);
-  if (n_grid.empty()) detail::throw_invalid_argument(function, "the N grid is empty");
+  if (!(level > 0 && level < 1))
+    attnscope::detail::throw_invalid_argument(function, "level must be in (0, 1), got ", level);
+  if (n_grid.empty()) attnscope::detail::throw_invalid_argument(function, "the N grid is empty");
   if (true_distances.size() != n_grid.size() || expected_distances.size() != n_grid.size())
-    detail::throw_invalid_argument(function, "grid has ", n_grid.size(), " entries but ", true_distances.size(),
-                                   " true and ", expected_distances.size(), " expected samples were given");
+    attnscope::detail::throw_invalid_argument(function, "grid has ", n_grid.size(), " entries but ",
+                                              true_distances.size(), " true and ", expected_distances.size(),
+                                              " expected samples were given");
   for (std::size_t k = 0; k < n_grid.size(); ++k)
     if (n_grid[k] < 1 || (k > 0 && n_grid[k] <= n_grid[k - 1]))
-      detail::throw_invalid_argument(function, "N grid must be strictly increasing and >= 1; entry ", k, " is ",
-                                     n_grid[k]);
+      attnscope::detail::throw_invalid_argument(function, "N grid must be strictly increasing and >= 1; entry ", k,
+                                                " is ", n_grid[k]);
   CriticalTopN result;
   for (std::size_t k = 0; k < n_grid.size(); ++k) {
     KsResult test;
     try {
       test = ks_2samp(true_distances[k], expected_distances[k], method);
     } catch (const invalid_argument& error) {
-      detail::throw_invalid_argument(function, "N = ", n_grid[k], ": ", error.what());
+      attnscope::detail::throw_invalid_argument(function, "N = ", n_grid[k], ": ", error.what());
     }
     result.statistics.push_back(test.statistic);
     result.p_values.push_back(test.p_value);
@@ -63,7 +61,7 @@ inline CriticalTopN critical_top_n(const std::vector<Index>& n_grid,
 /// The [derived] default N grid of docs/theory/capacity.md §3.1 for a sequence of L tokens: 1 .. ⌈L/4⌉ in steps of
 /// max(1, L/128). Throws on L < 1.
 inline std::vector<Index> default_critical_n_grid(Index length) {
-  if (length < 1) detail::throw_invalid_argument("default_critical_n_grid", "L must be >= 1, got ", length);
+  if (length < 1) attnscope::detail::throw_invalid_argument("default_critical_n_grid", "L must be >= 1, got ", length);
   const Index last = (length + 3) / 4, step = length / 128 > 1 ? length / 128 : 1;
   std::vector<Index> grid;
   for (Index n = 1; n <= last; n += step) grid.push_back(n);
@@ -74,14 +72,16 @@ inline std::vector<Index> default_critical_n_grid(Index length) {
 /// critical N >= 0. Throws on size mismatch or when no pair is usable.
 inline double critical_n_slope(const std::vector<double>& lengths, const std::vector<double>& critical_n) {
   if (lengths.size() != critical_n.size())
-    detail::throw_invalid_argument("critical_n_slope", "size mismatch: ", lengths.size(), " vs ", critical_n.size());
+    attnscope::detail::throw_invalid_argument("critical_n_slope", "size mismatch: ", lengths.size(), " vs ",
+                                              critical_n.size());
   double numerator = 0, denominator = 0;
   for (std::size_t i = 0; i < lengths.size(); ++i)
     if (critical_n[i] >= 0 && std::isfinite(lengths[i])) {
       numerator += lengths[i] * critical_n[i];
       denominator += lengths[i] * lengths[i];
     }
-  if (!(denominator > 0)) detail::throw_invalid_argument("critical_n_slope", "no usable (L, critical N) pair");
+  if (!(denominator > 0))
+    attnscope::detail::throw_invalid_argument("critical_n_slope", "no usable (L, critical N) pair");
   return numerator / denominator;
 }
 

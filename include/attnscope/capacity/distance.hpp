@@ -16,10 +16,6 @@
 #include "attnscope/core/types.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// The two readings of Eq. 7 (the paper's display formula was lost; docs/theory/capacity.md §1).
 enum class DistanceReading {
@@ -149,7 +145,7 @@ double expected_distance_monte_carlo(const Eigen::MatrixBase<DerivedWeights>& we
   detail::require_embeddings(function, x, w.size());
   const Index length = w.size();
   detail::require_selection_size(function, count, length);
-  if (samples < 1) detail::throw_invalid_argument(function, "samples must be >= 1, got ", samples);
+  if (samples < 1) attnscope::detail::throw_invalid_argument(function, "samples must be >= 1, got ", samples);
   Random random(seed);
   std::vector<Index> order(static_cast<std::size_t>(length));
   double total = 0;
@@ -178,8 +174,8 @@ double expected_distance_exhaustive(const Eigen::MatrixBase<DerivedWeights>& wei
   detail::require_selection_size(function, count, length);
   const double subsets = detail::binomial(length, count);
   if (subsets > max_subsets)
-    detail::throw_invalid_argument(function, "C(", length, ", ", count, ") = ", subsets, " subsets exceed max_subsets = ",
-                                   max_subsets);
+    attnscope::detail::throw_invalid_argument(function, "C(", length, ", ", count, ") = ", subsets,
+                                              " subsets exceed max_subsets = ", max_subsets);
   std::vector<Index> selected(static_cast<std::size_t>(count));
   for (Index i = 0; i < count; ++i) selected[static_cast<std::size_t>(i)] = i;
   double total = 0;

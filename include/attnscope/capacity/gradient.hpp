@@ -24,10 +24,6 @@
 #include "attnscope/normalize/spectral_norm.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Lemma 2 bounds on ‖∇_l α‖₂ for α_i = F(l_i)/S, S = Σ_j F(l_j) ([derived]; the paper's displays are not published).
 struct Lemma2Bound {
@@ -41,18 +37,18 @@ template <class DerivedValues, class DerivedDerivatives>
 Lemma2Bound lemma2_jacobian_bound(const Eigen::MatrixBase<DerivedValues>& map_values,
                                   const Eigen::MatrixBase<DerivedDerivatives>& map_derivatives) {
   const char* function = "lemma2_jacobian_bound";
-  detail::require_nonempty(function, map_values);
-  detail::require_finite(function, map_values);
-  detail::require_finite(function, map_derivatives);
+  attnscope::detail::require_nonempty(function, map_values);
+  attnscope::detail::require_finite(function, map_values);
+  attnscope::detail::require_finite(function, map_derivatives);
   if (map_values.size() != map_derivatives.size())
-    detail::throw_invalid_argument(function, "F has ", map_values.size(), " values but F' has ",
+    attnscope::detail::throw_invalid_argument(function, "F has ", map_values.size(), " values but F' has ",
                                    map_derivatives.size());
   // one row converted to double: S = ΣF accumulates over L and min F may be tiny next to it
   using Array = Eigen::Array<typename detail::dependent_double<DerivedValues>::type, Eigen::Dynamic, 1>;  // ArrayXd
   const Array values = map_values.template cast<double>().reshaped().array();
   const Array derivatives = map_derivatives.template cast<double>().reshaped().array();
   if (!(values.minCoeff() > 0))
-    detail::throw_invalid_argument(function, "F must be positive (Eq. 3), got min F = ", values.minCoeff());
+    attnscope::detail::throw_invalid_argument(function, "F must be positive (Eq. 3), got min F = ", values.minCoeff());
   const double numerator = derivatives.abs().maxCoeff() + derivatives.matrix().norm();
   return {numerator / values.sum(), numerator / (static_cast<double>(values.size()) * values.minCoeff())};
 }
@@ -69,16 +65,16 @@ Scalar finite_difference_ratio(const Scalar* logits, const Scalar* direction, In
   Scalar* base = shifted + n;
   Scalar* moved = base + n;
   for (Index j = 0; j < n; ++j) shifted[j] = logits[j] + step * direction[j];  // l' = l + εv (Alg. 5)
-  softmax_row_reference(logits, n, 1 / temperature, base);
-  softmax_row_reference(shifted, n, 1 / temperature, moved);
+  attnscope::detail::softmax_row_reference(logits, n, 1 / temperature, base);
+  attnscope::detail::softmax_row_reference(shifted, n, 1 / temperature, moved);
   Scalar squares = 0;
   for (Index j = 0; j < n; ++j) squares += (moved[j] - base[j]) * (moved[j] - base[j]);
   return std::sqrt(squares) / step;
 }
 
 inline void require_temperature_and_step(const char* function, double temperature, double step) {
-  require_positive(function, "temperature T", temperature);
-  require_positive(function, "step epsilon", step);
+  attnscope::detail::require_positive(function, "temperature T", temperature);
+  attnscope::detail::require_positive(function, "step epsilon", step);
 }
 
 }  // namespace detail
@@ -91,19 +87,19 @@ double finite_difference_jacobian_norm(const Eigen::MatrixBase<DerivedLogits>& l
                                        const Eigen::MatrixBase<DerivedDirection>& direction, double temperature,
                                        double step) {
   const char* function = "finite_difference_jacobian_norm";
-  detail::require_nonempty(function, logits);
-  detail::require_finite(function, logits);
-  detail::require_finite(function, direction);
+  attnscope::detail::require_nonempty(function, logits);
+  attnscope::detail::require_finite(function, logits);
+  attnscope::detail::require_finite(function, direction);
   detail::require_temperature_and_step(function, temperature, step);
   if (logits.size() != direction.size())
-    detail::throw_invalid_argument(function, "logits have ", logits.size(), " entries but the direction has ",
-                                   direction.size());
+    attnscope::detail::throw_invalid_argument(function, "logits have ", logits.size(),
+                                              " entries but the direction has ", direction.size());
   // one row in double: the finite difference cancels about half the digits (see finite_difference_ratio)
   using Column = Vector<typename detail::dependent_double<DerivedLogits>::type>;  // VectorXd
   const Column row = logits.template cast<double>().reshaped();
   Column unit = direction.template cast<double>().reshaped();
   const double norm = unit.norm();
-  if (!(norm > 0)) detail::throw_invalid_argument(function, "the direction is zero");
+  if (!(norm > 0)) attnscope::detail::throw_invalid_argument(function, "the direction is zero");
   unit /= norm;
   std::vector<double> scratch;
   return detail::finite_difference_ratio(row.data(), unit.data(), row.size(), temperature, step, scratch);
@@ -120,7 +116,8 @@ double finite_difference_jacobian_norm_mean(const Eigen::MatrixBase<Derived>& lo
   detail::require_temperature_and_step(function, temperature, step);
   using Scalar = typename Derived::Scalar;
   const RowMatrixView<Scalar> scores(logits.derived());  // read in place; each row is converted to double below
-  detail::validate_logit_rows(function, scores.data(), scores.rows(), scores.cols(), scores.outerStride(), visibility);
+  attnscope::detail::validate_logit_rows(function, scores.data(), scores.rows(), scores.cols(), scores.outerStride(),
+                                         visibility);
   Random random(seed);
   std::vector<double> row, direction, scratch;  // double: the finite difference cancels (finite_difference_ratio)
   double total = 0;
@@ -155,14 +152,14 @@ struct GradientSensitivity {
 template <class Matrix>
 GradientSensitivity gradient_sensitivity(const std::vector<Matrix>& head_logits, double temperature, double step,
                                          std::uint64_t seed, const Visibility& visibility = {}) {
-  if (head_logits.empty()) detail::throw_invalid_argument("gradient_sensitivity", "no heads given");
+  if (head_logits.empty()) attnscope::detail::throw_invalid_argument("gradient_sensitivity", "no heads given");
   GradientSensitivity result;
   for (std::size_t h = 0; h < head_logits.size(); ++h) {
     double mean = 0;
     try {
       mean = finite_difference_jacobian_norm_mean(head_logits[h], temperature, step, seed + h, visibility);
     } catch (const invalid_argument& error) {
-      detail::throw_invalid_argument("gradient_sensitivity", "head ", h, ": ", error.what());
+      attnscope::detail::throw_invalid_argument("gradient_sensitivity", "head ", h, ": ", error.what());
     }
     result.per_head.push_back(mean);
     if (h == 0 || mean > result.value) {
@@ -204,15 +201,15 @@ Vector<double> exact_jacobian_norms_of_head(const Eigen::MatrixBase<Derived>& lo
 template <class Matrix>
 ExactJacobianNorm exact_jacobian_norm(const std::vector<Matrix>& head_logits, double temperature,
                                       const Visibility& visibility = {}) {
-  if (head_logits.empty()) detail::throw_invalid_argument("exact_jacobian_norm", "no heads given");
-  detail::require_positive("exact_jacobian_norm", "temperature T", temperature);
+  if (head_logits.empty()) attnscope::detail::throw_invalid_argument("exact_jacobian_norm", "no heads given");
+  attnscope::detail::require_positive("exact_jacobian_norm", "temperature T", temperature);
   ExactJacobianNorm result;
   for (std::size_t h = 0; h < head_logits.size(); ++h) {
     Vector<double> norms;
     try {
       norms = detail::exact_jacobian_norms_of_head(head_logits[h], temperature, visibility);
     } catch (const invalid_argument& error) {
-      detail::throw_invalid_argument("exact_jacobian_norm", "head ", h, ": ", error.what());
+      attnscope::detail::throw_invalid_argument("exact_jacobian_norm", "head ", h, ": ", error.what());
     }
     result.per_head_mean.push_back(norms.mean());
     result.max_of_head_means = std::max(result.max_of_head_means, norms.mean());
@@ -228,8 +225,9 @@ ExactJacobianNorm exact_jacobian_norm(const std::vector<Matrix>& head_logits, do
 /// with more keys it approximates ‖J‖₂ by the top two logits only (exact when the others carry no weight).
 /// g = +∞ (a row with one visible key) gives 0. O(1). Throws on g NaN or < 0, T not finite and > 0.
 inline double two_logit_jacobian_norm(double gap, double temperature) {
-  if (!(gap >= 0)) detail::throw_invalid_argument("two_logit_jacobian_norm", "top-2 gap must be >= 0, got ", gap);
-  detail::require_positive("two_logit_jacobian_norm", "temperature T", temperature);
+  if (!(gap >= 0))
+    attnscope::detail::throw_invalid_argument("two_logit_jacobian_norm", "top-2 gap must be >= 0, got ", gap);
+  attnscope::detail::require_positive("two_logit_jacobian_norm", "temperature T", temperature);
   const double decay = std::exp(-gap / temperature);  // e^{−2x} with x = g/(2T): 1/cosh²(x) = 4e^{−2x}/(1 + e^{−2x})²
   return 2 * decay / ((1 + decay) * (1 + decay) * temperature);
 }
@@ -242,7 +240,8 @@ std::vector<double> top_two_gaps(const Eigen::MatrixBase<Derived>& logits, const
   const char* function = "top_two_gaps";
   using Scalar = typename Derived::Scalar;
   const RowMatrixView<Scalar> scores(logits.derived());  // read in place
-  detail::validate_logit_rows(function, scores.data(), scores.rows(), scores.cols(), scores.outerStride(), visibility);
+  attnscope::detail::validate_logit_rows(function, scores.data(), scores.rows(), scores.cols(), scores.outerStride(),
+                                         visibility);
   std::vector<double> gaps;
   gaps.reserve(static_cast<std::size_t>(scores.rows()));
   for (Index i = 0; i < scores.rows(); ++i) {

@@ -23,10 +23,6 @@
 #include "attnscope/core/visibility.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// What to do with a query row that has n <= N visible keys (docs/theory/capacity.md §3.1, [derived]).
 enum class ShortRows {
@@ -79,19 +75,19 @@ namespace detail {
 template <class Attention, class DerivedValues>
 void require_head(const char* function, const Attention& attention, const Eigen::MatrixBase<DerivedValues>& values,
                   const Visibility& visibility, Index count) {
-  require_nonempty(function, attention);
-  require_nonempty(function, values);
+  attnscope::detail::require_nonempty(function, attention);
+  attnscope::detail::require_nonempty(function, values);
   visibility.validate(function, attention.rows(), attention.cols());
   if (values.rows() != attention.cols())
-    throw_invalid_argument(function, "attention has ", attention.cols(), " keys but values have ", values.rows(),
-                           " rows");
-  if (count < 1) throw_invalid_argument(function, "N must be >= 1, got ", count);
-  require_finite(function, values);
+    attnscope::detail::throw_invalid_argument(function, "attention has ", attention.cols(), " keys but values have ",
+                                              values.rows(), " rows");
+  if (count < 1) attnscope::detail::throw_invalid_argument(function, "N must be >= 1, got ", count);
+  attnscope::detail::require_finite(function, values);
   for (Index i = 0; i < attention.rows(); ++i)
     for (Index j = 0; j < attention.cols(); ++j) {
       const double weight = static_cast<double>(attention(i, j));
       if (visibility.visible(i, j, attention.cols()) && (!std::isfinite(weight) || weight < 0))
-        throw_invalid_argument(function, "attention weight ", weight, " at row ", i, ", column ", j,
+        attnscope::detail::throw_invalid_argument(function, "attention weight ", weight, " at row ", i, ", column ", j,
                                " is not finite and >= 0");
     }
 }
@@ -197,7 +193,7 @@ std::vector<DistanceRows> distance_rows_for_counts(const Eigen::MatrixBase<Deriv
                                                    const std::vector<Index>& counts, const Visibility& visibility = {},
                                                    const DistanceOptions& options = {}) {
   const char* function = "distance_rows";
-  if (counts.empty()) detail::throw_invalid_argument(function, "no N given");
+  if (counts.empty()) attnscope::detail::throw_invalid_argument(function, "no N given");
   const Index smallest = *std::min_element(counts.begin(), counts.end());
   const Index largest = *std::max_element(counts.begin(), counts.end());
   const RowMatrixView<typename DerivedAttention::Scalar> weights(attention.derived());  // in place when row-major
@@ -220,7 +216,7 @@ std::vector<DistanceRows> distance_rows_for_counts(const Eigen::MatrixBase<Deriv
   const std::size_t grid = counts.size(), slots = grid * static_cast<std::size_t>(rows);
   std::vector<char> used(slots, 0);
   std::vector<double> true_distance(slots), other(slots), expectation(slots), bound(slots);
-  detail::for_each_row(rows, weights.cols() * value_rows.cols() * static_cast<Index>(grid), [&](Index row) {
+  attnscope::detail::for_each_row(rows, weights.cols() * value_rows.cols() * static_cast<Index>(grid), [&](Index row) {
     detail::RowInstance instance;
     detail::gather_row(weights, value_rows, visibility, row, largest, instance);
     for (std::size_t c = 0; c < grid; ++c) {
@@ -280,12 +276,12 @@ std::vector<SeparabilityRows> separability_rows_for_counts(const Eigen::MatrixBa
                                                            const Visibility& visibility = {},
                                                            const SeparabilityOptions& options = {}) {
   const char* function = "separability_rows";
-  if (counts.empty()) detail::throw_invalid_argument(function, "no N given");
+  if (counts.empty()) attnscope::detail::throw_invalid_argument(function, "no N given");
   const Index smallest = *std::min_element(counts.begin(), counts.end());
   const Index largest = *std::max_element(counts.begin(), counts.end());
   const RowMatrixView<typename DerivedAttention::Scalar> weights(attention.derived());  // in place when row-major
   detail::require_head(function, weights, values, visibility, smallest);
-  detail::require_positive(function, "sphere radius M", options.sphere_radius);
+  attnscope::detail::require_positive(function, "sphere radius M", options.sphere_radius);
   // projected in double: the per-row distances are sums over d compared by < against r
   const RowMatrix<double> sphere = project_to_sphere(values.template cast<double>(), options.sphere_radius);
   const double separation =
@@ -294,7 +290,7 @@ std::vector<SeparabilityRows> separability_rows_for_counts(const Eigen::MatrixBa
   const std::size_t grid = counts.size(), slots = grid * static_cast<std::size_t>(rows);
   std::vector<char> used(slots, 0);
   std::vector<double> fraction(slots), lower(slots), upper(slots);
-  detail::for_each_row(rows, weights.cols() * sphere.cols() * static_cast<Index>(grid), [&](Index row) {
+  attnscope::detail::for_each_row(rows, weights.cols() * sphere.cols() * static_cast<Index>(grid), [&](Index row) {
     detail::RowInstance instance;
     detail::gather_row(weights, sphere, visibility, row, largest, instance);
     for (std::size_t c = 0; c < grid; ++c) {
@@ -351,7 +347,7 @@ CriticalTopN critical_top_n_for_head(const Eigen::MatrixBase<DerivedAttention>& 
   options.with_other_reading = false;
   options.short_rows = ShortRows::skip;
   for (const Index count : n_grid)
-    if (count < 1) detail::throw_invalid_argument("critical_top_n_for_head", "N grid entry ", count, " < 1");
+    if (count < 1) attnscope::detail::throw_invalid_argument("critical_top_n_for_head", "N grid entry ", count, " < 1");
   std::vector<DistanceRows> per_count = distance_rows_for_counts(attention, values, n_grid, visibility, options);
   std::vector<Index> grid;
   std::vector<std::vector<double>> true_samples, expected_samples;

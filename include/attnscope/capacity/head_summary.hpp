@@ -16,10 +16,6 @@
 #include "attnscope/core/visibility.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Options of head_capacity().
 struct HeadCapacityOptions {
@@ -60,7 +56,7 @@ HeadCapacity head_capacity(const Eigen::MatrixBase<DerivedAttention>& attention,
   }
   result.gradient_sensitivity =
       finite_difference_jacobian_norm_mean(scores, options.temperature, options.step, options.seed, visibility);
-  detail::require_positive("exact_jacobian_norm", "temperature T", options.temperature);
+  attnscope::detail::require_positive("exact_jacobian_norm", "temperature T", options.temperature);
   result.exact_jacobian_norm =
       detail::exact_jacobian_norms_of_head(scores, options.temperature, visibility).mean();  // one head: its mean
   return result;

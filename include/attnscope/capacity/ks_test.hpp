@@ -14,10 +14,6 @@
 #include "attnscope/core/types.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// How the KS p-value is computed.
 enum class KsMethod {
@@ -75,10 +71,11 @@ inline std::int64_t absolute(std::int64_t value) { return value < 0 ? -value : v
 
 /// Validates a KS sample: non-empty, finite.
 inline std::vector<double> ks_sample(const char* name, const std::vector<double>& sample) {
-  if (sample.empty()) throw_invalid_argument("ks_2samp", "sample ", name, " is empty");
+  if (sample.empty()) attnscope::detail::throw_invalid_argument("ks_2samp", "sample ", name, " is empty");
   for (std::size_t i = 0; i < sample.size(); ++i)
     if (!std::isfinite(sample[i]))
-      throw_invalid_argument("ks_2samp", "sample ", name, " has non-finite value ", sample[i], " at index ", i);
+      attnscope::detail::throw_invalid_argument("ks_2samp", "sample ", name, " has non-finite value ", sample[i],
+                                                " at index ", i);
   std::vector<double> sorted = sample;
   std::sort(sorted.begin(), sorted.end());
   return sorted;

@@ -10,10 +10,6 @@
 #include "attnscope/core/error.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks, as detail:: inside this module
-}  // namespace detail
-
 /// Result of fit_power_law(): y ≈ prefactor · x^exponent.
 struct PowerLawFit {
   double exponent = 0;   // b, the least-squares slope of log y on log x
@@ -26,13 +22,15 @@ struct PowerLawFit {
 /// differ, there are fewer than 2 points, a value is not finite and > 0, or all x are equal.
 inline PowerLawFit fit_power_law(const std::vector<double>& x, const std::vector<double>& y) {
   const char* function = "fit_power_law";
-  if (x.size() != y.size()) detail::throw_invalid_argument(function, "x has ", x.size(), " points, y ", y.size());
-  if (x.size() < 2) detail::throw_invalid_argument(function, "need at least 2 points, got ", x.size());
+  if (x.size() != y.size())
+    attnscope::detail::throw_invalid_argument(function, "x has ", x.size(), " points, y ", y.size());
+  if (x.size() < 2) attnscope::detail::throw_invalid_argument(function, "need at least 2 points, got ", x.size());
   const double count = static_cast<double>(x.size());
   double mean_u = 0, mean_v = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (!(std::isfinite(x[i]) && x[i] > 0) || !(std::isfinite(y[i]) && y[i] > 0))
-      detail::throw_invalid_argument(function, "point ", i, " = (", x[i], ", ", y[i], ") is not finite and positive");
+      attnscope::detail::throw_invalid_argument(function, "point ", i, " = (", x[i], ", ", y[i],
+                                                ") is not finite and positive");
     mean_u += std::log(x[i]) / count;
     mean_v += std::log(y[i]) / count;
   }
@@ -43,7 +41,7 @@ inline PowerLawFit fit_power_law(const std::vector<double>& x, const std::vector
     suv += du * dv;
     svv += dv * dv;
   }
-  if (!(suu > 0)) detail::throw_invalid_argument(function, "all x are equal (", x.front(), "): no slope");
+  if (!(suu > 0)) attnscope::detail::throw_invalid_argument(function, "all x are equal (", x.front(), "): no slope");
   PowerLawFit fit;
   fit.exponent = suv / suu;
   fit.prefactor = std::exp(mean_v - fit.exponent * mean_u);

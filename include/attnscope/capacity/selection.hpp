@@ -17,10 +17,6 @@
 
 namespace attnscope::capacity {
 namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
-namespace detail {
 
 /// double, spelled as a type that depends on T: matrices of it inside a template are then instantiated only when the
 /// template is, not in every translation unit that includes the header (compile time).
@@ -34,16 +30,16 @@ struct dependent_double {
 template <class Derived>
 Vector<double> weight_vector(const char* function, const Eigen::MatrixBase<Derived>& weights) {
   if (weights.rows() != 1 && weights.cols() != 1)
-    throw_invalid_argument(function, "weights must be a row or column vector, got ", weights.rows(), "x",
-                           weights.cols());
-  require_nonempty(function, weights);
+    attnscope::detail::throw_invalid_argument(function, "weights must be a row or column vector, got ", weights.rows(),
+                                              "x", weights.cols());
+  attnscope::detail::require_nonempty(function, weights);
   Vector<double> out(weights.size());
   Index k = 0;
   for (Index i = 0; i < weights.rows(); ++i)
     for (Index j = 0; j < weights.cols(); ++j) {
       const double value = static_cast<double>(weights(i, j));
       if (!std::isfinite(value) || value < 0)
-        throw_invalid_argument(function, "weight ", k, " must be finite and >= 0, got ", value);
+        attnscope::detail::throw_invalid_argument(function, "weight ", k, " must be finite and >= 0, got ", value);
       out(k++) = value;
     }
   return out;
@@ -52,11 +48,11 @@ Vector<double> weight_vector(const char* function, const Eigen::MatrixBase<Deriv
 /// Checks embeddings (one row per token, read in place): throws unless finite, non-empty, and with `tokens` rows.
 template <class Derived>
 void require_embeddings(const char* function, const Eigen::MatrixBase<Derived>& embeddings, Index tokens) {
-  require_nonempty(function, embeddings);
+  attnscope::detail::require_nonempty(function, embeddings);
   if (embeddings.rows() != tokens)
-    throw_invalid_argument(function, "embeddings have ", embeddings.rows(), " rows but there are ", tokens,
-                           " weights (one embedding row per token expected)");
-  require_finite(function, embeddings);
+    attnscope::detail::throw_invalid_argument(function, "embeddings have ", embeddings.rows(), " rows but there are ",
+                                              tokens, " weights (one embedding row per token expected)");
+  attnscope::detail::require_finite(function, embeddings);
 }
 
 /// Row i of an embedding matrix (any scalar) as a double column: the per-token terms α_i x_i are formed in double.
@@ -68,16 +64,18 @@ auto embedding_row(const Embeddings& embeddings, Index i) {
 /// Throws unless 1 <= count <= limit.
 inline void require_selection_size(const char* function, Index count, Index limit) {
   if (count < 1 || count > limit)
-    throw_invalid_argument(function, "N must be in [1, ", limit, "], got ", count);
+    attnscope::detail::throw_invalid_argument(function, "N must be in [1, ", limit, "], got ", count);
 }
 
 /// Checks that `selected` holds distinct indices in [0, tokens), at least one; returns the membership flags.
 inline std::vector<char> selection_flags(const char* function, const std::vector<Index>& selected, Index tokens) {
-  if (selected.empty()) throw_invalid_argument(function, "the selected set is empty");
+  if (selected.empty()) attnscope::detail::throw_invalid_argument(function, "the selected set is empty");
   std::vector<char> flags(static_cast<std::size_t>(tokens), 0);
   for (const Index i : selected) {
-    if (i < 0 || i >= tokens) throw_invalid_argument(function, "selected index ", i, " outside [0, ", tokens, ")");
-    if (flags[static_cast<std::size_t>(i)]) throw_invalid_argument(function, "selected index ", i, " repeated");
+    if (i < 0 || i >= tokens)
+      attnscope::detail::throw_invalid_argument(function, "selected index ", i, " outside [0, ", tokens, ")");
+    if (flags[static_cast<std::size_t>(i)])
+      attnscope::detail::throw_invalid_argument(function, "selected index ", i, " repeated");
     flags[static_cast<std::size_t>(i)] = 1;
   }
   return flags;

@@ -16,10 +16,6 @@
 #include "attnscope/core/types.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Boundary of the ball B_r(s) when r is the distance of the nearest non-selected token ([not published]).
 enum class Boundary {
@@ -73,9 +69,10 @@ Separability separability_unchecked(const Vector<double>& weights, const Embeddi
 
 /// Validates the sphere parameters of Theorem 2.
 inline void require_sphere_parameters(const char* function, double radius_of_sphere, double separation) {
-  require_positive(function, "sphere radius M", radius_of_sphere);
+  attnscope::detail::require_positive(function, "sphere radius M", radius_of_sphere);
   if (!std::isfinite(separation) || separation < 0 || separation > 2 * radius_of_sphere)
-    throw_invalid_argument(function, "delta must be in [0, 2M] = [0, ", 2 * radius_of_sphere, "], got ", separation);
+    attnscope::detail::throw_invalid_argument(function, "delta must be in [0, 2M] = [0, ", 2 * radius_of_sphere,
+                                              "], got ", separation);
 }
 
 /// Theorem 2 [derived] quantities for one row (no validation); see theorem2_bounds().
@@ -134,7 +131,7 @@ Separability separability(const Eigen::MatrixBase<DerivedWeights>& weights,
   detail::require_embeddings("separability", x, w.size());
   const auto rest = detail::complement(detail::selection_flags("separability", selected, w.size()));
   if (rest.empty())
-    detail::throw_invalid_argument("separability", "all ", w.size(), " tokens are selected: r is undefined");
+    attnscope::detail::throw_invalid_argument("separability", "all ", w.size(), " tokens are selected: r is undefined");
   return detail::separability_unchecked(w, x, selected, rest, boundary);
 }
 
@@ -156,7 +153,7 @@ Separability separability_at_radius(const Eigen::MatrixBase<DerivedWeights>& wei
   const RowMatrixView<typename DerivedEmbeddings::Scalar> x(embeddings.derived());
   detail::require_embeddings("separability_at_radius", x, w.size());
   const auto rest = detail::complement(detail::selection_flags("separability_at_radius", selected, w.size()));
-  detail::require_positive("separability_at_radius", "radius r", radius);
+  attnscope::detail::require_positive("separability_at_radius", "radius r", radius);
   const Vector<double> context = detail::context_vector_unchecked(w, x, selected);
   Separability result;
   result.radius = radius;
@@ -176,13 +173,13 @@ template <class Derived>
 RowMatrix<typename Derived::Scalar> project_to_sphere(const Eigen::MatrixBase<Derived>& embeddings,
                                                       typename Derived::Scalar radius = 1) {
   using Scalar = typename Derived::Scalar;
-  detail::require_nonempty("project_to_sphere", embeddings);
-  detail::require_finite("project_to_sphere", embeddings);
-  detail::require_positive("project_to_sphere", "radius M", radius);
+  attnscope::detail::require_nonempty("project_to_sphere", embeddings);
+  attnscope::detail::require_finite("project_to_sphere", embeddings);
+  attnscope::detail::require_positive("project_to_sphere", "radius M", radius);
   RowMatrix<Scalar> out = embeddings;
   for (Index i = 0; i < out.rows(); ++i) {
     const Scalar norm = out.row(i).norm();
-    if (!(norm > 0)) detail::throw_invalid_argument("project_to_sphere", "row ", i, " has zero norm");
+    if (!(norm > 0)) attnscope::detail::throw_invalid_argument("project_to_sphere", "row ", i, " has zero norm");
     out.row(i) *= radius / norm;
   }
   return out;
@@ -192,10 +189,10 @@ RowMatrix<typename Derived::Scalar> project_to_sphere(const Eigen::MatrixBase<De
 /// Throws on non-finite input or fewer than two rows.
 template <class Derived>
 double min_pairwise_distance(const Eigen::MatrixBase<Derived>& embeddings) {
-  detail::require_nonempty("min_pairwise_distance", embeddings);
-  detail::require_finite("min_pairwise_distance", embeddings);
+  attnscope::detail::require_nonempty("min_pairwise_distance", embeddings);
+  attnscope::detail::require_finite("min_pairwise_distance", embeddings);
   if (embeddings.rows() < 2)
-    detail::throw_invalid_argument("min_pairwise_distance", "need at least 2 rows, got ", embeddings.rows());
+    attnscope::detail::throw_invalid_argument("min_pairwise_distance", "need at least 2 rows, got ", embeddings.rows());
   const RowMatrixView<typename Derived::Scalar> x(embeddings.derived());  // in place when row-major
   double smallest = std::numeric_limits<double>::infinity();
   for (Index i = 0; i < x.rows(); ++i)  // differences and squared norms in double (sums over d)
@@ -218,7 +215,7 @@ Theorem2Bounds theorem2_bounds(const Eigen::MatrixBase<DerivedWeights>& weights,
   detail::require_embeddings("theorem2_bounds", embeddings, w.size());
   detail::selection_flags("theorem2_bounds", selected, w.size());
   detail::require_sphere_parameters("theorem2_bounds", radius_of_sphere, separation);
-  detail::require_positive("theorem2_bounds", "radius r", radius);
+  attnscope::detail::require_positive("theorem2_bounds", "radius r", radius);
   return detail::theorem2_bounds_unchecked(w, selected, radius_of_sphere, separation, radius);
 }
 
@@ -226,8 +223,8 @@ Theorem2Bounds theorem2_bounds(const Eigen::MatrixBase<DerivedWeights>& weights,
 /// Throws unless p ∈ [0, 1] and H >= 1.
 inline double multihead_coverage(double separability_fraction, Index heads) {
   if (!(separability_fraction >= 0 && separability_fraction <= 1))
-    detail::throw_invalid_argument("multihead_coverage", "p must be in [0, 1], got ", separability_fraction);
-  if (heads < 1) detail::throw_invalid_argument("multihead_coverage", "H must be >= 1, got ", heads);
+    attnscope::detail::throw_invalid_argument("multihead_coverage", "p must be in [0, 1], got ", separability_fraction);
+  if (heads < 1) attnscope::detail::throw_invalid_argument("multihead_coverage", "H must be >= 1, got ", heads);
   return 1 - std::pow(1 - separability_fraction, static_cast<double>(heads));
 }
 

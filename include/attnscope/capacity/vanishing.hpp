@@ -12,10 +12,6 @@
 #include "attnscope/core/visibility.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Lower and upper constants of Lemma 1: C1/L <= α_i <= C2/L.
 struct WeightConstants {
@@ -27,8 +23,9 @@ struct WeightConstants {
 /// C1 = min F / max F and C2 = max F / min F. O(1). Throws unless 0 < minimum <= maximum, both finite.
 inline WeightConstants lemma1_constants(double minimum_of_map, double maximum_of_map) {
   if (!(minimum_of_map > 0) || !std::isfinite(maximum_of_map) || !(maximum_of_map >= minimum_of_map))
-    detail::throw_invalid_argument("lemma1_constants", "need 0 < min F <= max F < inf, got min F = ", minimum_of_map,
-                                   ", max F = ", maximum_of_map);
+    attnscope::detail::throw_invalid_argument("lemma1_constants",
+                                              "need 0 < min F <= max F < inf, got min F = ", minimum_of_map,
+                                              ", max F = ", maximum_of_map);
   return {minimum_of_map / maximum_of_map, maximum_of_map / minimum_of_map};
 }
 
@@ -42,11 +39,13 @@ struct WeightBounds {
 /// O(1). Throws on negative/non-finite norms, T <= 0 or L < 1.
 inline WeightBounds softmax_weight_bounds(double norm_query, double norm_key, double temperature, Index length) {
   if (!std::isfinite(norm_query) || norm_query < 0)
-    detail::throw_invalid_argument("softmax_weight_bounds", "query norm must be finite and >= 0, got ", norm_query);
+    attnscope::detail::throw_invalid_argument("softmax_weight_bounds", "query norm must be finite and >= 0, got ",
+                                              norm_query);
   if (!std::isfinite(norm_key) || norm_key < 0)
-    detail::throw_invalid_argument("softmax_weight_bounds", "key norm must be finite and >= 0, got ", norm_key);
-  detail::require_positive("softmax_weight_bounds", "temperature", temperature);
-  if (length < 1) detail::throw_invalid_argument("softmax_weight_bounds", "L must be >= 1, got ", length);
+    attnscope::detail::throw_invalid_argument("softmax_weight_bounds", "key norm must be finite and >= 0, got ",
+                                              norm_key);
+  attnscope::detail::require_positive("softmax_weight_bounds", "temperature", temperature);
+  if (length < 1) attnscope::detail::throw_invalid_argument("softmax_weight_bounds", "L must be >= 1, got ", length);
   const double spread = norm_query * norm_key;  // Δ = ‖q‖‖k‖ bounds |q^T k_i| (Cauchy–Schwarz)
   const double factor = std::exp(2 * spread / temperature);
   return {1.0 / (static_cast<double>(length) * factor), factor / static_cast<double>(length)};
@@ -64,7 +63,7 @@ struct WeightSummary {
 /// O(rows·cols). Throws on empty, non-finite, negative weights, mask shape mismatch or a row with no visible key.
 template <class Derived>
 WeightSummary weight_summary(const Eigen::MatrixBase<Derived>& weights, const Visibility& visibility = {}) {
-  detail::require_nonempty("weight_summary", weights);
+  attnscope::detail::require_nonempty("weight_summary", weights);
   visibility.validate("weight_summary", weights.rows(), weights.cols());
   WeightSummary summary;
   Index visible_total = 0;
@@ -76,7 +75,7 @@ WeightSummary weight_summary(const Eigen::MatrixBase<Derived>& weights, const Vi
       if (!visibility.visible(i, j, weights.cols())) continue;
       const double value = static_cast<double>(weights(i, j));
       if (!std::isfinite(value) || value < 0)
-        detail::throw_invalid_argument("weight_summary", "weight ", value, " at row ", i, ", column ", j,
+        attnscope::detail::throw_invalid_argument("weight_summary", "weight ", value, " at row ", i, ", column ", j,
                                        " is not finite and >= 0");
       row_max = value > row_max ? value : row_max;
       weight_total += value;

@@ -8,10 +8,6 @@
 #include "attnscope/core/error.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks, as detail:: inside this module
-}  // namespace detail
-
 /// The vectors x_i a head's capacity statistics use ([derived] readings of "token embeddings").
 enum class VectorSource {
   value,               // the head's value vectors v_i = W_V·norm(h_i) (d = head_dim; shared by a GQA kv group)
@@ -26,14 +22,14 @@ inline std::string vector_source_name(VectorSource source) {
     case VectorSource::layer_input: return "layer_input";
     case VectorSource::normed_layer_input: return "normed_layer_input";
   }
-  detail::throw_invalid_argument("vector_source_name", "unknown VectorSource ", static_cast<int>(source));
+  attnscope::detail::throw_invalid_argument("vector_source_name", "unknown VectorSource ", static_cast<int>(source));
 }
 
 /// The source named by vector_source_name(). Throws attnscope::invalid_argument on any other name.
 inline VectorSource vector_source_from_name(const std::string& name) {
   for (const VectorSource source : {VectorSource::value, VectorSource::layer_input, VectorSource::normed_layer_input})
     if (vector_source_name(source) == name) return source;
-  detail::throw_invalid_argument("vector_source_from_name", "unknown vector source '", name,
+  attnscope::detail::throw_invalid_argument("vector_source_from_name", "unknown vector source '", name,
                                  "' (expected value, layer_input or normed_layer_input)");
 }
 

@@ -16,10 +16,6 @@
 #include "attnscope/core/types.hpp"
 
 namespace attnscope::capacity {
-namespace detail {
-using namespace attnscope::detail;  // the core checks, as detail:: inside this module
-}  // namespace detail
-
 /// How the Wilcoxon p-value is computed.
 enum class WilcoxonMethod {
   automatic,  // exact when at most 50 non-zero differences and no tied |d|, otherwise normal (scipy's "auto")
@@ -63,12 +59,12 @@ inline WilcoxonResult wilcoxon_signed_rank(const std::vector<double>& a, const s
                                            WilcoxonMethod method = WilcoxonMethod::automatic) {
   const char* function = "wilcoxon_signed_rank";
   if (a.size() != b.size())
-    detail::throw_invalid_argument(function, "paired samples differ in size: ", a.size(), " and ", b.size());
-  if (a.empty()) detail::throw_invalid_argument(function, "empty samples");
+    attnscope::detail::throw_invalid_argument(function, "paired samples differ in size: ", a.size(), " and ", b.size());
+  if (a.empty()) attnscope::detail::throw_invalid_argument(function, "empty samples");
   std::vector<double> differences;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (!std::isfinite(a[i]) || !std::isfinite(b[i]))
-      detail::throw_invalid_argument(function, "pair ", i, " = (", a[i], ", ", b[i], ") is not finite");
+      attnscope::detail::throw_invalid_argument(function, "pair ", i, " = (", a[i], ", ", b[i], ") is not finite");
     if (a[i] != b[i]) differences.push_back(a[i] - b[i]);
   }
   WilcoxonResult result;
@@ -97,8 +93,9 @@ inline WilcoxonResult wilcoxon_signed_rank(const std::vector<double>& a, const s
   result.statistic = std::min(result.positive_rank_sum, total - result.positive_rank_sum);
   const bool tied = tie_term > 0;
   if (method == WilcoxonMethod::exact && (tied || n > 1000))
-    detail::throw_invalid_argument(function, "the exact p-value needs untied |d| and at most 1000 differences (n = ", n,
-                                   tied ? ", with ties)" : ")");
+    attnscope::detail::throw_invalid_argument(
+        function, "the exact p-value needs untied |d| and at most 1000 differences (n = ", n,
+        tied ? ", with ties)" : ")");
   result.exact = method == WilcoxonMethod::exact || (method == WilcoxonMethod::automatic && n <= 50 && !tied);
   if (result.exact) {
     result.p_value = std::min(1.0, 2 * detail::signed_rank_cdf(n, result.statistic));  // symmetric null

@@ -17,10 +17,6 @@
 #include "attnscope/core/visibility.hpp"
 
 namespace attnscope::composition {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Order of averaging when attributing an entropy change over many rows (§2; the paper's order is not published).
 enum class AttributionOrder {
@@ -64,7 +60,8 @@ template <class DerivedBefore, class DerivedAfter>
 void validate_matched(const char* function, const Eigen::MatrixBase<DerivedBefore>& before,
                       const Eigen::MatrixBase<DerivedAfter>& after) {
   if (before.rows() != after.rows())
-    throw_invalid_argument(function, "conditions must have matched rows: ", before.rows(), " vs ", after.rows());
+    attnscope::detail::throw_invalid_argument(function, "conditions must have matched rows: ", before.rows(), " vs ",
+                                              after.rows());
 }
 
 }  // namespace detail

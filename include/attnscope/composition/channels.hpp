@@ -19,10 +19,6 @@
 #include "attnscope/normalize/entropy.hpp"
 
 namespace attnscope::composition {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Sink mass and content composition of every row.
 template <class Scalar>
@@ -97,14 +93,14 @@ ClosedChannels<Scalar> close_channels(const SplitRow<Scalar>& parts) {
 /// H(p) = −Σ p ln p of a channel's closed parts, 0 ln 0 = 0 (the shared row kernel of normalize/entropy.hpp).
 template <class Scalar>
 Scalar shannon_entropy(const std::vector<Scalar>& p) {
-  return entropy_of(p.data(), static_cast<Index>(p.size()));
+  return attnscope::detail::entropy_of(p.data(), static_cast<Index>(p.size()));
 }
 
 /// H_b(s) from s and 1 − s given separately (1 − s computed without cancellation).
 template <class Scalar>
 Scalar binary_entropy(Scalar s, Scalar one_minus_s) {
   const Scalar parts[2] = {s, one_minus_s};
-  return entropy_of(parts, Index{2});
+  return attnscope::detail::entropy_of(parts, Index{2});
 }
 
 /// H(a/t) = H(a)/t + ln t per row, t = Σ_visible a: the entropy of each closed row from the entropy of the row as
@@ -159,7 +155,7 @@ void validate_channels(const char* function, const RowMatrixView<Scalar>& x, con
     for (Index j = 0; j < cols; ++j)
       if (!is_sink[static_cast<std::size_t>(j)] && visibility.visible(i, j, cols)) content += x(i, j);
     if (!(content > 0))
-      throw_invalid_argument(function, "row ", i, " has sink mass 1 (content mass ", content,
+      attnscope::detail::throw_invalid_argument(function, "row ", i, " has sink mass 1 (content mass ", content,
                              "): the content composition is empty or undefined; skip such rows");
   }
 }
@@ -200,7 +196,7 @@ template <class Scalar>
 AitchisonSplit<Scalar> aitchison_split_impl(const char* function, const RowMatrixView<Scalar>& a,
                                             const RowMatrixView<Scalar>& b, const Visibility& visibility,
                                             const SinkSet& sinks, bool from_logits) {
-  require_same_shape(function, "rows", a, b);
+  attnscope::detail::require_same_shape(function, "rows", a, b);
   const PartRule rule = from_logits ? PartRule::finite : PartRule::positive;
   validate_parts<Scalar>(function, a, visibility, rule);
   validate_parts<Scalar>(function, b, visibility, rule);
@@ -253,7 +249,7 @@ SinkSet argmax_mass_sink(const Eigen::MatrixBase<Derived>& attention, const Visi
     }
     if (everywhere && mass > best_mass) best_mass = mass, best = j;
   }
-  if (best < 0) detail::throw_invalid_argument("argmax_mass_sink", "no column is visible in every row");
+  if (best < 0) attnscope::detail::throw_invalid_argument("argmax_mass_sink", "no column is visible in every row");
   return SinkSet({best});
 }
 
@@ -356,7 +352,7 @@ Vector<detail::ScalarOf<DerivedA>> jensen_shannon(const Eigen::MatrixBase<Derive
                                                   double tolerance = detail::default_row_sum_tolerance) {
   using Scalar = detail::ScalarOf<DerivedA>;
   const RowMatrixView<Scalar> view_a(a.derived()), view_b(b.derived());
-  detail::require_same_shape("jensen_shannon", "rows", view_a, view_b);
+  attnscope::detail::require_same_shape("jensen_shannon", "rows", view_a, view_b);
   detail::validate_distributions<Scalar>("jensen_shannon", view_a, visibility, tolerance);
   detail::validate_distributions<Scalar>("jensen_shannon", view_b, visibility, tolerance);
   Vector<Scalar> out(view_a.rows());
@@ -381,7 +377,7 @@ JensenShannonSplit<detail::ScalarOf<DerivedA>> js_split(const Eigen::MatrixBase<
                                                         double tolerance = detail::default_row_sum_tolerance) {
   using Scalar = detail::ScalarOf<DerivedA>;
   const RowMatrixView<Scalar> view_a(a.derived()), view_b(b.derived());
-  detail::require_same_shape("js_split", "rows", view_a, view_b);
+  attnscope::detail::require_same_shape("js_split", "rows", view_a, view_b);
   detail::validate_channels<Scalar>("js_split", view_a, visibility, sinks, tolerance);
   detail::validate_channels<Scalar>("js_split", view_b, visibility, sinks, tolerance);
   const Index rows = view_a.rows();
@@ -411,7 +407,7 @@ Vector<detail::ScalarOf<DerivedA>> cosine(const Eigen::MatrixBase<DerivedA>& a, 
                                           double tolerance = detail::default_row_sum_tolerance) {
   using Scalar = detail::ScalarOf<DerivedA>;
   const RowMatrixView<Scalar> view_a(a.derived()), view_b(b.derived());
-  detail::require_same_shape("cosine", "rows", view_a, view_b);
+  attnscope::detail::require_same_shape("cosine", "rows", view_a, view_b);
   detail::validate_distributions<Scalar>("cosine", view_a, visibility, tolerance);
   detail::validate_distributions<Scalar>("cosine", view_b, visibility, tolerance);
   Vector<Scalar> out(view_a.rows());
@@ -434,7 +430,7 @@ CosineConventions<detail::ScalarOf<DerivedA>> cosine_conventions(const Eigen::Ma
                                                                  double tolerance = detail::default_row_sum_tolerance) {
   using Scalar = detail::ScalarOf<DerivedA>;
   const RowMatrixView<Scalar> view_a(a.derived()), view_b(b.derived());
-  detail::require_same_shape("cosine_conventions", "rows", view_a, view_b);
+  attnscope::detail::require_same_shape("cosine_conventions", "rows", view_a, view_b);
   detail::validate_channels<Scalar>("cosine_conventions", view_a, visibility, sinks, tolerance);
   detail::validate_channels<Scalar>("cosine_conventions", view_b, visibility, sinks, tolerance);
   CosineConventions<Scalar> out{cosine(view_a, view_b, visibility, tolerance), Vector<Scalar>(view_a.rows())};

@@ -23,10 +23,6 @@
 #include "attnscope/core/visibility.hpp"
 
 namespace attnscope::composition {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Head-to-head distance used for clustering.
 enum class HeadDistance {
@@ -112,7 +108,7 @@ RowMatrix<double> head_distance_matrix(const std::vector<RowMatrix<Scalar>>& hea
       return distance == HeadDistance::sink_term ? both.keep : both.drop;
     }
   }
-  detail::throw_invalid_argument(function, "unknown distance");
+  attnscope::detail::throw_invalid_argument(function, "unknown distance");
 }
 
 /// Classical (Torgerson) multidimensional scaling of a distance matrix.
@@ -127,11 +123,11 @@ template <class Derived>
 MdsEmbedding classical_mds(const Eigen::MatrixBase<Derived>& distances, Index dimensions = 2) {
   const Index n = distances.rows();
   if (n < 2 || distances.cols() != n)
-    detail::throw_invalid_argument("classical_mds", "need a square distance matrix with >= 2 points, got ", n, "x",
-                                   distances.cols());
+    attnscope::detail::throw_invalid_argument("classical_mds", "need a square distance matrix with >= 2 points, got ",
+                                              n, "x", distances.cols());
   if (dimensions < 1 || dimensions > n)
-    detail::throw_invalid_argument("classical_mds", "dimensions must be in [1, ", n, "], got ", dimensions);
-  detail::require_finite("classical_mds", distances);
+    attnscope::detail::throw_invalid_argument("classical_mds", "dimensions must be in [1, ", n, "], got ", dimensions);
+  attnscope::detail::require_finite("classical_mds", distances);
   // MatrixXd spelled as a type dependent on Derived: the eigensolver is then instantiated only where classical_mds is
   // used, not in every translation unit (compile time)
   using Matrix = Eigen::Matrix<std::conditional_t<sizeof(Derived) != 0, double, void>, Eigen::Dynamic, Eigen::Dynamic>;
@@ -139,8 +135,8 @@ MdsEmbedding classical_mds(const Eigen::MatrixBase<Derived>& distances, Index di
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j)
       if (d(i, j) < 0 || std::abs(d(i, j) - d(j, i)) > 1e-9 * (1 + std::abs(d(i, j))) || (i == j && d(i, j) != 0))
-        detail::throw_invalid_argument("classical_mds", "not a distance matrix at (", i, ", ", j, "): ", d(i, j),
-                                       " vs ", d(j, i));
+        attnscope::detail::throw_invalid_argument("classical_mds", "not a distance matrix at (", i, ", ", j,
+                                                  "): ", d(i, j), " vs ", d(j, i));
   const Matrix centring = Matrix::Identity(n, n) - Matrix::Constant(n, n, 1.0 / n);
   const Matrix b = -0.5 * centring * d.cwiseProduct(d) * centring;
   Eigen::SelfAdjointEigenSolver<Matrix> solver(b);
@@ -178,14 +174,14 @@ template <class Derived>
 Dendrogram average_linkage(const Eigen::MatrixBase<Derived>& distances) {
   const Index n = distances.rows();
   if (n < 2 || distances.cols() != n)
-    detail::throw_invalid_argument("average_linkage", "need a square distance matrix with >= 2 points, got ", n, "x",
-                                   distances.cols());
-  detail::require_finite("average_linkage", distances);
+    attnscope::detail::throw_invalid_argument("average_linkage", "need a square distance matrix with >= 2 points, got ",
+                                              n, "x", distances.cols());
+  attnscope::detail::require_finite("average_linkage", distances);
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j)
       if (distances(i, j) < 0 || distances(i, j) != distances(j, i))
-        detail::throw_invalid_argument("average_linkage", "not a symmetric non-negative matrix at (", i, ", ", j,
-                                       "): ", distances(i, j));
+        attnscope::detail::throw_invalid_argument("average_linkage", "not a symmetric non-negative matrix at (", i,
+                                                  ", ", j, "): ", distances(i, j));
   Eigen::MatrixXd between = distances.template cast<double>();  // mean distance between active clusters
   std::vector<Index> id(static_cast<std::size_t>(n)), size(static_cast<std::size_t>(n), 1);
   std::vector<char> active(static_cast<std::size_t>(n), 1);
@@ -227,7 +223,7 @@ Dendrogram average_linkage(const Eigen::MatrixBase<Derived>& distances) {
 inline std::vector<int> cut_dendrogram(const Dendrogram& dendrogram, Index clusters) {
   const Index n = dendrogram.leaves;
   if (clusters < 1 || clusters > n)
-    detail::throw_invalid_argument("cut_dendrogram", "clusters must be in [1, ", n, "], got ", clusters);
+    attnscope::detail::throw_invalid_argument("cut_dendrogram", "clusters must be in [1, ", n, "], got ", clusters);
   std::vector<Index> parent(static_cast<std::size_t>(2 * n - 1));
   for (Index k = 0; k < 2 * n - 1; ++k) parent[static_cast<std::size_t>(k)] = k;
   const Index applied = n - clusters;  // apply the first n − clusters merges
@@ -257,10 +253,10 @@ inline std::vector<int> cut_dendrogram(const Dendrogram& dendrogram, Index clust
 template <class DerivedX, class DerivedY>
 double pearson_correlation(const Eigen::MatrixBase<DerivedX>& x, const Eigen::MatrixBase<DerivedY>& y) {
   if (x.size() != y.size() || x.size() < 2)
-    detail::throw_invalid_argument("pearson_correlation", "need two equally long vectors of >= 2 values, got ",
-                                   x.size(), " and ", y.size());
-  detail::require_finite("pearson_correlation", x);
-  detail::require_finite("pearson_correlation", y);
+    attnscope::detail::throw_invalid_argument(
+        "pearson_correlation", "need two equally long vectors of >= 2 values, got ", x.size(), " and ", y.size());
+  attnscope::detail::require_finite("pearson_correlation", x);
+  attnscope::detail::require_finite("pearson_correlation", y);
   // ArrayXd spelled as a type dependent on DerivedX (instantiated only where used; compile time)
   using Array = Eigen::Array<std::conditional_t<sizeof(DerivedX) != 0, double, void>, Eigen::Dynamic, 1>;
   const Array a = x.template cast<double>().reshaped().array(), b = y.template cast<double>().reshaped().array();

@@ -20,10 +20,6 @@
 #include "attnscope/normalize/softmax.hpp"
 
 namespace attnscope::composition {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Sign convention of the default (Helmert / Gram–Schmidt) ilr basis.
 /// scikit_bio: ilr_j = √(i/(i+1))·ln(g(x_1..x_i)/x_{i+1}), i = j+1 (skbio `_gram_schmidt_basis`; coda.base `ilr_basis`).
@@ -144,7 +140,7 @@ RowMatrix<Scalar> map_parts(const RowMatrixView<Scalar>& x, const Visibility& vi
 template <class Scalar>
 void validate_positive_pair(const char* function, const RowMatrixView<Scalar>& x, const RowMatrixView<Scalar>& y,
                             const Visibility& visibility) {
-  require_same_shape(function, "x/y", x, y);
+  attnscope::detail::require_same_shape(function, "x/y", x, y);
   validate_parts<Scalar>(function, x, visibility, PartRule::positive);
   validate_parts<Scalar>(function, y, visibility, PartRule::positive);
 }
@@ -177,7 +173,8 @@ RowMatrix<detail::ScalarOf<Derived>> closure(const Eigen::MatrixBase<Derived>& x
     Scalar sum = 0;
     for (Index j = 0; j < view.cols(); ++j)
       if (visibility.visible(i, j, view.cols())) sum += view(i, j);
-    if (!(sum > 0)) detail::throw_invalid_argument("closure", "row ", i, " has visible parts summing to ", sum);
+    if (!(sum > 0))
+      attnscope::detail::throw_invalid_argument("closure", "row ", i, " has visible parts summing to ", sum);
   }
   return detail::map_parts<Scalar>(view, visibility, [](const Scalar* values, Index n, Scalar* out) {
     Scalar sum = 0;
@@ -300,13 +297,13 @@ RowMatrix<detail::ScalarOf<Derived>> ilr_inv(const Eigen::MatrixBase<Derived>& c
   using Scalar = detail::ScalarOf<Derived>;
   detail::require_floating<Scalar>("ilr_inv");
   const RowMatrixView<Scalar> view(coordinates.derived());
-  detail::require_nonempty("ilr_inv", view);
-  detail::require_finite("ilr_inv", view);
+  attnscope::detail::require_nonempty("ilr_inv", view);
+  attnscope::detail::require_finite("ilr_inv", view);
   const Index rows = view.rows(), cols = view.cols() + 1;
   visibility.validate("ilr_inv", rows, cols);
   const Scalar sign_value = sign == IlrSign::scikit_bio ? Scalar(1) : Scalar(-1);
   RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(rows, cols);
-  detail::for_each_row(rows, cols, [&](Index i) {
+  attnscope::detail::for_each_row(rows, cols, [&](Index i) {
     const Index n = visibility.visible_count(i, cols);
     std::vector<Scalar> clr_values(static_cast<std::size_t>(n)), parts(static_cast<std::size_t>(n));
     detail::clr_row_from_ilr(view.data() + i * view.outerStride(), n, sign_value, clr_values.data());
@@ -323,7 +320,7 @@ RowMatrix<detail::ScalarOf<Derived>> ilr_inv(const Eigen::MatrixBase<Derived>& c
 /// never forms it. D ≥ 2.
 template <class Scalar = double>
 RowMatrix<Scalar> ilr_basis(Index parts, IlrSign sign = IlrSign::scikit_bio) {
-  if (parts < 2) detail::throw_invalid_argument("ilr_basis", "needs at least 2 parts, got ", parts);
+  if (parts < 2) attnscope::detail::throw_invalid_argument("ilr_basis", "needs at least 2 parts, got ", parts);
   RowMatrix<Scalar> basis = RowMatrix<Scalar>::Zero(parts - 1, parts);
   const Scalar sign_value = sign == IlrSign::scikit_bio ? Scalar(1) : Scalar(-1);
   for (Index j = 0; j + 1 < parts; ++j) {
@@ -339,7 +336,7 @@ RowMatrix<Scalar> ilr_basis(Index parts, IlrSign sign = IlrSign::scikit_bio) {
 /// (D − 1) × D with entries in {+1, −1, 0}; ψ_i = +√(n₋/(n₊(n₊+n₋))) on +1, −√(n₊/(n₋(n₊+n₋))) on −1, 0 elsewhere.
 template <class Derived>
 RowMatrix<double> sbp_basis(const Eigen::MatrixBase<Derived>& sbp) {
-  detail::require_nonempty("sbp_basis", sbp);
+  attnscope::detail::require_nonempty("sbp_basis", sbp);
   RowMatrix<double> basis = RowMatrix<double>::Zero(sbp.rows(), sbp.cols());
   for (Index r = 0; r < sbp.rows(); ++r) {
     double positive = 0, negative = 0;
@@ -348,10 +345,11 @@ RowMatrix<double> sbp_basis(const Eigen::MatrixBase<Derived>& sbp) {
       if (v == 1) ++positive;
       else if (v == -1) ++negative;
       else if (v != 0)
-        detail::throw_invalid_argument("sbp_basis", "entry ", v, " at row ", r, ", column ", c, " is not +1, -1 or 0");
+        attnscope::detail::throw_invalid_argument("sbp_basis", "entry ", v, " at row ", r, ", column ", c,
+                                                  " is not +1, -1 or 0");
     }
     if (positive == 0 || negative == 0)
-      detail::throw_invalid_argument("sbp_basis", "row ", r, " needs at least one +1 and one -1 part");
+      attnscope::detail::throw_invalid_argument("sbp_basis", "row ", r, " needs at least one +1 and one -1 part");
     for (Index c = 0; c < sbp.cols(); ++c) {
       const double v = static_cast<double>(sbp(r, c));
       if (v == 1) basis(r, c) = std::sqrt(negative / (positive * (positive + negative)));
@@ -368,9 +366,9 @@ RowMatrix<detail::ScalarOf<Derived>> ilr_by_basis(const Eigen::MatrixBase<Derive
                                                   const Eigen::MatrixBase<BasisDerived>& basis) {
   using Scalar = detail::ScalarOf<Derived>;
   if (basis.cols() != x.cols())
-    detail::throw_invalid_argument("ilr_by_basis", "basis has ", basis.cols(), " columns but x has ", x.cols(),
-                                   " parts");
-  detail::require_finite("ilr_by_basis", basis);
+    attnscope::detail::throw_invalid_argument("ilr_by_basis", "basis has ", basis.cols(), " columns but x has ",
+                                              x.cols(), " parts");
+  attnscope::detail::require_finite("ilr_by_basis", basis);
   const RowMatrix<Scalar> clr_values = clr(x);
   return clr_values * basis.template cast<Scalar>().transpose();
 }
@@ -385,11 +383,12 @@ RowMatrix<detail::ScalarOf<Derived>> alr(const Eigen::MatrixBase<Derived>& x, In
   const RowMatrixView<Scalar> view(x.derived());
   detail::validate_parts<Scalar>("alr", view, visibility, detail::PartRule::positive);
   if (reference < 0 || reference >= view.cols())
-    detail::throw_invalid_argument("alr", "reference part ", reference, " out of range for ", view.cols(), " parts");
+    attnscope::detail::throw_invalid_argument("alr", "reference part ", reference, " out of range for ", view.cols(),
+                                              " parts");
   RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(view.rows(), view.cols() - 1);
   for (Index i = 0; i < view.rows(); ++i)
     if (!visibility.visible(i, reference, view.cols()))
-      detail::throw_invalid_argument("alr", "reference part ", reference, " is masked in row ", i);
+      attnscope::detail::throw_invalid_argument("alr", "reference part ", reference, " is masked in row ", i);
   detail::for_each_visible_row<Scalar>(view, visibility, [&](Index i, const Scalar* values, Index n, const Index* columns) {
     Scalar log_reference = 0;
     for (Index k = 0; k < n; ++k)
@@ -409,16 +408,17 @@ RowMatrix<detail::ScalarOf<Derived>> alr_inv(const Eigen::MatrixBase<Derived>& v
   using Scalar = detail::ScalarOf<Derived>;
   detail::require_floating<Scalar>("alr_inv");
   const RowMatrixView<Scalar> view(values.derived());
-  detail::require_nonempty("alr_inv", view);
-  detail::require_finite("alr_inv", view);
+  attnscope::detail::require_nonempty("alr_inv", view);
+  attnscope::detail::require_finite("alr_inv", view);
   const Index rows = view.rows(), cols = view.cols() + 1;
   if (reference < 0 || reference >= cols)
-    detail::throw_invalid_argument("alr_inv", "reference part ", reference, " out of range for ", cols, " parts");
+    attnscope::detail::throw_invalid_argument("alr_inv", "reference part ", reference, " out of range for ", cols,
+                                              " parts");
   visibility.validate("alr_inv", rows, cols);
   RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(rows, cols);
   for (Index i = 0; i < rows; ++i) {
     if (!visibility.visible(i, reference, cols))
-      detail::throw_invalid_argument("alr_inv", "reference part ", reference, " is masked in row ", i);
+      attnscope::detail::throw_invalid_argument("alr_inv", "reference part ", reference, " is masked in row ", i);
     std::vector<Scalar> logs;
     std::vector<Index> columns;
     Index in_column = 0;
@@ -465,7 +465,8 @@ template <class Derived>
 RowMatrix<detail::ScalarOf<Derived>> power(const Eigen::MatrixBase<Derived>& x, detail::ScalarOf<Derived> alpha,
                                            const Visibility& visibility = {}) {
   using Scalar = detail::ScalarOf<Derived>;
-  if (!std::isfinite(static_cast<double>(alpha))) detail::throw_invalid_argument("power", "alpha must be finite, got ", alpha);
+  if (!std::isfinite(static_cast<double>(alpha)))
+    attnscope::detail::throw_invalid_argument("power", "alpha must be finite, got ", alpha);
   const RowMatrixView<Scalar> view(x.derived());
   detail::validate_parts<Scalar>("power", view, visibility, detail::PartRule::positive);
   return detail::map_parts<Scalar>(view, visibility, [alpha](const Scalar* values, Index n, Scalar* out) {
@@ -506,7 +507,7 @@ Vector<detail::ScalarOf<DerivedX>> aitchison_distance_from_logits(const Eigen::M
                                                                   const Eigen::MatrixBase<DerivedY>& logits_y,
                                                                   const Visibility& visibility = {}) {
   using Scalar = detail::ScalarOf<DerivedX>;
-  detail::require_same_shape("aitchison_distance_from_logits", "logits", logits_x, logits_y);
+  attnscope::detail::require_same_shape("aitchison_distance_from_logits", "logits", logits_x, logits_y);
   return detail::reduce_clr_pair<Scalar>(clr_from_logits(logits_x, visibility), clr_from_logits(logits_y, visibility),
                                          visibility, [](Scalar a, Scalar b) { return (a - b) * (a - b); })
       .cwiseSqrt();
@@ -521,7 +522,8 @@ RowMatrix<detail::ScalarOf<Derived>> multiplicative_replacement(const Eigen::Mat
                                                                 const Visibility& visibility = {}) {
   using Scalar = detail::ScalarOf<Derived>;
   if (!std::isfinite(static_cast<double>(delta)) || delta >= 1)
-    detail::throw_invalid_argument("multiplicative_replacement", "delta must be finite and < 1, got ", delta);
+    attnscope::detail::throw_invalid_argument("multiplicative_replacement", "delta must be finite and < 1, got ",
+                                              delta);
   const RowMatrix<Scalar> closed = closure(x, visibility);
   const RowMatrixView<Scalar> view(closed);
   auto row_delta = [delta](Index n) {
@@ -532,8 +534,9 @@ RowMatrix<detail::ScalarOf<Derived>> multiplicative_replacement(const Eigen::Mat
     for (Index j = 0; j < view.cols(); ++j) zeros += visibility.visible(i, j, view.cols()) && view(i, j) == 0;
     const Scalar used = row_delta(visibility.visible_count(i, view.cols()));
     if (!(Scalar(1) - static_cast<Scalar>(zeros) * used > 0))
-      detail::throw_invalid_argument("multiplicative_replacement", "delta ", used, " times ", zeros, " zeros in row ",
-                                     i, " leaves no mass for the non-zero parts; use a smaller delta");
+      attnscope::detail::throw_invalid_argument("multiplicative_replacement", "delta ", used, " times ", zeros,
+                                                " zeros in row ", i,
+                                                " leaves no mass for the non-zero parts; use a smaller delta");
   }
   return detail::map_parts<Scalar>(view, visibility, [row_delta](const Scalar* values, Index n, Scalar* out) {
     const Scalar used = row_delta(n);

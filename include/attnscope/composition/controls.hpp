@@ -22,9 +22,10 @@ namespace attnscope::composition {
 /// `count` sink weights w_h ~ U(low, high), drawn in head order from `random` (deterministic for a seed).
 /// Requires 0 ≤ low ≤ high < 1 and count ≥ 0.
 inline Vector<double> draw_sink_weights(Index count, Random& random, double low = 0.3, double high = 0.9) {
-  if (count < 0) detail::throw_invalid_argument("draw_sink_weights", "negative head count ", count);
+  if (count < 0) attnscope::detail::throw_invalid_argument("draw_sink_weights", "negative head count ", count);
   if (!(low >= 0) || !(high >= low) || !(high < 1))
-    detail::throw_invalid_argument("draw_sink_weights", "need 0 <= low <= high < 1, got low ", low, ", high ", high);
+    attnscope::detail::throw_invalid_argument("draw_sink_weights", "need 0 <= low <= high < 1, got low ", low,
+                                              ", high ", high);
   Vector<double> weights(count);
   for (Index h = 0; h < count; ++h) weights(h) = random.uniform(low, high);
   return weights;
@@ -40,7 +41,7 @@ RowMatrix<double> with_sink_weight(const Eigen::MatrixBase<Derived>& attention, 
                                    double tolerance = detail::default_row_sum_tolerance) {
   constexpr const char* function = "with_sink_weight";
   if (!(sink_weight >= 0) || !(sink_weight < 1))
-    detail::throw_invalid_argument(function, "sink weight must be in [0, 1), got ", sink_weight);
+    attnscope::detail::throw_invalid_argument(function, "sink weight must be in [0, 1), got ", sink_weight);
   const RowMatrix<double> rows = attention.template cast<double>();
   const RowMatrixView<double> view(rows);
   detail::validate_distributions(function, view, visibility, tolerance);
@@ -52,12 +53,12 @@ RowMatrix<double> with_sink_weight(const Eigen::MatrixBase<Derived>& attention, 
     double sink_mass = 0, content_mass = 0;
     for (Index c : sinks.columns())
       if (!visibility.visible(i, c, cols))
-        detail::throw_invalid_argument(function, "sink column ", c, " is masked in row ", i);
+        attnscope::detail::throw_invalid_argument(function, "sink column ", c, " is masked in row ", i);
     for (Index j = 0; j < cols; ++j)
       if (visibility.visible(i, j, cols))
         (is_sink[static_cast<std::size_t>(j)] ? sink_mass : content_mass) += rows(i, j);
     if (!(content_mass > 0))
-      detail::throw_invalid_argument(function, "row ", i, " has no content mass (sink mass ", sink_mass,
+      attnscope::detail::throw_invalid_argument(function, "row ", i, " has no content mass (sink mass ", sink_mass,
                                      "): its content composition is undefined");
     for (Index j = 0; j < cols; ++j) {
       if (!visibility.visible(i, j, cols)) continue;
@@ -82,7 +83,7 @@ SinkInjection with_sink_weights(const std::vector<RowMatrix<Scalar>>& heads, con
                                 const Visibility& visibility = {}, const SinkSet& sinks = {},
                                 double tolerance = detail::default_row_sum_tolerance) {
   if (static_cast<Index>(heads.size()) != sink_weights.size())
-    detail::throw_invalid_argument("with_sink_weights", heads.size(), " heads but ", sink_weights.size(),
+    attnscope::detail::throw_invalid_argument("with_sink_weights", heads.size(), " heads but ", sink_weights.size(),
                                    " sink weights");
   SinkInjection out;
   out.sink_weights = sink_weights;

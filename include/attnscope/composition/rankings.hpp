@@ -19,10 +19,6 @@
 #include "attnscope/core/types.hpp"
 
 namespace attnscope::composition {
-namespace detail {
-using namespace attnscope::detail;  // the core checks, as detail:: inside this module
-}  // namespace detail
-
 /// Which end of a score a ranking starts from.
 enum class RankOrder { highest_first, lowest_first };
 
@@ -31,8 +27,8 @@ enum class RankOrder { highest_first, lowest_first };
 template <class Derived>
 std::vector<Index> ranking_by_score(const Eigen::MatrixBase<Derived>& score,
                                     RankOrder order = RankOrder::highest_first) {
-  detail::require_nonempty("ranking_by_score", score);
-  detail::require_finite("ranking_by_score", score);
+  attnscope::detail::require_nonempty("ranking_by_score", score);
+  attnscope::detail::require_finite("ranking_by_score", score);
   std::vector<Index> ranking(static_cast<std::size_t>(score.size()));
   std::iota(ranking.begin(), ranking.end(), Index{0});
   const bool highest = order == RankOrder::highest_first;
@@ -45,7 +41,7 @@ std::vector<Index> ranking_by_score(const Eigen::MatrixBase<Derived>& score,
 /// A uniformly random ranking of 0..count−1 (Fisher–Yates, Random::shuffle; deterministic for the state of
 /// `random`). count ≥ 1.
 inline std::vector<Index> random_ranking(Index count, Random& random) {
-  if (count < 1) detail::throw_invalid_argument("random_ranking", "need at least one item, got ", count);
+  if (count < 1) attnscope::detail::throw_invalid_argument("random_ranking", "need at least one item, got ", count);
   std::vector<Index> ranking(static_cast<std::size_t>(count));
   std::iota(ranking.begin(), ranking.end(), Index{0});
   random.shuffle(ranking);
@@ -58,8 +54,8 @@ inline void require_permutation(const char* function, const char* name, const st
   std::vector<char> seen(ranking.size(), 0);
   for (Index item : ranking) {
     if (item < 0 || item >= static_cast<Index>(ranking.size()) || seen[static_cast<std::size_t>(item)])
-      throw_invalid_argument(function, name, " is not a permutation of 0..", ranking.size() - 1, " (entry ", item,
-                             ")");
+      attnscope::detail::throw_invalid_argument(function, name, " is not a permutation of 0..", ranking.size() - 1,
+                                                " (entry ", item, ")");
     seen[static_cast<std::size_t>(item)] = 1;
   }
 }
@@ -70,11 +66,12 @@ inline void require_permutation(const char* function, const char* name, const st
 inline double top_k_jaccard(const std::vector<Index>& first, const std::vector<Index>& second, Index k) {
   constexpr const char* function = "top_k_jaccard";
   if (first.size() != second.size())
-    detail::throw_invalid_argument(function, "rankings of different lengths ", first.size(), " and ", second.size());
+    attnscope::detail::throw_invalid_argument(function, "rankings of different lengths ", first.size(), " and ",
+                                              second.size());
   detail::require_permutation(function, "first ranking", first);
   detail::require_permutation(function, "second ranking", second);
   if (k < 1 || k > static_cast<Index>(first.size()))
-    detail::throw_invalid_argument(function, "k = ", k, " outside 1..", first.size());
+    attnscope::detail::throw_invalid_argument(function, "k = ", k, " outside 1..", first.size());
   std::vector<char> in_first(first.size(), 0);
   for (Index r = 0; r < k; ++r) in_first[static_cast<std::size_t>(first[static_cast<std::size_t>(r)])] = 1;
   Index common = 0;
@@ -87,7 +84,7 @@ inline double top_k_jaccard(const std::vector<Index>& first, const std::vector<I
 /// E[J] = Σ_i P(I = i)·i / (2k − i). 1 ≤ k ≤ n.
 inline double expected_random_jaccard(Index n, Index k) {
   if (n < 1 || k < 1 || k > n)
-    detail::throw_invalid_argument("expected_random_jaccard", "need 1 <= k <= n, got n = ", n, ", k = ", k);
+    attnscope::detail::throw_invalid_argument("expected_random_jaccard", "need 1 <= k <= n, got n = ", n, ", k = ", k);
   const auto log_choose = [](double a, double b) {
     return std::lgamma(a + 1) - std::lgamma(b + 1) - std::lgamma(a - b + 1);
   };
@@ -107,10 +104,12 @@ template <class DerivedA, class DerivedB>
 void require_paired_scores(const char* function, const Eigen::MatrixBase<DerivedA>& a,
                            const Eigen::MatrixBase<DerivedB>& b) {
   if (a.size() != b.size())
-    throw_invalid_argument(function, "score vectors of different lengths ", a.size(), " and ", b.size());
-  if (a.size() < 2) throw_invalid_argument(function, "need at least 2 paired scores, got ", a.size());
-  require_finite(function, a);
-  require_finite(function, b);
+    attnscope::detail::throw_invalid_argument(function, "score vectors of different lengths ", a.size(), " and ",
+                                              b.size());
+  if (a.size() < 2)
+    attnscope::detail::throw_invalid_argument(function, "need at least 2 paired scores, got ", a.size());
+  attnscope::detail::require_finite(function, a);
+  attnscope::detail::require_finite(function, b);
 }
 
 /// Ranks 1..n with ties given their average rank (the "average" method of scipy.stats.rankdata).
@@ -152,7 +151,7 @@ double kendall_tau(const Eigen::MatrixBase<DerivedA>& x, const Eigen::MatrixBase
   const double denominator =
       std::sqrt((concordant + discordant + tied_x_only) * (concordant + discordant + tied_y_only));
   if (!(denominator > 0))
-    detail::throw_invalid_argument("kendall_tau", "a score vector is constant: tau undefined");
+    attnscope::detail::throw_invalid_argument("kendall_tau", "a score vector is constant: tau undefined");
   return (concordant - discordant) / denominator;
 }
 

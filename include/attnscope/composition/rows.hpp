@@ -18,10 +18,6 @@
 #include "attnscope/core/visibility.hpp"
 
 namespace attnscope::composition {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Set of key columns treated as the sink (docs/theory/composition.md §1: default {0}, any fixed index set S).
 class SinkSet {
@@ -60,11 +56,11 @@ template <class Scalar, class Kernel>
 void for_each_visible_row(const RowMatrixView<Scalar>& x, const Visibility& visibility, Kernel&& kernel) {
   const Index rows = x.rows(), cols = x.cols();
   if (visibility.is_prefix()) {
-    for_each_row(rows, cols, [&](Index i) {
+    attnscope::detail::for_each_row(rows, cols, [&](Index i) {
       kernel(i, x.data() + i * x.outerStride(), visibility.prefix_length(i, cols), static_cast<const Index*>(nullptr));
     });
   } else {
-    for_each_row(rows, cols, [&](Index i) {
+    attnscope::detail::for_each_row(rows, cols, [&](Index i) {
       std::vector<Scalar> values;
       std::vector<Index> columns;
       values.reserve(static_cast<std::size_t>(cols));
@@ -95,7 +91,7 @@ enum class PartRule { finite, non_negative, positive };
 template <class Scalar>
 void validate_parts(const char* function, const RowMatrixView<Scalar>& x, const Visibility& visibility,
                     PartRule rule) {
-  require_nonempty(function, x);
+  attnscope::detail::require_nonempty(function, x);
   visibility.validate(function, x.rows(), x.cols());
   const Index cols = x.cols();
   for (Index i = 0; i < x.rows(); ++i) {
@@ -111,11 +107,11 @@ void validate_parts(const char* function, const RowMatrixView<Scalar>& x, const 
       if (!visibility.is_prefix() && !visibility.visible(i, j, cols)) continue;
       const Scalar value = x(i, j);
       if (!std::isfinite(static_cast<double>(value)))
-        throw_invalid_argument(function, "non-finite value ", value, " at row ", i, ", column ", j);
+        attnscope::detail::throw_invalid_argument(function, "non-finite value ", value, " at row ", i, ", column ", j);
       if (rule == PartRule::non_negative && value < 0)
-        throw_invalid_argument(function, "negative part ", value, " at row ", i, ", column ", j);
+        attnscope::detail::throw_invalid_argument(function, "negative part ", value, " at row ", i, ", column ", j);
       if (rule == PartRule::positive && !(value > 0))
-        throw_invalid_argument(function, "part ", value, " at row ", i, ", column ", j,
+        attnscope::detail::throw_invalid_argument(function, "part ", value, " at row ", i, ", column ", j,
                                " is not strictly positive (logs need positive parts: use the *_from_logits variant "
                                "or multiplicative_replacement)");
     }
@@ -127,14 +123,15 @@ template <class Scalar>
 void validate_distributions(const char* function, const RowMatrixView<Scalar>& x, const Visibility& visibility,
                             double tolerance) {
   if (!(tolerance >= 0) || !std::isfinite(tolerance))
-    throw_invalid_argument(function, "row-sum tolerance must be finite and >= 0, got ", tolerance);
+    attnscope::detail::throw_invalid_argument(function, "row-sum tolerance must be finite and >= 0, got ", tolerance);
   validate_parts(function, x, visibility, PartRule::non_negative);
   for (Index i = 0; i < x.rows(); ++i) {
     double sum = 0;
     for (Index j = 0; j < x.cols(); ++j)
       if (visibility.visible(i, j, x.cols())) sum += static_cast<double>(x(i, j));
     if (std::abs(sum - 1.0) > tolerance)
-      throw_invalid_argument(function, "row ", i, " sums to ", sum, ", not 1 within tolerance ", tolerance);
+      attnscope::detail::throw_invalid_argument(function, "row ", i, " sums to ", sum, ", not 1 within tolerance ",
+                                                tolerance);
   }
 }
 
@@ -147,7 +144,8 @@ struct SplitRow {
 /// Per-column flags of the sink set for a matrix with `cols` columns; throws when a sink column is out of range.
 inline std::vector<char> sink_flags(const char* function, const SinkSet& sinks, Index cols) {
   if (sinks.columns().back() >= cols)
-    throw_invalid_argument(function, "sink column ", sinks.columns().back(), " out of range for ", cols, " columns");
+    attnscope::detail::throw_invalid_argument(function, "sink column ", sinks.columns().back(), " out of range for ",
+                                              cols, " columns");
   std::vector<char> is_sink(static_cast<std::size_t>(cols), 0);
   for (Index c : sinks.columns()) is_sink[static_cast<std::size_t>(c)] = 1;
   return is_sink;
@@ -162,9 +160,11 @@ void for_each_split_row(const char* function, const RowMatrixView<Scalar>& x, co
   const std::vector<char> is_sink = sink_flags(function, sinks, cols);
   for (Index i = 0; i < x.rows(); ++i) {
     for (Index c : sinks.columns())
-      if (!visibility.visible(i, c, cols)) throw_invalid_argument(function, "sink column ", c, " is masked in row ", i);
+      if (!visibility.visible(i, c, cols))
+        attnscope::detail::throw_invalid_argument(function, "sink column ", c, " is masked in row ", i);
     if (visibility.visible_count(i, cols) <= sinks.size())
-      throw_invalid_argument(function, "row ", i, " has no visible content key (only the sink); skip such rows");
+      attnscope::detail::throw_invalid_argument(function, "row ", i,
+                                                " has no visible content key (only the sink); skip such rows");
   }
   for_each_visible_row<Scalar>(x, visibility, [&](Index i, const Scalar* values, Index n, const Index* columns) {
     SplitRow<Scalar> parts;

@@ -19,10 +19,6 @@
 #include "attnscope/core/visibility.hpp"
 
 namespace attnscope::composition {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// One head's channel summary over its rows.
 struct ChannelSummary {
@@ -73,7 +69,8 @@ struct HeadScores {
 template <class Scalar>
 HeadScores head_scores(const std::vector<RowMatrix<Scalar>>& heads, const Visibility& visibility = {},
                        const SinkSet& sinks = {}, double tolerance = detail::default_row_sum_tolerance) {
-  if (heads.size() < 2) detail::throw_invalid_argument("head_scores", "need at least 2 heads, got ", heads.size());
+  if (heads.size() < 2)
+    attnscope::detail::throw_invalid_argument("head_scores", "need at least 2 heads, got ", heads.size());
   const Index count = static_cast<Index>(heads.size());
   HeadScores out{Vector<double>(count), Vector<double>(count), Vector<double>(count), Vector<double>(count)};
   for (Index h = 0; h < count; ++h) {

@@ -18,10 +18,6 @@
 #include "attnscope/core/visibility.hpp"
 
 namespace attnscope::composition {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// keep: the metric on the full row a; drop: on the content composition c (sink deleted, renormalised) (§1).
 enum class Convention { keep, drop };
@@ -50,7 +46,8 @@ Vector<detail::ScalarOf<Derived>> row_metric(Metric metric, const Eigen::MatrixB
                                              const SinkSet& sinks = {},
                                              double tolerance = detail::default_row_sum_tolerance) {
   if (metric != Metric::entropy)
-    detail::throw_invalid_argument("row_metric", "metric ", metric_name(metric), " compares two rows; use pair_metric");
+    attnscope::detail::throw_invalid_argument("row_metric", "metric ", metric_name(metric),
+                                              " compares two rows; use pair_metric");
   if (convention == Convention::keep) {
     detail::validate_channels<detail::ScalarOf<Derived>>("row_metric", RowMatrixView<detail::ScalarOf<Derived>>(attention.derived()),
                                                          visibility, sinks, tolerance);
@@ -87,7 +84,7 @@ Vector<detail::ScalarOf<DerivedA>> pair_metric(Metric metric, const Eigen::Matri
     }
     case Metric::entropy: break;
   }
-  detail::throw_invalid_argument("pair_metric", "metric entropy is a single-row metric; use row_metric");
+  attnscope::detail::throw_invalid_argument("pair_metric", "metric entropy is a single-row metric; use row_metric");
 }
 
 /// Which of two candidate heads is closer to a reference head, by the metric averaged over matched rows (§7):
@@ -97,7 +94,8 @@ int verdict(Metric metric, const RowMatrix<Scalar>& reference, const RowMatrix<S
             const RowMatrix<Scalar>& second, Convention convention, const Visibility& visibility = {},
             const SinkSet& sinks = {}, double tie_tolerance = 1e-12,
             double tolerance = detail::default_row_sum_tolerance) {
-  if (!(tie_tolerance >= 0)) detail::throw_invalid_argument("verdict", "tie_tolerance must be >= 0, got ", tie_tolerance);
+  if (!(tie_tolerance >= 0))
+    attnscope::detail::throw_invalid_argument("verdict", "tie_tolerance must be >= 0, got ", tie_tolerance);
   const double to_first =
       static_cast<double>(pair_metric(metric, reference, first, convention, visibility, sinks, tolerance).mean());
   const double to_second =
@@ -146,7 +144,7 @@ void for_each_flip_unit(Index heads, const FlipOptions& options, Unit&& unit) {
   Random random(options.seed);
   auto draw = [&](Index bound) { return static_cast<Index>(random.below(static_cast<std::uint64_t>(bound))); };
   if (options.sampler == Sampler::triples) {
-    if (heads < 3) throw_invalid_argument("flip_rate", "triples need at least 3 heads, got ", heads);
+    if (heads < 3) attnscope::detail::throw_invalid_argument("flip_rate", "triples need at least 3 heads, got ", heads);
     if (options.samples == 0) {
       for (Index h = 0; h < heads; ++h)
         for (Index h1 = 0; h1 < heads; ++h1)
@@ -165,7 +163,8 @@ void for_each_flip_unit(Index heads, const FlipOptions& options, Unit&& unit) {
     }
     return;
   }
-  if (heads < 3) throw_invalid_argument("flip_rate", "pairs of pairs need at least 3 heads, got ", heads);
+  if (heads < 3)
+    attnscope::detail::throw_invalid_argument("flip_rate", "pairs of pairs need at least 3 heads, got ", heads);
   std::vector<Pair> pairs;
   for (Index a = 0; a < heads; ++a)
     for (Index b = a + 1; b < heads; ++b) pairs.emplace_back(a, b);
@@ -192,15 +191,16 @@ void for_each_flip_unit(Index heads, const FlipOptions& options, Unit&& unit) {
 template <class DerivedKeep, class DerivedDrop>
 FlipResult flip_rate_from_matrices(const Eigen::MatrixBase<DerivedKeep>& keep, const Eigen::MatrixBase<DerivedDrop>& drop,
                                    const FlipOptions& options = {}) {
-  detail::require_same_shape("flip_rate_from_matrices", "keep/drop", keep, drop);
+  attnscope::detail::require_same_shape("flip_rate_from_matrices", "keep/drop", keep, drop);
   if (keep.rows() != keep.cols())
-    detail::throw_invalid_argument("flip_rate_from_matrices", "matrices must be square, got ", keep.rows(), "x",
-                                   keep.cols());
-  detail::require_finite("flip_rate_from_matrices", keep);
-  detail::require_finite("flip_rate_from_matrices", drop);
+    attnscope::detail::throw_invalid_argument("flip_rate_from_matrices", "matrices must be square, got ", keep.rows(),
+                                              "x", keep.cols());
+  attnscope::detail::require_finite("flip_rate_from_matrices", keep);
+  attnscope::detail::require_finite("flip_rate_from_matrices", drop);
   if (!(options.tie_tolerance >= 0) || options.samples < 0)
-    detail::throw_invalid_argument("flip_rate_from_matrices", "tie_tolerance must be >= 0 and samples >= 0, got ",
-                                   options.tie_tolerance, " and ", options.samples);
+    attnscope::detail::throw_invalid_argument("flip_rate_from_matrices",
+                                              "tie_tolerance must be >= 0 and samples >= 0, got ",
+                                              options.tie_tolerance, " and ", options.samples);
   FlipResult result;
   detail::for_each_flip_unit(keep.rows(), options, [&](std::pair<Index, Index> p, std::pair<Index, Index> q) {
     ++result.units;
@@ -218,10 +218,11 @@ template <class DerivedKeep, class DerivedDrop>
 FlipResult entropy_flip_rate(const Eigen::MatrixBase<DerivedKeep>& keep_means,
                              const Eigen::MatrixBase<DerivedDrop>& drop_means, double tie_tolerance = 1e-12) {
   if (keep_means.size() != drop_means.size() || keep_means.size() < 2)
-    detail::throw_invalid_argument("entropy_flip_rate", "need two equally long vectors of >= 2 head means, got ",
-                                   keep_means.size(), " and ", drop_means.size());
-  detail::require_finite("entropy_flip_rate", keep_means);
-  detail::require_finite("entropy_flip_rate", drop_means);
+    attnscope::detail::throw_invalid_argument("entropy_flip_rate",
+                                              "need two equally long vectors of >= 2 head means, got ",
+                                              keep_means.size(), " and ", drop_means.size());
+  attnscope::detail::require_finite("entropy_flip_rate", keep_means);
+  attnscope::detail::require_finite("entropy_flip_rate", drop_means);
   FlipResult result;
   for (Index a = 0; a < keep_means.size(); ++a)
     for (Index b = a + 1; b < keep_means.size(); ++b) {
@@ -358,9 +359,10 @@ template <class Scalar, class RowKernel>
 ConventionMatrices pair_matrices_by(const char* function, const std::vector<RowMatrix<Scalar>>& heads,
                                     const Visibility& visibility, const SinkSet& sinks, double tolerance,
                                     bool with_logs, RowKernel&& row_kernel) {
-  if (heads.size() < 2) throw_invalid_argument(function, "need at least 2 heads, got ", heads.size());
+  if (heads.size() < 2)
+    attnscope::detail::throw_invalid_argument(function, "need at least 2 heads, got ", heads.size());
   for (const auto& head : heads) {
-    require_same_shape(function, "heads", head, heads.front());
+    attnscope::detail::require_same_shape(function, "heads", head, heads.front());
     validate_channels<Scalar>(function, head, visibility, sinks, tolerance);
     if (with_logs) validate_parts<Scalar>(function, head, visibility, PartRule::positive);
   }
@@ -372,7 +374,7 @@ ConventionMatrices pair_matrices_by(const char* function, const std::vector<RowM
   std::vector<std::pair<Index, Index>> pairs;
   for (Index h = 0; h < count; ++h)
     for (Index g = h; g < count; ++g) pairs.emplace_back(h, g);
-  for_each_row(static_cast<Index>(pairs.size()), rows * heads.front().cols(), [&](Index p) {
+  attnscope::detail::for_each_row(static_cast<Index>(pairs.size()), rows * heads.front().cols(), [&](Index p) {
     const auto [h, g] = pairs[static_cast<std::size_t>(p)];
     const auto& a = channels[static_cast<std::size_t>(h)];
     const auto& b = channels[static_cast<std::size_t>(g)];
@@ -403,7 +405,8 @@ ConventionMatrices pair_metric_matrices(const std::vector<RowMatrix<Scalar>>& he
                                         const Visibility& visibility = {}, const SinkSet& sinks = {},
                                         double tolerance = detail::default_row_sum_tolerance) {
   if (metric == Metric::entropy)
-    detail::throw_invalid_argument("pair_metric_matrices", "metric entropy is a single-row metric; use row_metric");
+    attnscope::detail::throw_invalid_argument("pair_metric_matrices",
+                                              "metric entropy is a single-row metric; use row_metric");
   return detail::pair_matrices_by("pair_metric_matrices", heads, visibility, sinks, tolerance,
                                   metric == Metric::aitchison,
                                   [metric](const double* a, const double* b, const double* log_a, const double* log_b,
@@ -429,7 +432,8 @@ template <class Scalar>
 FlipResult flip_rate(const std::vector<RowMatrix<Scalar>>& heads, Metric metric, const Visibility& visibility = {},
                      const FlipOptions& options = {}, const SinkSet& sinks = {},
                      double tolerance = detail::default_row_sum_tolerance) {
-  if (heads.size() < 3) detail::throw_invalid_argument("flip_rate", "need at least 3 heads, got ", heads.size());
+  if (heads.size() < 3)
+    attnscope::detail::throw_invalid_argument("flip_rate", "need at least 3 heads, got ", heads.size());
   if (metric == Metric::entropy) {
     Vector<double> keep(static_cast<Index>(heads.size())), drop(static_cast<Index>(heads.size()));
     for (std::size_t h = 0; h < heads.size(); ++h) {

@@ -20,10 +20,6 @@
 
 namespace attnscope::logits {
 namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
-namespace detail {
 
 /// A = softmax over the visible keys of each row of the row-major logits S (the normalize module's vectorized row
 /// kernel), masked entries exactly 0; `attention` may be the logits matrix itself. A row with a NaN/±inf logit
@@ -32,10 +28,11 @@ namespace detail {
 template <class Scalar>
 void softmax_rows(const RowMatrixView<Scalar>& logits, const Visibility& visibility, RowMatrix<Scalar>& attention,
                   bool parallel = true) {
-  apply_rowwise_indexed(
+  attnscope::detail::apply_rowwise_indexed(
       logits.data(), logits.rows(), logits.cols(), logits.outerStride(), visibility,
       [](Index, const Scalar* z, Index n, Scalar* p) {
-        if (!try_softmax_row(z, n, Scalar(1), p)) std::fill(p, p + n, std::numeric_limits<Scalar>::quiet_NaN());
+        if (!attnscope::detail::try_softmax_row(z, n, Scalar(1), p))
+          std::fill(p, p + n, std::numeric_limits<Scalar>::quiet_NaN());
       },
       attention, parallel);
 }
@@ -47,15 +44,16 @@ void softmax_backward_rows(const RowMatrixView<Scalar>& attention, const RowMatr
                            const Visibility& visibility, Scalar scale, RowMatrix<Scalar>& logit_gradient,
                            bool parallel = true) {
   const Index cols = attention.cols();
-  apply_rowwise_indexed(
+  attnscope::detail::apply_rowwise_indexed(
       attention.data(), attention.rows(), cols, attention.outerStride(), visibility,
       [&](Index i, const Scalar* p, Index n, Scalar* result) {
         const Scalar* g = attention_gradient.data() + i * attention_gradient.outerStride();
         Index first = 0, count = 0;
-        if (visible_run(visibility, i, cols, first, count)) return softmax_vjp_row(p, g + first, n, scale, result);
+        if (attnscope::detail::visible_run(visibility, i, cols, first, count))
+          return attnscope::detail::softmax_vjp_row(p, g + first, n, scale, result);
         std::vector<Scalar> gathered;  // p was gathered the same way
-        gather_visible(g, i, cols, visibility, gathered);
-        softmax_vjp_row(p, gathered.data(), n, scale, result);
+        attnscope::detail::gather_visible(g, i, cols, visibility, gathered);
+        attnscope::detail::softmax_vjp_row(p, gathered.data(), n, scale, result);
       },
       logit_gradient, parallel);
 }
@@ -67,15 +65,15 @@ template <class QueryDerived, class KeyDerived>
 RowMatrix<typename QueryDerived::Scalar> scaled_logits(const Eigen::MatrixBase<QueryDerived>& queries,
                                                        const Eigen::MatrixBase<KeyDerived>& keys,
                                                        typename QueryDerived::Scalar scale) {
-  detail::require_nonempty("scaled_logits", queries);
-  detail::require_nonempty("scaled_logits", keys);
+  attnscope::detail::require_nonempty("scaled_logits", queries);
+  attnscope::detail::require_nonempty("scaled_logits", keys);
   if (queries.cols() != keys.cols())
-    detail::throw_invalid_argument("scaled_logits", "queries have ", queries.cols(), " columns but keys have ",
-                                   keys.cols());
+    attnscope::detail::throw_invalid_argument("scaled_logits", "queries have ", queries.cols(),
+                                              " columns but keys have ", keys.cols());
   if (!std::isfinite(static_cast<double>(scale)))
-    detail::throw_invalid_argument("scaled_logits", "scale must be finite, got ", scale);
-  detail::require_finite("scaled_logits", queries);
-  detail::require_finite("scaled_logits", keys);
+    attnscope::detail::throw_invalid_argument("scaled_logits", "scale must be finite, got ", scale);
+  attnscope::detail::require_finite("scaled_logits", queries);
+  attnscope::detail::require_finite("scaled_logits", keys);
   RowMatrix<typename QueryDerived::Scalar> logits;
   logits.noalias() = queries * keys.transpose();
   logits *= scale;
@@ -94,10 +92,10 @@ RowMatrix<typename AttentionDerived::Scalar> attention_backward(const Eigen::Mat
   // other layouts and expressions are evaluated once.
   const RowMatrixView<Scalar> a(attention.derived());
   const RowMatrixView<Scalar> da(attention_gradient.derived().template cast<Scalar>());
-  detail::require_nonempty("attention_backward", a);
-  detail::require_same_shape("attention_backward", "attention/gradient", a, da);
-  detail::require_finite("attention_backward", a);
-  detail::require_finite("attention_backward", da);
+  attnscope::detail::require_nonempty("attention_backward", a);
+  attnscope::detail::require_same_shape("attention_backward", "attention/gradient", a, da);
+  attnscope::detail::require_finite("attention_backward", a);
+  attnscope::detail::require_finite("attention_backward", da);
   visibility.validate("attention_backward", a.rows(), a.cols());
   RowMatrix<Scalar> logit_gradient;
   detail::softmax_backward_rows(a, da, visibility, Scalar(1), logit_gradient);

@@ -17,10 +17,6 @@
 #include "attnscope/normalize/softmax.hpp"
 
 namespace attnscope::logits {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// ‖B‖_F² of the causal band indicator (w ones per full row): n·w − w(w−1)/2 with w clamped to n (F4).
 inline double band_frobenius_norm_squared(Index n, Index w) {
@@ -40,7 +36,9 @@ inline double band_stable_rank_lower_bound(Index n, Index w) {
 /// ‖B‖_F² of the symmetric band indicator |i − j| ≤ k: n(2k + 1) − k(k + 1) with k clamped to n − 1 (F4 symmetric).
 inline double symmetric_band_frobenius_norm_squared(Index n, Index k) {
   detail::require_sequence_length("symmetric_band_frobenius_norm_squared", n);
-  if (k < 0) detail::throw_invalid_argument("symmetric_band_frobenius_norm_squared", "half-width k must be >= 0, got ", k);
+  if (k < 0)
+    attnscope::detail::throw_invalid_argument("symmetric_band_frobenius_norm_squared",
+                                              "half-width k must be >= 0, got ", k);
   const double half = static_cast<double>(std::min(k, n - 1));
   return static_cast<double>(n) * (2 * half + 1) - half * (half + 1);
 }
@@ -55,7 +53,8 @@ inline double symmetric_band_stable_rank_lower_bound(Index n, Index k) {
 
 /// Eckart–Young lower bound for the causal band: min_{rank X ≤ r} ‖B − X‖_F² ≥ max(0, n·w − w(w−1)/2 − r·w²) (F4).
 inline double band_eckart_young_lower_bound(Index n, Index w, Index rank) {
-  if (rank < 0) detail::throw_invalid_argument("band_eckart_young_lower_bound", "rank must be >= 0, got ", rank);
+  if (rank < 0)
+    attnscope::detail::throw_invalid_argument("band_eckart_young_lower_bound", "rank must be >= 0, got ", rank);
   const double width = static_cast<double>(std::min(std::max<Index>(w, 1), std::max<Index>(n, 1)));
   return std::max(0.0, band_frobenius_norm_squared(n, w) - static_cast<double>(rank) * width * width);
 }
@@ -72,11 +71,12 @@ inline Index completion_rank_lower_bound(Index n, Index w) {
 /// has max_{band} S − min_{out of band} S ≥ log((1 − ε)·m / (ε·w)).
 inline double logit_gap_lower_bound(Index out_of_band_keys, Index in_band_keys, double out_of_band_mass) {
   if (out_of_band_keys < 1)
-    detail::throw_invalid_argument("logit_gap_lower_bound", "out_of_band_keys must be >= 1, got ", out_of_band_keys);
+    attnscope::detail::throw_invalid_argument("logit_gap_lower_bound", "out_of_band_keys must be >= 1, got ",
+                                              out_of_band_keys);
   if (in_band_keys < 1)
-    detail::throw_invalid_argument("logit_gap_lower_bound", "in_band_keys must be >= 1, got ", in_band_keys);
+    attnscope::detail::throw_invalid_argument("logit_gap_lower_bound", "in_band_keys must be >= 1, got ", in_band_keys);
   if (!(out_of_band_mass > 0.0 && out_of_band_mass < 1.0))
-    detail::throw_invalid_argument("logit_gap_lower_bound", "out_of_band_mass must lie in (0, 1), got ",
+    attnscope::detail::throw_invalid_argument("logit_gap_lower_bound", "out_of_band_mass must lie in (0, 1), got ",
                                    out_of_band_mass);
   return std::log((1.0 - out_of_band_mass) * static_cast<double>(out_of_band_keys) /
                   (out_of_band_mass * static_cast<double>(in_band_keys)));
@@ -96,9 +96,9 @@ template <class LogitsDerived, class TargetDerived>
 std::vector<LogitGapRow> logit_gap_rows(const Eigen::MatrixBase<LogitsDerived>& logits,
                                         const Eigen::MatrixBase<TargetDerived>& band_target,
                                         const Visibility& visibility = {}) {
-  detail::require_nonempty("logit_gap_rows", logits);
-  detail::require_same_shape("logit_gap_rows", "logits/target", logits.rows(), logits.cols(), band_target.rows(),
-                             band_target.cols());
+  attnscope::detail::require_nonempty("logit_gap_rows", logits);
+  attnscope::detail::require_same_shape("logit_gap_rows", "logits/target", logits.rows(), logits.cols(),
+                                        band_target.rows(), band_target.cols());
   visibility.validate("logit_gap_rows", logits.rows(), logits.cols());
   std::vector<LogitGapRow> rows;
   const Index cols = logits.cols();
@@ -108,7 +108,9 @@ std::vector<LogitGapRow> logit_gap_rows(const Eigen::MatrixBase<LogitsDerived>& 
     for (Index j = 0; j < cols; ++j) {
       if (!visibility.visible(i, j, cols)) continue;
       const double s = static_cast<double>(logits(i, j));
-      if (!std::isfinite(s)) detail::throw_invalid_argument("logit_gap_rows", "non-finite logit ", s, " at row ", i, ", column ", j);
+      if (!std::isfinite(s))
+        attnscope::detail::throw_invalid_argument("logit_gap_rows", "non-finite logit ", s, " at row ", i, ", column ",
+                                                  j);
       if (band_target(i, j) > 0) ++in_band, band_max = std::max(band_max, s);
       else ++outside, outside_min = std::min(outside_min, s);
     }
@@ -122,7 +124,8 @@ std::vector<LogitGapRow> logit_gap_rows(const Eigen::MatrixBase<LogitsDerived>& 
       out_of_band.push_back(!(band_target(i, j) > 0));
     }
     weights.resize(visible_logits.size());
-    detail::softmax_row(visible_logits.data(), static_cast<Index>(visible_logits.size()), 1.0, weights.data());
+    attnscope::detail::softmax_row(visible_logits.data(), static_cast<Index>(visible_logits.size()), 1.0,
+                                   weights.data());
     double epsilon = 0;
     for (std::size_t k = 0; k < weights.size(); ++k)
       if (out_of_band[k]) epsilon += weights[k];

@@ -23,10 +23,6 @@
 #include "attnscope/normalize/softmax.hpp"
 
 namespace attnscope::logits {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Loss of the fit, row-averaged over the n query rows (docs/theory/logits.md §2).
 enum class FitLoss {
@@ -119,21 +115,25 @@ struct FitObjective {
 namespace detail {
 
 inline void validate_fit_options(const char* function, const FitOptions& o) {
-  if (o.head_dim < 1) throw_invalid_argument(function, "head_dim must be >= 1, got ", o.head_dim);
+  if (o.head_dim < 1) attnscope::detail::throw_invalid_argument(function, "head_dim must be >= 1, got ", o.head_dim);
   if (!(o.target_floor >= 0 && o.target_floor < 1))
-    throw_invalid_argument(function, "target_floor must lie in [0, 1), got ", o.target_floor);
+    attnscope::detail::throw_invalid_argument(function, "target_floor must lie in [0, 1), got ", o.target_floor);
   if (o.parametrization == Parametrization::projected && o.model_dim < o.head_dim)
-    throw_invalid_argument(function, "model_dim must be >= head_dim (", o.head_dim, "), got ", o.model_dim);
-  require_positive(function, "adam.learning_rate", o.adam.learning_rate);
-  if (!(o.adam.beta1 >= 0 && o.adam.beta1 < 1)) throw_invalid_argument(function, "adam.beta1 must lie in [0, 1), got ", o.adam.beta1);
-  if (!(o.adam.beta2 >= 0 && o.adam.beta2 < 1)) throw_invalid_argument(function, "adam.beta2 must lie in [0, 1), got ", o.adam.beta2);
-  require_positive(function, "adam.epsilon", o.adam.epsilon);
-  if (o.steps < 0) throw_invalid_argument(function, "steps must be >= 0, got ", o.steps);
-  require_positive(function, "init_std", o.init_std);
+    attnscope::detail::throw_invalid_argument(function, "model_dim must be >= head_dim (", o.head_dim, "), got ",
+                                              o.model_dim);
+  attnscope::detail::require_positive(function, "adam.learning_rate", o.adam.learning_rate);
+  if (!(o.adam.beta1 >= 0 && o.adam.beta1 < 1))
+    attnscope::detail::throw_invalid_argument(function, "adam.beta1 must lie in [0, 1), got ", o.adam.beta1);
+  if (!(o.adam.beta2 >= 0 && o.adam.beta2 < 1))
+    attnscope::detail::throw_invalid_argument(function, "adam.beta2 must lie in [0, 1), got ", o.adam.beta2);
+  attnscope::detail::require_positive(function, "adam.epsilon", o.adam.epsilon);
+  if (o.steps < 0) attnscope::detail::throw_invalid_argument(function, "steps must be >= 0, got ", o.steps);
+  attnscope::detail::require_positive(function, "init_std", o.init_std);
   if (!(o.gradient_clip >= 0) || !std::isfinite(o.gradient_clip))
-    throw_invalid_argument(function, "gradient_clip must be finite and >= 0, got ", o.gradient_clip);
+    attnscope::detail::throw_invalid_argument(function, "gradient_clip must be finite and >= 0, got ", o.gradient_clip);
   if (!(o.stop_at_in_band_mass >= 0 && o.stop_at_in_band_mass <= 1))
-    throw_invalid_argument(function, "stop_at_in_band_mass must lie in [0, 1], got ", o.stop_at_in_band_mass);
+    attnscope::detail::throw_invalid_argument(function, "stop_at_in_band_mass must lie in [0, 1], got ",
+                                              o.stop_at_in_band_mass);
 }
 
 /// A head's visibility as a prefix kind (all keys, or causal) when its mask is one, so that its softmax rows run
@@ -154,12 +154,12 @@ class AttentionFitter {
                   const FitOptions& options)
       : options_(options), n_(target.rows()), head_count_(static_cast<Index>(heads.size())) {
     validate_fit_options(function, options);
-    require_nonempty(function, target);
+    attnscope::detail::require_nonempty(function, target);
     if (target.rows() != target.cols())
-      throw_invalid_argument(function, "target must be square (queries = keys), got ", target.rows(), "x",
-                             target.cols());
-    if (heads.empty()) throw_invalid_argument(function, "at least one head is needed");
-    require_finite(function, target);
+      attnscope::detail::throw_invalid_argument(function, "target must be square (queries = keys), got ", target.rows(),
+                                                "x", target.cols());
+    if (heads.empty()) attnscope::detail::throw_invalid_argument(function, "at least one head is needed");
+    attnscope::detail::require_finite(function, target);
     Mask union_mask = Mask::Constant(n_, n_, false);
     for (Index h = 0; h < head_count_; ++h) {
       heads[static_cast<std::size_t>(h)].validate(function, n_, n_);
@@ -219,11 +219,12 @@ class AttentionFitter {
  /// Replaces the parameters (layout of fit_objective); throws on a count or shape mismatch.
   void set_parameters(const char* function, const std::vector<RowMatrix<Scalar>>& parameters) {
     if (parameters.size() != parameters_.size())
-      throw_invalid_argument(function, "expected ", parameters_.size(), " parameter matrices, got ", parameters.size());
+      attnscope::detail::throw_invalid_argument(function, "expected ", parameters_.size(), " parameter matrices, got ",
+                                                parameters.size());
     for (std::size_t p = 0; p < parameters.size(); ++p) {
-      require_same_shape(function, "parameter", parameters[p].rows(), parameters[p].cols(), parameters_[p].rows(),
-                         parameters_[p].cols());
-      require_finite(function, parameters[p]);
+      attnscope::detail::require_same_shape(function, "parameter", parameters[p].rows(), parameters[p].cols(),
+                                            parameters_[p].rows(), parameters_[p].cols());
+      attnscope::detail::require_finite(function, parameters[p]);
     }
     parameters_ = parameters;
   }
@@ -248,13 +249,15 @@ class AttentionFitter {
       double sum = 0;
       for (Index j = 0; j < n_; ++j) {
         const double p = static_cast<double>(target(i, j));
-        if (p < 0) throw_invalid_argument(function, "negative target ", p, " at row ", i, ", column ", j);
+        if (p < 0)
+          attnscope::detail::throw_invalid_argument(function, "negative target ", p, " at row ", i, ", column ", j);
         if (p > 0 && !union_mask(i, j))
-          throw_invalid_argument(function, "target puts mass ", p, " on masked key at row ", i, ", column ", j);
+          attnscope::detail::throw_invalid_argument(function, "target puts mass ", p, " on masked key at row ", i,
+                                                    ", column ", j);
         sum += p;
       }
       if (std::abs(sum - 1.0) > 1e-4)
-        throw_invalid_argument(function, "target row ", i, " sums to ", sum, " instead of 1");
+        attnscope::detail::throw_invalid_argument(function, "target row ", i, " sums to ", sum, " instead of 1");
     }
   }
 

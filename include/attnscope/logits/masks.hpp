@@ -13,19 +13,16 @@
 
 namespace attnscope::logits {
 namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
-namespace detail {
 
 /// Throws unless a sequence length is ≥ 1.
 inline void require_sequence_length(const char* function, Index n) {
-  if (n < 1) throw_invalid_argument(function, "sequence length n must be >= 1, got ", n);
+  if (n < 1) attnscope::detail::throw_invalid_argument(function, "sequence length n must be >= 1, got ", n);
 }
 
 /// Throws unless 0 ≤ value ≤ 1 (and finite).
 inline void require_fraction(const char* function, const char* name, double value) {
-  if (!(value >= 0.0 && value <= 1.0)) throw_invalid_argument(function, name, " must lie in [0, 1], got ", value);
+  if (!(value >= 0.0 && value <= 1.0))
+    attnscope::detail::throw_invalid_argument(function, name, " must lie in [0, 1], got ", value);
 }
 
 }  // namespace detail
@@ -60,7 +57,7 @@ inline Mask causal_mask(Index n) {
 /// max(0, i−span) … i, i.e. span + 1 keys (docs/theory/logits.md §5.2). span ≥ 0. O(n²).
 inline Mask sliding_window_mask(Index n, Index span) {
   detail::require_sequence_length("sliding_window_mask", n);
-  if (span < 0) detail::throw_invalid_argument("sliding_window_mask", "span must be >= 0, got ", span);
+  if (span < 0) attnscope::detail::throw_invalid_argument("sliding_window_mask", "span must be >= 0, got ", span);
   Mask mask(n, n);
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j) mask(i, j) = j <= i && i - j <= span;
@@ -73,7 +70,7 @@ inline Mask sliding_window_mask(Index n, Index span) {
 inline Mask column_drop_mask(Index n, double sparsity, std::uint64_t seed) {
   detail::require_sequence_length("column_drop_mask", n);
   if (!(sparsity >= 0.0 && sparsity < 1.0))
-    detail::throw_invalid_argument("column_drop_mask", "sparsity must lie in [0, 1), got ", sparsity);
+    attnscope::detail::throw_invalid_argument("column_drop_mask", "sparsity must lie in [0, 1), got ", sparsity);
   const std::vector<bool> keep = kept_key_columns(n, 1.0 - sparsity, seed);
   Mask mask(n, n);
   for (Index i = 0; i < n; ++i)
@@ -84,11 +81,12 @@ inline Mask column_drop_mask(Index n, double sparsity, std::uint64_t seed) {
 /// LS-attention head layout (docs/theory/logits.md §1, §5.2): heads 0..full_heads−1 are full causal heads, the
 /// remaining heads − full_heads are sliding-window heads with the given span (keys i−span … i). O(heads·n²).
 inline std::vector<Mask> head_layout(Index heads, Index full_heads, Index n, Index span) {
-  if (heads < 1) detail::throw_invalid_argument("head_layout", "heads must be >= 1, got ", heads);
+  if (heads < 1) attnscope::detail::throw_invalid_argument("head_layout", "heads must be >= 1, got ", heads);
   if (full_heads < 0 || full_heads > heads)
-    detail::throw_invalid_argument("head_layout", "full_heads must lie in [0, ", heads, "], got ", full_heads);
+    attnscope::detail::throw_invalid_argument("head_layout", "full_heads must lie in [0, ", heads, "], got ",
+                                              full_heads);
   detail::require_sequence_length("head_layout", n);
-  if (span < 0) detail::throw_invalid_argument("head_layout", "span must be >= 0, got ", span);
+  if (span < 0) attnscope::detail::throw_invalid_argument("head_layout", "span must be >= 0, got ", span);
   std::vector<Mask> layout;
   for (Index h = 0; h < heads; ++h) layout.push_back(h < full_heads ? causal_mask(n) : sliding_window_mask(n, span));
   return layout;

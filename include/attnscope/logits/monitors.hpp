@@ -18,10 +18,6 @@
 #include "attnscope/normalize/entropy.hpp"
 
 namespace attnscope::logits {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Signed and absolute maximum of the visible entries of a scaled-score matrix S = QKᵀ/√d_h.
 struct LogitExtremes {
@@ -32,7 +28,7 @@ struct LogitExtremes {
 /// Extremes of the visible scaled scores (masked entries may hold anything, e.g. −inf). O(rows·cols).
 template <class Derived>
 LogitExtremes visible_logit_extremes(const Eigen::MatrixBase<Derived>& scores, const Visibility& visibility = {}) {
-  detail::require_nonempty("visible_logit_extremes", scores);
+  attnscope::detail::require_nonempty("visible_logit_extremes", scores);
   visibility.validate("visible_logit_extremes", scores.rows(), scores.cols());
   LogitExtremes extremes{-HUGE_VAL, 0};
   for (Index i = 0; i < scores.rows(); ++i)
@@ -40,7 +36,8 @@ LogitExtremes visible_logit_extremes(const Eigen::MatrixBase<Derived>& scores, c
       if (!visibility.visible(i, j, scores.cols())) continue;
       const double s = static_cast<double>(scores(i, j));
       if (!std::isfinite(s))
-        detail::throw_invalid_argument("visible_logit_extremes", "non-finite score ", s, " at row ", i, ", column ", j);
+        attnscope::detail::throw_invalid_argument("visible_logit_extremes", "non-finite score ", s, " at row ", i,
+                                                  ", column ", j);
       extremes.max_logit = std::max(extremes.max_logit, s);
       extremes.max_abs_logit = std::max(extremes.max_abs_logit, std::abs(s));
     }
@@ -53,7 +50,7 @@ LogitExtremes visible_logit_extremes(const Eigen::MatrixBase<Derived>& scores, c
 class MaxLogitTracker {
  public:
   explicit MaxLogitTracker(Index heads) {
-    if (heads < 1) detail::throw_invalid_argument("MaxLogitTracker", "heads must be >= 1, got ", heads);
+    if (heads < 1) attnscope::detail::throw_invalid_argument("MaxLogitTracker", "heads must be >= 1, got ", heads);
     max_logit_.assign(static_cast<std::size_t>(heads), -HUGE_VAL);
     max_abs_logit_.assign(static_cast<std::size_t>(heads), 0.0);
     observed_.assign(static_cast<std::size_t>(heads), false);
@@ -97,12 +94,12 @@ class MaxLogitTracker {
  private:
   void check_head(const char* function, Index head) const {
     if (head < 0 || head >= heads())
-      detail::throw_invalid_argument(function, "head ", head, " out of range [0, ", heads(), ")");
+      attnscope::detail::throw_invalid_argument(function, "head ", head, " out of range [0, ", heads(), ")");
   }
   double value(const char* function, Index head, const std::vector<double>& values) const {
     check_head(function, head);
     if (!observed_[static_cast<std::size_t>(head)])
-      detail::throw_invalid_argument(function, "head ", head, " has not been observed since the last reset");
+      attnscope::detail::throw_invalid_argument(function, "head ", head, " has not been observed since the last reset");
     return values[static_cast<std::size_t>(head)];
   }
 
@@ -117,12 +114,14 @@ class RollingMedianSpikeDetector {
  public:
   explicit RollingMedianSpikeDetector(Index window = 201, double margin = 0.1, Index min_history = 10)
       : window_(window), min_history_(min_history), margin_(margin) {
-    if (window < 1) detail::throw_invalid_argument("RollingMedianSpikeDetector", "window must be >= 1, got ", window);
+    if (window < 1)
+      attnscope::detail::throw_invalid_argument("RollingMedianSpikeDetector", "window must be >= 1, got ", window);
     if (!(margin >= 0) || !std::isfinite(margin))
-      detail::throw_invalid_argument("RollingMedianSpikeDetector", "margin must be finite and >= 0, got ", margin);
+      attnscope::detail::throw_invalid_argument("RollingMedianSpikeDetector", "margin must be finite and >= 0, got ",
+                                                margin);
     if (min_history < 1 || min_history > window)
-      detail::throw_invalid_argument("RollingMedianSpikeDetector", "min_history must lie in [1, window], got ",
-                                     min_history);
+      attnscope::detail::throw_invalid_argument("RollingMedianSpikeDetector",
+                                                "min_history must lie in [1, window], got ", min_history);
   }
 
   /// Returns true when `loss` is a spike.
@@ -166,10 +165,12 @@ class EmaSpikeDetector {
  public:
   explicit EmaSpikeDetector(double alpha = 0.97, double z_threshold = 2.5, Index warmup = 10)
       : alpha_(alpha), z_threshold_(z_threshold), warmup_(warmup) {
-    if (!(alpha > 0 && alpha < 1)) detail::throw_invalid_argument("EmaSpikeDetector", "alpha must lie in (0, 1), got ", alpha);
+    if (!(alpha > 0 && alpha < 1))
+      attnscope::detail::throw_invalid_argument("EmaSpikeDetector", "alpha must lie in (0, 1), got ", alpha);
     if (!(z_threshold > 0) || !std::isfinite(z_threshold))
-      detail::throw_invalid_argument("EmaSpikeDetector", "z_threshold must be finite and > 0, got ", z_threshold);
-    if (warmup < 1) detail::throw_invalid_argument("EmaSpikeDetector", "warmup must be >= 1, got ", warmup);
+      attnscope::detail::throw_invalid_argument("EmaSpikeDetector", "z_threshold must be finite and > 0, got ",
+                                                z_threshold);
+    if (warmup < 1) attnscope::detail::throw_invalid_argument("EmaSpikeDetector", "warmup must be >= 1, got ", warmup);
   }
 
   /// Returns true when `loss` is a spike.

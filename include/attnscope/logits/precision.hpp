@@ -13,10 +13,6 @@
 #include "attnscope/core/types.hpp"
 
 namespace attnscope::logits {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Reduced floating-point format to emulate.
 enum class RoundingFormat { none, bfloat16, float16 };
@@ -70,8 +66,8 @@ struct RoundingError {
 /// Rounding error of every entry of a finite matrix under the given format. O(rows·cols).
 template <class Derived>
 RoundingError rounding_error(const Eigen::MatrixBase<Derived>& matrix, RoundingFormat format) {
-  detail::require_nonempty("rounding_error", matrix);
-  detail::require_finite("rounding_error", matrix);
+  attnscope::detail::require_nonempty("rounding_error", matrix);
+  attnscope::detail::require_finite("rounding_error", matrix);
   RoundingError error;
   for (Index i = 0; i < matrix.rows(); ++i)
     for (Index j = 0; j < matrix.cols(); ++j) {

@@ -14,17 +14,13 @@
 #include "attnscope/normalize/entropy.hpp"
 
 namespace attnscope::logits {
-namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
 
 /// Singular values σ_1 ≥ σ_2 ≥ … of M (min(rows, cols) of them), computed in double with Eigen's divide-and-conquer
 /// SVD (Jacobi sweeps below 16 columns). O(rows·cols·min(rows, cols)).
 template <class Derived>
 Vector<double> singular_values(const Eigen::MatrixBase<Derived>& matrix) {
-  detail::require_nonempty("singular_values", matrix);
-  detail::require_finite("singular_values", matrix);
+  attnscope::detail::require_nonempty("singular_values", matrix);
+  attnscope::detail::require_finite("singular_values", matrix);
   const Eigen::MatrixXd m = matrix.template cast<double>();
   Eigen::BDCSVD<Eigen::MatrixXd> svd(m);
   return svd.singularValues();
@@ -40,7 +36,7 @@ double spectral_norm(const Eigen::MatrixBase<Derived>& matrix) {
 /// σ_1·max(rows, cols)·2⁻⁵² (double machine epsilon).
 template <class Derived>
 Index numerical_rank(const Eigen::MatrixBase<Derived>& matrix, double tolerance = -1.0) {
-  if (std::isnan(tolerance)) detail::throw_invalid_argument("numerical_rank", "tolerance is NaN");
+  if (std::isnan(tolerance)) attnscope::detail::throw_invalid_argument("numerical_rank", "tolerance is NaN");
   const Vector<double> sigma = singular_values(matrix);
   const double tol = tolerance >= 0 ? tolerance
                                     : sigma(0) * static_cast<double>(std::max(matrix.rows(), matrix.cols())) *
@@ -52,7 +48,8 @@ namespace detail {
 
 /// Throws when all singular values are zero (stable and effective rank are undefined for M = 0).
 inline void require_nonzero_spectrum(const char* function, const Vector<double>& sigma) {
-  if (!(sigma(0) > 0)) throw_invalid_argument(function, "undefined for the zero matrix (largest singular value 0)");
+  if (!(sigma(0) > 0))
+    attnscope::detail::throw_invalid_argument(function, "undefined for the zero matrix (largest singular value 0)");
 }
 
 }  // namespace detail
@@ -62,7 +59,8 @@ inline void require_nonzero_spectrum(const char* function, const Vector<double>&
 /// sorted descending and non-negative, as `singular_values` returns it (not checked: σ_1 is taken as the largest).
 /// Throws attnscope::invalid_argument if σ is empty or σ_1 = 0 (the zero matrix). O(len σ).
 inline double stable_rank_from_singular_values(const Vector<double>& sigma) {
-  if (sigma.size() == 0) detail::throw_invalid_argument("stable_rank_from_singular_values", "no singular values");
+  if (sigma.size() == 0)
+    attnscope::detail::throw_invalid_argument("stable_rank_from_singular_values", "no singular values");
   detail::require_nonzero_spectrum("stable_rank", sigma);
   return sigma.squaredNorm() / (sigma(0) * sigma(0));
 }
@@ -73,7 +71,7 @@ inline double stable_rank_from_singular_values(const Vector<double>& sigma) {
 /// attnscope::invalid_argument if σ is empty or σ_1 = 0 (the zero matrix). O(len σ).
 inline double entropy_effective_rank_from_singular_values(const Vector<double>& sigma) {
   if (sigma.size() == 0)
-    detail::throw_invalid_argument("entropy_effective_rank_from_singular_values", "no singular values");
+    attnscope::detail::throw_invalid_argument("entropy_effective_rank_from_singular_values", "no singular values");
   detail::require_nonzero_spectrum("entropy_effective_rank", sigma);
   const Vector<double> p = sigma / sigma.sum();
   return std::exp(attnscope::detail::entropy_of(p.data(), p.size()));  // the one −Σ p ln p (normalize/entropy.hpp)
@@ -94,7 +92,7 @@ double entropy_effective_rank(const Eigen::MatrixBase<Derived>& matrix) {
 /// Eckart–Young residual min_{rank X ≤ r} ‖M − X‖_F² = Σ_{k > r} σ_k² (docs/theory/logits.md §4.3 F4). r ≥ 0.
 template <class Derived>
 double eckart_young_residual(const Eigen::MatrixBase<Derived>& matrix, Index rank) {
-  if (rank < 0) detail::throw_invalid_argument("eckart_young_residual", "rank must be >= 0, got ", rank);
+  if (rank < 0) attnscope::detail::throw_invalid_argument("eckart_young_residual", "rank must be >= 0, got ", rank);
   const Vector<double> sigma = singular_values(matrix);
   double residual = 0;
   for (Index k = rank; k < sigma.size(); ++k) residual += sigma(k) * sigma(k);
@@ -105,16 +103,18 @@ double eckart_young_residual(const Eigen::MatrixBase<Derived>& matrix, Index ran
 /// (−inf, NaN or a number, as captured by a model). Visible entries must be finite. O(n²).
 template <class Derived>
 RowMatrix<double> causal_part(const Eigen::MatrixBase<Derived>& scores) {
-  detail::require_nonempty("causal_part", scores);
+  attnscope::detail::require_nonempty("causal_part", scores);
   if (scores.rows() != scores.cols())
-    detail::throw_invalid_argument("causal_part", "scores must be square, got ", scores.rows(), "x", scores.cols());
+    attnscope::detail::throw_invalid_argument("causal_part", "scores must be square, got ", scores.rows(), "x",
+                                              scores.cols());
   const Index n = scores.rows();
   RowMatrix<double> lower = RowMatrix<double>::Zero(n, n);
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j <= i; ++j) {
       const double value = static_cast<double>(scores(i, j));
       if (!std::isfinite(value))
-        detail::throw_invalid_argument("causal_part", "non-finite causal score ", value, " at row ", i, ", column ", j);
+        attnscope::detail::throw_invalid_argument("causal_part", "non-finite causal score ", value, " at row ", i,
+                                                  ", column ", j);
       lower(i, j) = value;
     }
   return lower;

@@ -15,14 +15,10 @@
 
 namespace attnscope::logits {
 namespace detail {
-using namespace attnscope::detail;  // the core checks and row loops, as detail:: inside this module
-}  // namespace detail
-
-namespace detail {
 
 /// Throws unless a band width is ≥ 1.
 inline void require_band_width(const char* function, Index w) {
-  if (w < 1) throw_invalid_argument(function, "band width w must be >= 1, got ", w);
+  if (w < 1) attnscope::detail::throw_invalid_argument(function, "band width w must be >= 1, got ", w);
 }
 
 }  // namespace detail
@@ -34,8 +30,8 @@ template <class Derived>
 RowMatrix<typename Derived::Scalar> floored_target(const Eigen::MatrixBase<Derived>& target, double epsilon,
                                                    const Visibility& visibility = {}) {
   using Scalar = typename Derived::Scalar;
-  detail::require_nonempty("floored_target", target);
-  detail::require_finite("floored_target", target);
+  attnscope::detail::require_nonempty("floored_target", target);
+  attnscope::detail::require_finite("floored_target", target);
   detail::require_fraction("floored_target", "epsilon", epsilon);
   visibility.validate("floored_target", target.rows(), target.cols());
   RowMatrix<Scalar> floored = RowMatrix<Scalar>::Zero(target.rows(), target.cols());
@@ -66,7 +62,8 @@ inline RowMatrix<double> causal_band_target(Index n, Index w, double epsilon = 0
 /// F4 with w → 2k + 1, [derived]). k ≥ 0. O(n²).
 inline RowMatrix<double> bidirectional_band_target(Index n, Index k) {
   detail::require_sequence_length("bidirectional_band_target", n);
-  if (k < 0) detail::throw_invalid_argument("bidirectional_band_target", "half-width k must be >= 0, got ", k);
+  if (k < 0)
+    attnscope::detail::throw_invalid_argument("bidirectional_band_target", "half-width k must be >= 0, got ", k);
   RowMatrix<double> target = RowMatrix<double>::Zero(n, n);
   for (Index i = 0; i < n; ++i) {
     const Index first = i - k < 0 ? 0 : i - k, last = i + k > n - 1 ? n - 1 : i + k;
@@ -83,7 +80,8 @@ inline RowMatrix<double> column_sparse_target(Index n, Index w, double keep_frac
   detail::require_sequence_length("column_sparse_target", n);
   detail::require_band_width("column_sparse_target", w);
   if (!(keep_fraction > 0.0 && keep_fraction <= 1.0))
-    detail::throw_invalid_argument("column_sparse_target", "keep_fraction must lie in (0, 1], got ", keep_fraction);
+    attnscope::detail::throw_invalid_argument("column_sparse_target", "keep_fraction must lie in (0, 1], got ",
+                                              keep_fraction);
   const std::vector<bool> keep = kept_key_columns(n, keep_fraction, seed);
   RowMatrix<double> target = RowMatrix<double>::Zero(n, n);
   std::vector<Index> band;
@@ -109,7 +107,8 @@ inline RowMatrix<double> band_indicator(Index n, Index w) {
 /// Symmetric band indicator B_ij = 1[|i − j| ≤ k] (docs/theory/logits.md §4.3 F4, symmetric case).
 inline RowMatrix<double> symmetric_band_indicator(Index n, Index k) {
   detail::require_sequence_length("symmetric_band_indicator", n);
-  if (k < 0) detail::throw_invalid_argument("symmetric_band_indicator", "half-width k must be >= 0, got ", k);
+  if (k < 0)
+    attnscope::detail::throw_invalid_argument("symmetric_band_indicator", "half-width k must be >= 0, got ", k);
   RowMatrix<double> band = RowMatrix<double>::Zero(n, n);
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j) band(i, j) = (i - j <= k && j - i <= k) ? 1.0 : 0.0;
