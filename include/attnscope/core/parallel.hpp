@@ -2,6 +2,10 @@
 // code, so results are bitwise identical for any number of threads. Without OpenMP the loop is serial.
 #pragma once
 
+#include <cstddef>
+#include <exception>
+#include <vector>
+
 #include "attnscope/core/types.hpp"
 
 namespace attnscope::detail {
@@ -19,6 +23,22 @@ void for_each_row(Index rows, Index work_per_row, Body&& body) {
   (void)work_per_row;
 #endif
   for (Index row = 0; row < rows; ++row) body(row);
+}
+
+/// for_each_row where body(row) may throw: exceptions never cross the parallel region; after the loop the one thrown
+/// by the lowest row is rethrown.
+template <class Body>
+void for_each_row_rethrowing(Index rows, Index work_per_row, Body&& body) {
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(rows));
+  for_each_row(rows, work_per_row, [&](Index row) {
+    try {
+      body(row);
+    } catch (...) {
+      errors[static_cast<std::size_t>(row)] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
 }
 
 }  // namespace attnscope::detail

@@ -15,7 +15,7 @@
 #include "attnscope/core/parallel.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
-#include "attnscope/kernels/row_loop.hpp"
+#include "attnscope/normalize/detail/gather_visible.hpp"
 #include "attnscope/normalize/softmax.hpp"
 
 namespace attnscope::logits {

@@ -10,9 +10,9 @@
 
 #include "attnscope/core/check.hpp"
 #include "attnscope/core/error.hpp"
+#include "attnscope/core/parallel.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
-#include "attnscope/kernels/row_loop.hpp"
 
 namespace attnscope {
 namespace detail {

@@ -23,14 +23,15 @@
 
 #include "attnscope/core/check.hpp"
 #include "attnscope/core/error.hpp"
+#include "attnscope/core/parallel.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
-#include "attnscope/kernels/row_loop.hpp"
 #include "attnscope/kernels/exp_summary.hpp"
 #include "attnscope/kernels/probability_summary.hpp"
 #include "attnscope/kernels/row_extrema.hpp"
 #include "attnscope/kernels/scale_row.hpp"
 #include "attnscope/kernels/secular.hpp"
+#include "attnscope/normalize/detail/gather_visible.hpp"
 
 namespace attnscope {
 
