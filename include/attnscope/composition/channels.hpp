@@ -118,15 +118,22 @@ Vector<Scalar> closed_row_entropy(const RowMatrixView<Scalar>& x, const Visibili
   return out;
 }
 
+/// One part's term of the weighted Jensen–Shannon divergence (§5): w·x·ln(x/m) + (1 − w)·y·ln(y/m) with
+/// m = w·x + (1 − w)·y and 0 ln 0 = 0. Summed over the parts of two compositions p, q it is
+/// w·KL(p‖m) + (1 − w)·KL(q‖m); w = 1/2 gives the plain JS term ½x ln(2x/(x + y)) + ½y ln(2y/(x + y)). Every JS in
+/// this module is a sum of these.
+template <class Scalar>
+Scalar jensen_shannon_term(Scalar x, Scalar y, Scalar w) {
+  const Scalar m = w * x + (1 - w) * y;
+  return (w > 0 && x > 0 ? w * x * std::log(x / m) : Scalar(0)) +
+         (w < 1 && y > 0 ? (1 - w) * y * std::log(y / m) : Scalar(0));
+}
+
 /// Weighted JS: w·KL(p‖m) + (1−w)·KL(q‖m), m = w·p + (1−w)·q (§5), 0 ln 0 = 0.
 template <class Scalar>
 Scalar weighted_jensen_shannon(const std::vector<Scalar>& p, const std::vector<Scalar>& q, Scalar w) {
   Scalar total = 0;
-  for (std::size_t k = 0; k < p.size(); ++k) {
-    const Scalar m = w * p[k] + (1 - w) * q[k];
-    if (w > 0 && p[k] > 0) total += w * p[k] * std::log(p[k] / m);
-    if (w < 1 && q[k] > 0) total += (1 - w) * q[k] * std::log(q[k] / m);
-  }
+  for (std::size_t k = 0; k < p.size(); ++k) total += jensen_shannon_term(p[k], q[k], w);
   return total;
 }
 

@@ -38,17 +38,14 @@ namespace detail {
 /// parts is smoothed as 0.999·p + 0.001/T before the JS.
 inline std::pair<double, double> clark_js_row(const double* a, const double* b, Index sink_parts, Index content_parts,
                                               double s_a, double s_b) {
-  auto js_term = [](double x, double y) {
-    const double m = 0.5 * (x + y);
-    return 0.5 * x * std::log(x / m) + 0.5 * y * std::log(y / m);  // x, y > 0 after smoothing
-  };
   const Index n = sink_parts + content_parts;
   const double full_uniform = 0.001 / static_cast<double>(n), content_uniform = 0.001 / static_cast<double>(content_parts);
   double keep = 0, drop = 0;
   for (Index k = 0; k < n; ++k)
-    keep += js_term(0.999 * full_part(a, k, sink_parts, s_a) + full_uniform,
-                    0.999 * full_part(b, k, sink_parts, s_b) + full_uniform);
-  for (Index k = sink_parts; k < n; ++k) drop += js_term(0.999 * a[k] + content_uniform, 0.999 * b[k] + content_uniform);
+    keep += jensen_shannon_term(0.999 * full_part(a, k, sink_parts, s_a) + full_uniform,
+                                0.999 * full_part(b, k, sink_parts, s_b) + full_uniform, 0.5);
+  for (Index k = sink_parts; k < n; ++k)
+    drop += jensen_shannon_term(0.999 * a[k] + content_uniform, 0.999 * b[k] + content_uniform, 0.5);
   return {keep, drop};
 }
 

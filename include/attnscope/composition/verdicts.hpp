@@ -313,13 +313,10 @@ inline std::pair<double, double> row_pair_metric(Metric metric, const double* a,
       return {dot / std::sqrt(norm_a * norm_b), content_dot / std::sqrt(content_a2 * content_b2)};
     }
     case Metric::jensen_shannon: {
-      auto js_term = [](double x, double y) {  // ½x ln(2x/(x+y)) + ½y ln(2y/(x+y)), 0 ln 0 = 0
-        const double m = 0.5 * (x + y);
-        return (x > 0 ? 0.5 * x * std::log(x / m) : 0.0) + (y > 0 ? 0.5 * y * std::log(y / m) : 0.0);
-      };
       double keep = 0, drop = 0;
-      for (Index k = 0; k < n; ++k) keep += js_term(full_part(a, k, sink_parts, s_a), full_part(b, k, sink_parts, s_b));
-      for (Index k = 0; k < content_parts; ++k) drop += js_term(content_a[k], content_b[k]);
+      for (Index k = 0; k < n; ++k)
+        keep += jensen_shannon_term(full_part(a, k, sink_parts, s_a), full_part(b, k, sink_parts, s_b), 0.5);
+      for (Index k = 0; k < content_parts; ++k) drop += jensen_shannon_term(content_a[k], content_b[k], 0.5);
       return {keep, drop};
     }
     case Metric::aitchison: {
