@@ -1,4 +1,4 @@
-// Row kernels at the memory limit (issue 15): where the time of a softmax row goes, against copies of the same bytes.
+// Row kernels at the memory limit (docs/performance.md): where the time of a softmax row goes, against copies of the same bytes.
 // One thread, float32, 4096×4096 and 16384×512, reused (pre-touched) outputs. Variants:
 //  - copies: memcpy (glibc: streaming stores above a cache-size threshold), a packet loop with ordinary stores
 //    (write-allocate: every output line is read first), the same loop with streaming stores;
@@ -155,7 +155,7 @@ void shapes(benchmark::internal::Benchmark* benchmark) {
 }
 
 /// 64 rows of 512 keys (128 KiB, in the cache): the compute cost of each pass of the norm from logits without the
-/// memory; divided by 64, the time of one row (docs/performance.md, the seventh session of issue 15).
+/// memory; divided by 64, the time of one row (docs/performance.md).
 void cached_rows(benchmark::internal::Benchmark* benchmark) {
   benchmark->Args({64, 512})->Unit(benchmark::kMicrosecond);
 }

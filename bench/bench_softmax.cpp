@@ -165,8 +165,8 @@ void softmax_spectral_norm(benchmark::State& state) {
   set_counters(state, p.size(), 4);
 }
 
-/// Exact ‖J‖₂ of every softmax row from the logits (jacobian_spectral_norm with SoftmaxMap, fused per row since
-/// issue 15: softmax into a row buffer, then the secular root; no rows×cols probability matrix), one thread.
+/// Exact ‖J‖₂ of every softmax row from the logits (jacobian_spectral_norm with SoftmaxMap, fused per row: softmax
+/// into a row buffer, then the secular root; no rows×cols probability matrix), one thread.
 void softmax_spectral_norm_from_logits(benchmark::State& state) {
   const RowMatrix<float> z = logits(state.range(0), state.range(1));
   set_threads(state, 1);
@@ -220,7 +220,7 @@ void run_paired(benchmark::State& state, Baseline&& baseline, Candidate&& candid
   state.counters["speed_fraction"] = median(fractions);
 }
 
-/// Issue 15 target 1: softmax_into (reused output, one thread) paired with a memcpy of the same bytes; the target is
+/// Performance target (docs/performance.md): softmax_into (reused output, one thread) paired with a memcpy of the same bytes; the target is
 /// speed_fraction ≥ 0.7.
 void softmax_into_paired_with_copy(benchmark::State& state) {
   const RowMatrix<float> z = logits(state.range(0), state.range(1));
@@ -240,7 +240,7 @@ void softmax_into_paired_with_copy(benchmark::State& state) {
       });
 }
 
-/// Issue 15 target 2: the exact ‖J‖₂ of every row from the logits paired with softmax_into of the same logits (one
+/// Performance target (docs/performance.md): the exact ‖J‖₂ of every row from the logits paired with softmax_into of the same logits (one
 /// thread); the target is candidate/baseline ≤ 1.5, i.e. speed_fraction ≥ 0.67.
 void norm_from_logits_paired_with_softmax_into(benchmark::State& state) {
   const RowMatrix<float> z = logits(state.range(0), state.range(1));

@@ -2,7 +2,7 @@
 // same seeded N(0, 9) float logits, alternating which side runs first in each round, and prints per shape the median
 // and quartiles of the per-round time ratios baseline ÷ working tree, plus each side's norm ÷ softmax_into. On a
 // shared machine whose memory bandwidth changes from minute to minute, only such paired ratios compare two versions
-// (docs/performance.md, issue 15).
+// (docs/performance.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // One side of scripts/bench_paired.sh: compiled twice into one program, once against a baseline commit's headers and
 // once against the working tree's, with the library's namespace renamed by -Dattnscope=attnscope_<side> so that both
-// versions link side by side. Each side exports the whole-matrix operations the issue-15 targets are stated on
-// (one thread: this file is compiled without OpenMP).
+// versions link side by side. Each side exports the whole-matrix operations the performance targets of
+// docs/performance.md are stated on (one thread: this file is compiled without OpenMP).
 #include <attnscope/normalize.hpp>
 
 #define ATTNSCOPE_PAIRED_JOIN2(name, side) name##_##side

@@ -2,7 +2,7 @@
 # Each function attnscope_probe_<kernel> of tests/codegen/probe/prefetch_probe.cpp calls kernels::detail::<kernel>;
 # this fails unless the probe or an out-of-line copy of <kernel> (a function whose symbol names it) holds a prefetch
 # instruction. The exp loops of the row kernels ask the cache for the next row while they compute, and a compiler
-# once dropped those prefetches without a word (GCC 12, issue 15: softmax_into 1.25× slower at 4096 keys).
+# once dropped those prefetches without a word (GCC 12: softmax_into 1.25× slower at 4096 keys).
 execute_process(COMMAND ${OBJDUMP} -d --no-show-raw-insn ${OBJECTS} OUTPUT_VARIABLE disassembly
                 RESULT_VARIABLE status)
 if(NOT status EQUAL 0)

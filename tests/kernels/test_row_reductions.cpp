@@ -108,7 +108,7 @@ TEMPLATE_TEST_CASE("probability_row_summary equals its reference: top two with t
 TEMPLATE_TEST_CASE("exp_shifted_with_summary: exact ones and largest below one wherever the maximum and its ties sit",
                    "[kernels][reductions]", float, double) {
   // The vector loop sums a block of four packets without masks when none of its exponentials is 1 and through the
-  // masks otherwise [issue 15]: the maximum, a tie and a key rounding to 1 are put in every block, packet and tail
+  // masks otherwise: the maximum, a tie and a key rounding to 1 are put in every block, packet and tail
   // position, and the second largest key beside them or in another block.
   using limits = std::numeric_limits<TestType>;
   attnscope::Random random(1517);

@@ -1,4 +1,4 @@
-// The run-time dispatched AVX2 + FMA exponential loops (kernels/runtime_dispatch.hpp, issue 15): compiled in only
+// The run-time dispatched AVX2 + FMA exponential loops (kernels/runtime_dispatch.hpp): compiled in only
 // when the test is built without AVX2 (the target test_kernels_generic), and run only on a CPU with AVX2 and FMA.
 // They must meet the same contract as the packet kernels: ≤ 2 ULP against a long-double exp, flush to 0 below the
 // smallest normal, the streaming and plain stores giving the same bits, and the dispatched row kernels equal to

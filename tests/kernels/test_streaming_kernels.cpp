@@ -1,4 +1,4 @@
-// The kernels added for rows streamed from and to memory (issue 15): scale_row_into, exp_shifted_scaled_row,
+// The kernels added for rows streamed from and to memory: scale_row_into, exp_shifted_scaled_row,
 // fill_row, the prefetching exp_shifted_sum and exp_shifted_total, with and without streaming stores, at every
 // alignment of the output and every length around the packet and unroll boundaries, against their scalar
 // references and against the existing kernels (bitwise where the arithmetic is the same).

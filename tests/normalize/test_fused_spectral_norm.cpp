@@ -1,4 +1,4 @@
-// jacobian_spectral_norm from logits is fused per row (issue 15): the map's output goes into a row buffer and the
+// jacobian_spectral_norm from logits is fused per row: the map's output goes into a row buffer and the
 // exact norm is taken from it, with no rows×cols probability matrix. The fused result must be bitwise the unfused
 // composition of the public functions (map, then the *_jacobian_spectral_norm of spectral_norm.hpp) — for softmax,
 // whose root is found on the exponentials without dividing them by their sum, within twice the accuracy contract — for every
@@ -141,7 +141,7 @@ TEST_CASE("fused softmax Jacobian norms from logits on a 512x4096 float block: t
 TEST_CASE("fused softmax Jacobian norms check the logits row by row: a non-finite visible logit is named, a masked one "
           "is never read",
           "[normalize][spectral_norm][fused]") {
-  // the softmax path leaves out the separate validation pass over the logits (issue 15): its row loop checks them
+  // the softmax path leaves out the separate validation pass over the logits: its row loop checks them
   RowMatrix<float> z = attnscope_test::random_logits<double>(77, 6, 9, 1.0).cast<float>();
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     RowMatrix<float> with_bad = z;

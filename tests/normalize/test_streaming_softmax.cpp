@@ -1,5 +1,5 @@
 // softmax_into on prefix visibilities runs rows through an L1-resident buffer with a prefetch of the next row, and
-// writes outputs of at least kernels::streaming_store_threshold_bytes with non-temporal stores (issue 15). Either
+// writes outputs of at least kernels::streaming_store_threshold_bytes with non-temporal stores. Either
 // way the result must be bitwise the row kernel try_softmax_row (whose accuracy tests/normalize/test_softmax.cpp
 // states), masked entries exactly 0, in place too, and within the softmax contract of a long-double reference.
 #include <cmath>

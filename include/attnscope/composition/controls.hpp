@@ -1,4 +1,4 @@
-// attnscope/composition/controls.hpp — the sink-injection control of the keep/drop flip rate (issue 12 §5, [derived]).
+// attnscope/composition/controls.hpp — the sink-injection control of the keep/drop flip rate (docs/theory/composition.md §7, [derived]).
 // A model without an attention sink (mean weight on key 0 near 0 in every head) has keep rows that are almost their
 // own content compositions, so keep and drop verdicts barely differ and a low flip rate says nothing about the
 // convention. The control keeps every real content composition c_i and gives each head h one sink weight w_h:
@@ -93,7 +93,7 @@ SinkInjection with_sink_weights(const std::vector<RowMatrix<Scalar>>& heads, con
   return out;
 }
 
-/// The sink-injection control (issue 12 §5): w_h ~ U(low, high) per head (default U(0.3, 0.9)), then
+/// The sink-injection control ([derived]): w_h ~ U(low, high) per head (default U(0.3, 0.9)), then
 /// with_sink_weights. Deterministic for the state of `random`.
 template <class Scalar>
 SinkInjection inject_sink(const std::vector<RowMatrix<Scalar>>& heads, Random& random, double low = 0.3,

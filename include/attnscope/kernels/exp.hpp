@@ -128,7 +128,7 @@ P packet_exp(const P& x) {
 }
 
 /// packet_exp_nonpositive (below) of K independent packets, in place, each step applied to all K packets before the
-/// next [derived, issue 15]: one exponential is a chain of about 12 dependent operations (~45 cycles), longer than the
+/// next [derived]: one exponential is a chain of about 12 dependent operations (~45 cycles), longer than the
 /// out-of-order window reaches across packets written one after another, so the packets interleaved in program order
 /// keep both FMA units busy (the exp loops of the row kernels, blocks of four, measured 1.04–1.26× faster on AMD Zen 3,
 /// docs/performance.md). Lane for lane the bits of packet_exp_nonpositive, which is this function for K = 1.

@@ -20,7 +20,7 @@
 namespace attnscope::kernels {
 
 /// What the exact softmax Jacobian norm needs of the exponentials e_i = exp(scale·(x_i − shift)) of a row whose
-/// maximum is `shift` (issue 15): the largest exponential is then exp(0) = 1 exactly, so the mass of every other key
+/// maximum is `shift` [derived]: the largest exponential is then exp(0) = 1 exactly, so the mass of every other key
 /// is `sum_below_one`, without the cancellation of Σe − 1 when one key dominates; Σe = sum_below_one + count_of_ones
 /// (count_of_ones ≥ 2 is a tie at the top, also when an exponential just below the maximum rounds to 1).
 template <class Scalar>
@@ -62,7 +62,7 @@ struct ExponentialSummaryAccumulator {
 };
 
 /// The summary of the blocks of four packets whose exponentials are all below one: every block but those holding the
-/// row's maximum (exp(0) = 1) or a key that close to it [issue 15]. They need none of the masks of
+/// row's maximum (exp(0) = 1) or a key that close to it [derived]. They need none of the masks of
 /// ExponentialSummaryAccumulator::add: one sum, one sum of squares and the block's max, 3.5 operations per packet
 /// instead of 7, in three registers (the exponential pass over a 512-key row in L1: 229 ns against 270 ns with the
 /// masks on every packet, AMD Zen 3; docs/performance.md).

@@ -30,8 +30,8 @@ namespace detail {
 
 /// Asks the cache for the line holding `address` (read, keep in all levels: prefetcht0 on x86). Calls the compiler's
 /// builtin directly: through Eigen::internal::prefetch (an ordinary inline function), GCC 12 dropped the prefetch
-/// of the exp loops once they were inlined into an always-inline block (issue 15: from 38a0dc2 on, native builds
-/// issued no prefetch at all, and softmax_into at 4096×4096 ran 1.25–1.3× slower).
+/// of the exp loops once they were inlined into an always-inline block (native builds then issued no prefetch at all,
+/// and softmax_into at 4096×4096 ran 1.25–1.3× slower; docs/performance.md). tests/codegen checks the prefetch.
 EIGEN_ALWAYS_INLINE void prefetch_line(const void* address) {
 #if defined(__GNUC__) || defined(__clang__)
   __builtin_prefetch(address, 0, 3);

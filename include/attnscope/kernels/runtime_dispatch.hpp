@@ -1,6 +1,6 @@
 // attnscope/kernels/runtime_dispatch.hpp — run-time dispatch of the float softmax and Jacobian-norm loops to AVX2 + FMA
 // when the translation unit itself was compiled for an older x86-64 (no -mavx2: Eigen's packets are then SSE2, 4
-// floats and no FMA, and the exponential costs ≈ 3× — docs/performance.md, issue 15).
+// floats and no FMA, and the exponential costs ≈ 3× — docs/performance.md).
 //
 // How: the two loops that carry the exponential (exp_shifted_sum's exp-and-sum pass and exp_shifted_scaled_row's
 // recompute-and-scale pass), the max and scale passes of the softmax (row_max, scale_row, scale_row_into) and the

@@ -45,7 +45,7 @@ void scale_row_into(const Scalar* x, Index n, Scalar factor, Scalar* out, bool s
 /// scale_row_into(x, n, factor, out, streaming) and row_max(next, next_n) in one loop: the loads of the next row (for
 /// example the softmax row after this one, already prefetched) ride along the store-bound scale pass instead of a pass
 /// of their own. Bitwise both results (the maximum and the finiteness check do not depend on the order). For rows that
-/// fit in L1 beside the buffer (softmax_into uses it up to 8 KiB rows; docs/performance.md, issue 15). next_n ≥ 1;
+/// fit in L1 beside the buffer (softmax_into uses it up to 8 KiB rows; docs/performance.md). next_n ≥ 1;
 /// `next` must not overlap `out`. The store loop is written out rather than through write_row: with the max
 /// accumulators updated inside write_row's callbacks, softmax_into at 16384×512 fell from ≈ 0.7 to 0.47–0.52 of a
 /// copy.

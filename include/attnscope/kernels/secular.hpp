@@ -173,7 +173,7 @@ SecularPowerSums<Scalar> secular_power_sums(const Scalar* p, Index n, Scalar lam
                                                    static_cast<MaxAndFiniteness<Scalar>*>(nullptr));
 }
 
-/// secular_power_sums(p, n, λ) and row_max(next, next_n) in one loop [issue 15]: the loads, maxima and finiteness
+/// secular_power_sums(p, n, λ) and row_max(next, next_n) in one loop [derived]: the loads, maxima and finiteness
 /// checks of the next row (the next softmax row of the norm from logits) ride along the division-bound pass instead
 /// of a pass of their own, and that row's memory latency hides behind the divisions (the norm from logits: 1.00–1.04×
 /// with the next row prefetched, 1.08–1.17× where it is not; docs/performance.md). Bitwise both results. `next` must

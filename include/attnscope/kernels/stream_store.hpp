@@ -88,7 +88,7 @@ void packet_stream_store(typename Eigen::internal::unpacket_traits<P>::type* to,
 /// Orders the streaming stores issued so far before any later store (x86 SFENCE; a no-op elsewhere). The kernels that
 /// take `streaming` do not fence: a caller fences once after its last streaming row (softmax_into: once per block
 /// of rows), before another thread reads the output. A fence after every row drains the write-combining buffers row
-/// by row and cost 15–40% of softmax_into (docs/performance.md, issue 15, third session); the writing thread itself
+/// by row and cost 15–40% of softmax_into (docs/performance.md); the writing thread itself
 /// always reads its own stores.
 inline void streaming_store_fence() {
 #if defined(__SSE2__)

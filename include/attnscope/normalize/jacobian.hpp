@@ -277,7 +277,7 @@ Vector<Scalar> nonsymmetric_spectral_norms(const RowMatrixView<Scalar>& logits, 
 
 // ---- Spectral norm per map: exact O(n) secular method for the symmetric maps (spectral_norm.hpp) -------------
 
-// Fused from logits (issue 15): each row's map output goes into a row buffer reused by a block of rows and the exact
+// Fused from logits: each row's map output goes into a row buffer reused by a block of rows and the exact
 // norm is taken from the buffer at once, so no rows×cols probability matrix is built (it cost 6× the softmax for
 // 4096×4096 logits). Bitwise the norms of the unfused composition (map, then the *_jacobian_spectral_norm function
 // of spectral_norm.hpp), which tests/normalize/test_fused_spectral_norm.cpp checks.
@@ -320,7 +320,7 @@ inline constexpr bool checks_finiteness_per_row = std::is_same<Map, SoftmaxMap>:
 /// their summary into a row buffer while the next row is prefetched, then the secular iteration on the exponentials
 /// (no pass that divides by their sum). The first secular pass of a row also takes the next row's max and finiteness
 /// check (kernels::secular_power_sums_and_row_max): those loads ride along the division-bound pass instead of a pass
-/// of their own (1.00–1.04× faster with the prefetch, 1.08–1.17× without it; issue 15). Rows run in blocks of 16 (in
+/// of their own (1.00–1.04× faster with the prefetch, 1.08–1.17× without it; docs/performance.md). Rows run in blocks of 16 (in
 /// parallel), one buffer per block; the first row of a block takes its max on its own.
 template <class Scalar>
 Vector<Scalar> softmax_norms_of_prefix_rows(const RowMatrixView<Scalar>& z, Scalar scale, const Visibility& visibility) {

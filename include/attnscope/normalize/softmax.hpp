@@ -197,7 +197,7 @@ void softmax_into(const Eigen::MatrixBase<Derived>& logits, RowMatrix<typename D
   if (visibility.is_prefix()) {
     // Rows are prefixes: blocks of 64 rows through one L1-resident buffer, prefetching the next row (also across
     // blocks) during the exponentials, streaming stores for outputs larger than the cache with one fence per block
-    // (docs/performance.md, issue 15).
+    // (docs/performance.md).
     if (out.rows() != rows || out.cols() != cols) out.resize(rows, cols);
     const bool streaming =
         static_cast<std::size_t>(out.size()) * sizeof(Scalar) >= kernels::streaming_store_threshold_bytes;

@@ -208,14 +208,14 @@ class SecularIteration {
   // |δ|/(λ − p_(2)) and |t_i| ≤ p_i/(λ − p_(2)): their remainders sum to at most E = R/(λ − p_(2))·ū⁵/(1 − ū), R the
   // mass of those keys. The model iteration then runs on this expansion without passes over the row; its root μ is
   // accepted when E moves the root by less than eps/4 relative (E/g'(μ), g' bounded below by the top two keys'
-  // terms). On N(0, σ²) logits, σ = 1..6, n = 512 and 4096, 86–99% of rows end after one pass (issue 15).
+  // terms). On N(0, σ²) logits, σ = 1..6, n = 512 and 4096, 86–99% of rows end after one pass (docs/performance.md).
   //
   // The model iteration on the expansion from `start` (no pass over the row); true with its root when that root is
   // reached (a step below step_tolerance) inside the bracket with a negligible truncation; `root` is set whenever the
   // iteration converged, as the next point to evaluate otherwise.
   //
   // At μ = λ + δ the top two keys have u = δ/(p − λ) and 1/(1 − u) (one division each), and everything else of a
-  // step follows from them without a division [derived, issue 15]: ū = |δ|/(λ − p_(2)) is the runner-up's |u|, and
+  // step follows from them without a division [derived]: ū = |δ|/(λ − p_(2)) is the runner-up's |u|, and
   // the keys' terms of g'(μ), p/(p − μ)², are p/(p − λ)² · (1/(1 − u))². The truncation test (the others' remainder
   // bound 2E at μ, ū < 1/2, moves the root by less than eps/4 relative: 2E ≤ (eps/4)·μ·g'(μ), with g'(μ) at least
   // the top two keys' terms, every term of g' being positive) is taken multiplied through by 1 − ū > 0. A step costs
