@@ -32,7 +32,7 @@ struct KsResult {
 /// Kolmogorov survival function Q(λ) = P(K > λ) = 2 Σ_{k>=1} (−1)^{k−1} e^{−2k²λ²} (λ >= 1), and the equivalent
 /// theta-function form 1 − (√(2π)/λ) Σ_{k>=1} e^{−(2k−1)²π²/(8λ²)} for λ < 1. Accurate to ~1e-15. Throws on λ NaN.
 inline double kolmogorov_survival(double lambda) {
-  if (std::isnan(lambda)) detail::throw_invalid_argument("kolmogorov_survival", "lambda is NaN");
+  if (std::isnan(lambda)) attnscope::detail::throw_invalid_argument("kolmogorov_survival", "lambda is NaN");
   if (lambda <= 0) return 1;
   if (lambda < 1) {
     const double pi = 3.141592653589793238462643383279502884;
@@ -56,7 +56,7 @@ inline double kolmogorov_survival(double lambda) {
 /// The two-sample test rejects at D > c·√((m+n)/(mn)). Throws unless 0 < level < 1.
 inline double kolmogorov_critical_value(double level) {
   if (!(level > 0 && level < 1))
-    detail::throw_invalid_argument("kolmogorov_critical_value", "level must be in (0, 1), got ", level);
+    attnscope::detail::throw_invalid_argument("kolmogorov_critical_value", "level must be in (0, 1), got ", level);
   double low = 0, high = 10;  // Q(0) = 1 > level > Q(10) ≈ 0
   for (int step = 0; step < 200; ++step) {
     const double middle = 0.5 * (low + high);

@@ -26,13 +26,13 @@ class SinkSet {
   SinkSet() : columns_{0} {}
   /// A fixed set of columns (non-empty, distinct, non-negative); checked against the matrix when used.
   explicit SinkSet(std::vector<Index> columns) : columns_(std::move(columns)) {
-    if (columns_.empty()) detail::throw_invalid_argument("SinkSet", "the sink index set is empty");
+    if (columns_.empty()) attnscope::detail::throw_invalid_argument("SinkSet", "the sink index set is empty");
     std::vector<Index> sorted = columns_;
     std::sort(sorted.begin(), sorted.end());
     for (std::size_t k = 0; k < sorted.size(); ++k) {
-      if (sorted[k] < 0) detail::throw_invalid_argument("SinkSet", "negative sink column ", sorted[k]);
+      if (sorted[k] < 0) attnscope::detail::throw_invalid_argument("SinkSet", "negative sink column ", sorted[k]);
       if (k > 0 && sorted[k] == sorted[k - 1])
-        detail::throw_invalid_argument("SinkSet", "duplicate sink column ", sorted[k]);
+        attnscope::detail::throw_invalid_argument("SinkSet", "duplicate sink column ", sorted[k]);
     }
     columns_ = std::move(sorted);
   }
