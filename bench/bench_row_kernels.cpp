@@ -1,5 +1,5 @@
-// Row kernels at the memory limit (docs/performance.md): where the time of a softmax row goes, against copies of the same bytes.
-// One thread, float32, 4096×4096 and 16384×512, reused (pre-touched) outputs. Variants:
+// Row kernels at the memory limit (docs/performance.md): where the time of a softmax row goes, against copies of the
+// same bytes. One thread, float32, 4096×4096 and 16384×512, reused (pre-touched) outputs. Variants:
 //  - copies: memcpy (glibc: streaming stores above a cache-size threshold), a packet loop with ordinary stores
 //    (write-allocate: every output line is read first), the same loop with streaming stores;
 //  - single passes: row_max alone (read only), exp_shifted_total alone (read + exp, no store);

@@ -220,8 +220,8 @@ void run_paired(benchmark::State& state, Baseline&& baseline, Candidate&& candid
   state.counters["speed_fraction"] = median(fractions);
 }
 
-/// Performance target (docs/performance.md): softmax_into (reused output, one thread) paired with a memcpy of the same bytes; the target is
-/// speed_fraction ≥ 0.7.
+/// Performance target (docs/performance.md): softmax_into (reused output, one thread) paired with a memcpy of the same
+/// bytes; the target is speed_fraction ≥ 0.7.
 void softmax_into_paired_with_copy(benchmark::State& state) {
   const RowMatrix<float> z = logits(state.range(0), state.range(1));
   RowMatrix<float> p = RowMatrix<float>::Zero(z.rows(), z.cols()), copy = p;  // touched before timing
@@ -240,8 +240,8 @@ void softmax_into_paired_with_copy(benchmark::State& state) {
       });
 }
 
-/// Performance target (docs/performance.md): the exact ‖J‖₂ of every row from the logits paired with softmax_into of the same logits (one
-/// thread); the target is candidate/baseline ≤ 1.5, i.e. speed_fraction ≥ 0.67.
+/// Performance target (docs/performance.md): the exact ‖J‖₂ of every row from the logits paired with softmax_into of
+/// the same logits (one thread); the target is candidate/baseline ≤ 1.5, i.e. speed_fraction ≥ 0.67.
 void norm_from_logits_paired_with_softmax_into(benchmark::State& state) {
   const RowMatrix<float> z = logits(state.range(0), state.range(1));
   RowMatrix<float> p = RowMatrix<float>::Zero(z.rows(), z.cols());  // touched before timing

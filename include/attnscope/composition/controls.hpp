@@ -1,4 +1,5 @@
-// attnscope/composition/controls.hpp — the sink-injection control of the keep/drop flip rate (docs/theory/composition.md §7, [derived]).
+// attnscope/composition/controls.hpp — the sink-injection control of the keep/drop flip rate
+// (docs/theory/composition.md §7, [derived]).
 // A model without an attention sink (mean weight on key 0 near 0 in every head) has keep rows that are almost their
 // own content compositions, so keep and drop verdicts barely differ and a low flip rate says nothing about the
 // convention. The control keeps every real content composition c_i and gives each head h one sink weight w_h:

@@ -1,5 +1,5 @@
-// attnscope/composition/rankings.hpp — pruning orders and how much two of them agree (docs/theory/composition.md §10, [derived]):
-// head rankings by a score (highest or lowest first), seeded random rankings (the chance baseline of a pruning
+// attnscope/composition/rankings.hpp — pruning orders and how much two of them agree (docs/theory/composition.md
+// §10, [derived]): head rankings by a score (highest or lowest first), seeded random rankings (the chance baseline of a pruning
 // experiment), the Jaccard index of the first-k sets of two rankings with its exact expectation for two random
 // rankings, and the rank correlations Kendall's τ_b and Spearman's ρ of two score vectors.
 #pragma once
