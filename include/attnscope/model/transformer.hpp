@@ -31,7 +31,6 @@
 #include "attnscope/model/sampling.hpp"
 #include "attnscope/model/weights.hpp"
 #include "attnscope/normalize/maps.hpp"
-#include "attnscope/normalize/softmax.hpp"
 #include "attnscope/stream/attention.hpp"
 
 namespace attnscope::model {

@@ -276,11 +276,20 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
         z = scratch.gathered.data();
       }
       const auto position_of = [&](Index t) { return contiguous ? start + t : scratch.positions[static_cast<std::size_t>(t)]; };
-      if (capture.scores != nullptr) {
-        Scalar* target = capture.scores->data() + i * cols;
-        std::fill(target, target + cols, -std::numeric_limits<Scalar>::infinity());
+      // the original key of the row's first entry when its keys are one run of original keys too (else −1)
+      const Index run_key = contiguous && !compact && start >= extras ? run_first + start - extras : -1;
+      const auto scatter = [&](Scalar* target, Scalar hidden) {  // one dense row of the caller's buffer
+        if (run_key >= 0) {
+          std::fill(target, target + run_key, hidden);
+          std::copy(z, z + n, target + run_key);
+          std::fill(target + run_key + n, target + cols, hidden);
+          return;
+        }
+        std::fill(target, target + cols, hidden);
         for (Index t = 0; t < n; ++t) target[original(position_of(t))] = z[t];
-      }
+      };
+      if (capture.scores != nullptr)
+        scatter(capture.scores->data() + i * cols, -std::numeric_limits<Scalar>::infinity());
       if (!softmax) continue;
       if (statistics != nullptr) {
         scratch.sink_positions.clear();
@@ -303,11 +312,7 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
         softmax_row_checked(function, z, n, z, i, sum);
       }
       if (!want_probabilities) continue;
-      if (capture.probabilities != nullptr) {
-        Scalar* target = capture.probabilities->data() + i * cols;
-        std::fill(target, target + cols, Scalar(0));
-        for (Index t = 0; t < n; ++t) target[original(position_of(t))] = z[t];
-      }
+      if (capture.probabilities != nullptr) scatter(capture.probabilities->data() + i * cols, Scalar(0));
       if (values == nullptr) continue;
       if (contiguous) {
         std::fill(row, row + start, Scalar(0));
