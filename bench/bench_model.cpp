@@ -3,6 +3,9 @@
 // with and without per-head capture against it. Second part: a GPT-2-small-size Transformer (12 layers, 12 heads,
 // width 768, vocabulary 50257, 1024 positions; random weights, GPT-2's layout) over 1024 tokens with and without
 // full capture — compare with PyTorch eager on the same shapes (docs/models.md, "Performance").
+// Third part: the streaming forward with per-head row statistics (forward_row_statistics: every head's attention
+// output, log-partition, entropy, sink mass, max weight, top-k masses and exact ‖J‖₂) on stories260K at 512 positions
+// and, extrapolating RoPE, 2048.
 // Run: build with -DATTNSCOPE_BUILD_BENCHMARKS=ON, then OMP_NUM_THREADS=1 ./bench/bench_model.
 #include <string>
 #include <vector>
@@ -129,6 +132,19 @@ void BM_gpt2_small_forward_full_capture(benchmark::State& state) {
 
 }  // namespace
 
+// The streaming forward with the row statistics of every head (top-k 1, 8, 64; exact ‖J‖₂) over `length` tokens.
+void BM_streaming_forward_statistics(benchmark::State& state) {
+  const auto length = static_cast<std::size_t>(state.range(0));
+  std::vector<int> tokens;
+  while (tokens.size() < length) tokens.insert(tokens.end(), story(512).begin(), story(512).end());
+  tokens.resize(length);
+  attnscope::model::StreamingOptions streaming;
+  streaming.statistics.top_k = {1, 8, 64};
+  streaming.allow_beyond_trained_positions = true;
+  for (auto _ : state) benchmark::DoNotOptimize(stories260k().forward_row_statistics(tokens, {}, streaming));
+}
+
+BENCHMARK(BM_streaming_forward_statistics)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gpt2_small_forward_logits_only)->Arg(1024)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_gpt2_small_forward_full_capture)->Arg(1024)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_token_by_token_decode)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);

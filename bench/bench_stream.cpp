@@ -98,7 +98,7 @@ void stream_full_entropy_max(benchmark::State& state) {
   const Index length = state.range(0);
   const RowMatrix<float> q = gaussian(length, head_dimension, 3), k = gaussian(length, head_dimension, 4);
   attnscope::stream::RowStatisticsOptions options;
-  options.causal = false;
+  options.visibility = attnscope::Visibility();  // every key
   options.jacobian_norm = state.range(2) != 0;
   options.threads = static_cast<int>(state.range(1));
   for (auto _ : state) {

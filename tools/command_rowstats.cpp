@@ -348,10 +348,12 @@ int command_rowstats(int argc, char** argv) {
   if (!ends_with(out, ".npz") && !ends_with(out, ".safetensors"))
     throw usage_error("--out must end in .npz or .safetensors: " + out);
   stream::RowStatisticsOptions options;
-  options.causal = !arguments.has("full");
+  const bool causal_rows = !arguments.has("full");
+  options.visibility = causal_rows ? Visibility(causal) : Visibility();
   options.top_k = parse_index_list(arguments.get("top-k", "1,8,64"), "--top-k");
   options.sink_keys = parse_index_list(arguments.get("sink-keys", "0"), "--sink-keys");
-  if (arguments.has("window")) options.window = parse_integer(arguments.get("window"), "--window", 1, 1L << 40);
+  if (arguments.has("window"))
+    options.visibility = SlidingWindow{parse_integer(arguments.get("window"), "--window", 1, 1L << 40), causal_rows};
   if (arguments.has("scale")) {
     const std::string text = arguments.get("scale");
     char* end = nullptr;

@@ -2,6 +2,10 @@
 // llama2.c checkpoints and Hugging Face GPT-2 / Llama / Mistral / Qwen2 folders, with per-head capture.
 #pragma once
 
+#include "attnscope/model/config.hpp"
+#include "attnscope/model/weights.hpp"
+#include "attnscope/model/forward_options.hpp"
+#include "attnscope/model/sampling.hpp"
 #include "attnscope/model/layers.hpp"
 #include "attnscope/model/transformer.hpp"
 #include "attnscope/model/llama.hpp"

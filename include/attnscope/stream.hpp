@@ -3,4 +3,5 @@
 #pragma once
 
 #include "attnscope/stream/aggregate.hpp"
+#include "attnscope/stream/attention.hpp"
 #include "attnscope/stream/row_statistics.hpp"

@@ -25,6 +25,17 @@ const VectorField vector_fields[] = {{"max_scaled_logit", &stream::RowStatistics
                                      {"max_weight", &stream::RowStatistics::max_weight},
                                      {"jacobian_norm", &stream::RowStatistics::jacobian_norm}};
 
+/// The Visibility of the Python keywords: causal or every key, an optional sliding window, an optional key mask.
+attnscope::Visibility visibility_of(bool causal, std::optional<Index> window, attnscope::KeyMask key_mask) {
+  attnscope::Visibility visibility = causal ? attnscope::Visibility(attnscope::causal) : attnscope::Visibility();
+  if (window) visibility = attnscope::SlidingWindow{*window, causal};
+  return visibility.with_key_mask(std::move(key_mask));
+}
+
+std::optional<Index> window_of(const attnscope::Visibility& visibility) {
+  return visibility.has_window() ? std::optional<Index>(visibility.window()) : std::nullopt;
+}
+
 }  // namespace
 
 py::object row_statistics_object(const stream::RowStatistics& statistics) {
@@ -72,17 +83,17 @@ void bind_stream(py::module_& parent) {
                        std::vector<Index> sink_keys, bool max_weight_excludes_sinks, std::vector<Index> top_k,
                        bool jacobian_norm, const py::object& key_mask, Index block_rows, int threads) {
              stream::RowStatisticsOptions options;
-             options.causal = causal;
-             options.window = window;
+             attnscope::KeyMask keys_shown;
+             if (!key_mask.is_none()) {
+               const CArray<bool> mask = carray<bool>(key_mask, "stream.RowStatisticsOptions", "key_mask");
+               keys_shown = Eigen::Map<const stream::KeyMask>(mask.data(), mask.size());
+             }
+             options.visibility = visibility_of(causal, window, std::move(keys_shown));
              options.scale = scale;
              options.sink_keys = std::move(sink_keys);
              options.max_weight_excludes_sinks = max_weight_excludes_sinks;
              options.top_k = std::move(top_k);
              options.jacobian_norm = jacobian_norm;
-             if (!key_mask.is_none()) {
-               const CArray<bool> mask = carray<bool>(key_mask, "stream.RowStatisticsOptions", "key_mask");
-               options.key_mask = Eigen::Map<const stream::KeyMask>(mask.data(), mask.size());
-             }
              options.block_rows = block_rows;
              options.threads = threads;
              return options;
@@ -94,8 +105,16 @@ void bind_stream(py::module_& parent) {
            "1/sqrt(d)); sink_keys: keys whose weight is the sink mass; top_k: the k of each top-k mass column;\n"
            "jacobian_norm: compute the exact ||J||_2; key_mask: bool per key (False = hidden from every query);\n"
            "block_rows: query rows per GEMM block; threads: OpenMP threads (0: default).")
-      .def_readwrite("causal", &stream::RowStatisticsOptions::causal)
-      .def_readwrite("window", &stream::RowStatisticsOptions::window)
+      .def_property(
+          "causal", [](const stream::RowStatisticsOptions& o) { return o.visibility.is_causal(); },
+          [](stream::RowStatisticsOptions& o, bool causal) {
+            o.visibility = visibility_of(causal, window_of(o.visibility), o.visibility.key_mask());
+          })
+      .def_property(
+          "window", [](const stream::RowStatisticsOptions& o) { return window_of(o.visibility); },
+          [](stream::RowStatisticsOptions& o, std::optional<Index> window) {
+            o.visibility = visibility_of(o.visibility.is_causal(), window, o.visibility.key_mask());
+          })
       .def_readwrite("scale", &stream::RowStatisticsOptions::scale)
       .def_readwrite("sink_keys", &stream::RowStatisticsOptions::sink_keys)
       .def_readwrite("max_weight_excludes_sinks", &stream::RowStatisticsOptions::max_weight_excludes_sinks)

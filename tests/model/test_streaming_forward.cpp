@@ -272,17 +272,18 @@ TEST_CASE("streaming forward rejects what it cannot stream and bad input, naming
   attention.capture.attention = true;
   CHECK(mentions(message(attention, {}), "capture.attention"));
   StreamingOptions full;
-  full.statistics.causal = false;
-  CHECK(mentions(message({}, full), "causal"));
+  full.statistics.visibility = attnscope::Visibility();
+  CHECK(mentions(message({}, full), "visibility"));
   StreamingOptions windowed;
-  windowed.statistics.window = 3;
-  CHECK(mentions(message({}, windowed), "window"));
+  windowed.statistics.visibility = attnscope::SlidingWindow{3};
+  CHECK(mentions(message({}, windowed), "visibility"));
   StreamingOptions scaled;
   scaled.statistics.scale = 0.5;
   CHECK(mentions(message({}, scaled), "scale"));
   StreamingOptions masked;
-  masked.statistics.key_mask = attnscope::stream::KeyMask::Constant(4, true);
-  CHECK(mentions(message({}, masked), "key_mask"));
+  masked.statistics.visibility =
+      attnscope::Visibility(attnscope::causal).with_key_mask(attnscope::stream::KeyMask::Constant(4, true));
+  CHECK(mentions(message({}, masked), "visibility"));
   StreamingOptions no_queries;
   no_queries.query_block = 0;
   CHECK(mentions(message({}, no_queries), "query_block = 0"));

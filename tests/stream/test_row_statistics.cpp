@@ -12,6 +12,7 @@
 #include "attnscope/normalize/softmax.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
 #include "attnscope/stream.hpp"
+#include "stream/dense_top_k.hpp"
 #include "support/catch.hpp"
 #include "support/errors.hpp"
 #include "support/random_matrices.hpp"
@@ -30,16 +31,30 @@ struct DenseStatistics {
   std::vector<Index> visible_keys;
 };
 
-attnscope::Mask dense_visibility_mask(const RowStatisticsOptions& options, Index length) {
+/// The visibility of causal/full rows, an optional window (0: none) and an optional key mask, spelled out entry by
+/// entry (causal rows see i − W < j ≤ i, full rows |i − j| < W).
+attnscope::Mask dense_visibility_mask(bool causal, Index window, const attnscope::stream::KeyMask& key_mask,
+                                      Index length) {
   attnscope::Mask mask(length, length);
   for (Index i = 0; i < length; ++i)
     for (Index j = 0; j < length; ++j) {
-      bool visible = !options.causal || j <= i;
-      if (options.window) visible = visible && j > i - *options.window && (options.causal || j < i + *options.window);
-      if (options.key_mask.size() != 0) visible = visible && options.key_mask(j);
+      bool visible = !causal || j <= i;
+      if (window > 0) visible = visible && j > i - window && (causal || j < i + window);
+      if (key_mask.size() != 0) visible = visible && key_mask(j);
       mask(i, j) = visible;
     }
   return mask;
+}
+
+attnscope::Mask dense_visibility_mask(const RowStatisticsOptions& options, Index length) {
+  return options.visibility.to_mask(length, length);
+}
+
+/// The Visibility of causal/full rows, an optional window (0: none) and an optional key mask.
+attnscope::Visibility make_visibility(bool causal, Index window, const attnscope::stream::KeyMask& key_mask) {
+  attnscope::Visibility visibility = causal ? attnscope::Visibility(attnscope::causal) : attnscope::Visibility();
+  if (window > 0) visibility = attnscope::SlidingWindow{window, causal};
+  return visibility.with_key_mask(key_mask);
 }
 
 template <class Scalar>
@@ -83,14 +98,7 @@ DenseStatistics dense_statistics(const RowMatrix<Scalar>& q_in, const RowMatrix<
     }
     dense.sink_mass.push_back(sink);
     dense.max_weight.push_back(best);
-    std::sort(weights.begin(), weights.end(), std::greater<double>());
-    std::vector<double> masses;
-    for (const Index top : options.top_k) {
-      double mass = 0;
-      for (Index t = 0; t < std::min<Index>(top, static_cast<Index>(weights.size())); ++t) mass += weights[t];
-      masses.push_back(mass);
-    }
-    dense.top_k_mass.push_back(masses);
+    dense.top_k_mass.push_back(attnscope_test::dense_top_k_masses(weights, options.top_k));
   }
   return dense;
 }
@@ -118,15 +126,20 @@ void require_matches_dense(const RowStatistics& streamed, const DenseStatistics&
 /// Random options: causal or full, maybe a window, maybe a key mask (every row keeps a key), random sinks/top-k/block.
 RowStatisticsOptions random_stream_options(attnscope::Random& random, Index length) {
   RowStatisticsOptions options;
-  options.causal = random.uniform() < 0.5;
-  if (random.uniform() < 0.4) options.window = 1 + static_cast<Index>(random.below(static_cast<std::uint64_t>(length) + 3));
+  const bool causal = random.uniform() < 0.5;
+  Index window = 0;
+  attnscope::stream::KeyMask key_mask;
+  if (random.uniform() < 0.4) window = 1 + static_cast<Index>(random.below(static_cast<std::uint64_t>(length) + 3));
   if (random.uniform() < 0.4) {
-    options.key_mask.resize(length);
-    for (Index j = 0; j < length; ++j) options.key_mask(j) = random.uniform() < 0.6;
-    const attnscope::Mask mask = dense_visibility_mask(options, length);
+    key_mask.resize(length);
+    for (Index j = 0; j < length; ++j) key_mask(j) = random.uniform() < 0.6;
+    const attnscope::Mask mask = dense_visibility_mask(causal, window, key_mask, length);
     for (Index i = 0; i < length; ++i)
-      if (!mask.row(i).any()) options.key_mask(i) = true;  // key i is in row i's range for every visibility
+      if (!mask.row(i).any()) key_mask(i) = true;  // key i is in row i's range for every visibility
   }
+  options.visibility = make_visibility(causal, window, key_mask);
+  // the dense reference reads the Visibility's mask: it must equal the one spelled out entry by entry
+  CHECK((options.visibility.to_mask(length, length) == dense_visibility_mask(causal, window, key_mask, length)).all());
   options.sink_keys.clear();
   const auto sinks = random.below(4);
   for (std::uint64_t s = 0; s < sinks; ++s) options.sink_keys.push_back(static_cast<Index>(random.below(length)));
@@ -151,9 +164,9 @@ TEST_CASE("stream row statistics equal the dense computation on random shapes (d
     RowMatrix<double> k = attnscope_test::random_logits(random, length, dimension, spread);
     if (random.uniform() < 0.2 && length > 3) k.row(2) = k.row(1);  // exactly tied logits in every row
     const RowStatisticsOptions options = random_stream_options(random, length);
-    INFO("trial " << trial << ", L " << length << ", d " << dimension << ", causal " << options.causal << ", block "
-                  << options.block_rows << ", window " << (options.window ? *options.window : 0) << ", masked "
-                  << (options.key_mask.size() != 0));
+    INFO("trial " << trial << ", L " << length << ", d " << dimension << ", causal "
+                  << options.visibility.is_causal() << ", block " << options.block_rows << ", window "
+                  << options.visibility.window() << ", masked " << (options.visibility.key_mask().size() != 0));
     require_matches_dense(attnscope::stream::row_statistics(q, k, options), dense_statistics(q, k, options), 1e-6,
                           1e-12);
   }
@@ -206,18 +219,17 @@ TEST_CASE("stream row statistics: a masked sink is excluded and a window drops t
   const RowMatrix<double> q = attnscope_test::random_logits(1104, length, 6);
   const RowMatrix<double> k = attnscope_test::random_logits(1105, length, 6);
   RowStatisticsOptions options;
-  options.window = 10;
+  options.visibility = attnscope::SlidingWindow{10};
   const RowStatistics windowed = attnscope::stream::row_statistics(q, k, options);
   for (Index i = 0; i < length; ++i) {
     CHECK(windowed.visible_keys(i) == std::min<Index>(i + 1, 10));
     if (i >= 10) CHECK(windowed.sink_mass(i) == 0);
     else CHECK(windowed.sink_mass(i) > 0);
   }
-  options.window.reset();
-  options.key_mask = attnscope::stream::KeyMask::Constant(length, true);
-  options.key_mask(0) = false;
-  options.key_mask(1) = false;
-  options.causal = false;
+  attnscope::stream::KeyMask key_mask = attnscope::stream::KeyMask::Constant(length, true);
+  key_mask(0) = false;
+  key_mask(1) = false;
+  options.visibility = attnscope::Visibility().with_key_mask(key_mask);
   const RowStatistics masked = attnscope::stream::row_statistics(q, k, options);
   for (Index i = 0; i < length; ++i) {
     CHECK(masked.sink_mass(i) == 0);
@@ -261,7 +273,7 @@ TEST_CASE("stream row statistics: bad input throws naming the function and the v
   CHECK(run(RowMatrix<double>(0, 4), RowMatrix<double>(0, 4), {}) ==
         "attnscope::stream::row_statistics: empty Q (0x4)");
   RowStatisticsOptions options;
-  options.window = 0;
+  options.visibility = attnscope::SlidingWindow{0};
   CHECK(run(q, k, options) == "attnscope::stream::row_statistics: window must be >= 1, got 0");
   options = {};
   options.sink_keys = {6};
@@ -273,10 +285,11 @@ TEST_CASE("stream row statistics: bad input throws naming the function and the v
   options.scale = -1.0;
   CHECK(run(q, k, options) == "attnscope::stream::row_statistics: scale must be finite and > 0, got -1");
   options = {};
-  options.key_mask = attnscope::stream::KeyMask::Constant(5, true);
+  options.visibility = attnscope::Visibility(attnscope::causal).with_key_mask(attnscope::stream::KeyMask::Constant(5, true));
   CHECK(run(q, k, options) == "attnscope::stream::row_statistics: key mask has 5 entries for 6 keys");
-  options.key_mask = attnscope::stream::KeyMask::Constant(6, true);
-  options.key_mask(0) = false;
+  attnscope::stream::KeyMask first_hidden = attnscope::stream::KeyMask::Constant(6, true);
+  first_hidden(0) = false;
+  options.visibility = attnscope::Visibility(attnscope::causal).with_key_mask(first_hidden);
   CHECK(run(q, k, options) == "attnscope::stream::row_statistics: row 0 has no visible key (every key masked)");
   options = {};
   options.block_rows = 0;

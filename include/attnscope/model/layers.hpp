@@ -1,5 +1,6 @@
 // attnscope/model/layers.hpp — the building blocks of a Llama layer in matrix form (one row per token),
-// written to match llama2.c run.c operation by operation in float32.
+// written to match llama2.c run.c operation by operation in float32. Every function is a template (on the scalar, or
+// with a defaulted parameter) so that including the header generates no code.
 #pragma once
 
 #include <cmath>
@@ -18,10 +19,10 @@ template <class Derived, class WeightDerived>
 RowMatrix<float> rms_norm(const Eigen::MatrixBase<Derived>& rows, const Eigen::MatrixBase<WeightDerived>& weight,
                           float epsilon = 1e-5f) {
   if (weight.size() != rows.cols())
-    detail::throw_invalid_argument("rms_norm", "weight has ", weight.size(), " entries but rows have ", rows.cols(),
+    attnscope::detail::throw_invalid_argument("rms_norm", "weight has ", weight.size(), " entries but rows have ", rows.cols(),
                                    " columns");
-  if (rows.cols() == 0) detail::throw_invalid_argument("rms_norm", "rows have no columns");
-  detail::require_positive("rms_norm", "epsilon", epsilon);
+  if (rows.cols() == 0) attnscope::detail::throw_invalid_argument("rms_norm", "rows have no columns");
+  attnscope::detail::require_positive("rms_norm", "epsilon", epsilon);
   RowMatrix<float> out(rows.rows(), rows.cols());
   const Index width = rows.cols();
   for (Index i = 0; i < rows.rows(); ++i) {
@@ -51,15 +52,16 @@ struct RotaryTable {
 /// The RotaryTable of positions [first_position, first_position + count) for heads of size head_size and base θ.
 /// Throws attnscope::invalid_argument for an odd or non-positive head_size, a negative position or count, or θ not
 /// finite and > 0. O(count·head_size) cosines and sines.
-inline RotaryTable rotary_table(Index first_position, Index count, Index head_size, double theta = 10000.0) {
+template <class Table = RotaryTable>
+Table rotary_table(Index first_position, Index count, Index head_size, double theta = 10000.0) {
   const char* fn = "rotary_table";
   if (head_size <= 0 || head_size % 2 != 0)
-    detail::throw_invalid_argument(fn, "head_size ", head_size, " must be even and > 0");
+    attnscope::detail::throw_invalid_argument(fn, "head_size ", head_size, " must be even and > 0");
   if (first_position < 0 || count < 0)
-    detail::throw_invalid_argument(fn, "first_position ", first_position, " and count ", count, " must be >= 0");
-  detail::require_positive(fn, "theta", theta);
+    attnscope::detail::throw_invalid_argument(fn, "first_position ", first_position, " and count ", count, " must be >= 0");
+  attnscope::detail::require_positive(fn, "theta", theta);
   const Index pairs = head_size / 2;
-  RotaryTable table{RowMatrix<float>(count, pairs), RowMatrix<float>(count, pairs)};
+  Table table{RowMatrix<float>(count, pairs), RowMatrix<float>(count, pairs)};
   for (Index i = 0; i < pairs; ++i) {
     const float frequency = 1.0f / std::pow(static_cast<float>(theta),
                                             static_cast<float>(2 * i) / static_cast<float>(head_size));
@@ -76,14 +78,15 @@ inline RotaryTable rotary_table(Index first_position, Index count, Index head_si
 /// `table`; pair i of each head is (2i, 2i+1) or (i, i + head_size/2) by `convention`; (a, b) becomes
 /// (a·cos − b·sin, a·sin + b·cos). Throws on a table with other row count or pair count, or a width that head_size
 /// does not divide. O(rows·cols).
-inline void apply_rotary(RowMatrix<float>& rows, Index head_size, const RotaryTable& table, RopeConvention convention) {
+template <class Scalar>
+void apply_rotary(RowMatrix<Scalar>& rows, Index head_size, const RotaryTable& table, RopeConvention convention) {
   if (head_size <= 0 || head_size % 2 != 0 || rows.cols() % head_size != 0)
-    detail::throw_invalid_argument("apply_rotary", "head_size ", head_size, " must be even, > 0 and divide the width ",
+    attnscope::detail::throw_invalid_argument("apply_rotary", "head_size ", head_size, " must be even, > 0 and divide the width ",
                                    rows.cols());
   const Index pairs = head_size / 2;
   if (table.cosine.rows() != rows.rows() || table.cosine.cols() != pairs || table.sine.rows() != rows.rows() ||
       table.sine.cols() != pairs)
-    detail::throw_invalid_argument("apply_rotary", "table of ", table.cosine.rows(), "x", table.cosine.cols(),
+    attnscope::detail::throw_invalid_argument("apply_rotary", "table of ", table.cosine.rows(), "x", table.cosine.cols(),
                                    " does not fit ", rows.rows(), " rows with ", pairs, " pairs per head");
   const Index first_step = convention == RopeConvention::interleaved ? 2 : 1;       // from pair i to pair i+1
   const Index partner = convention == RopeConvention::interleaved ? 1 : pairs;      // from a to b inside a pair
@@ -91,11 +94,11 @@ inline void apply_rotary(RowMatrix<float>& rows, Index head_size, const RotaryTa
     const float* cosine = table.cosine.data() + r * pairs;
     const float* sine = table.sine.data() + r * pairs;
     for (Index head = 0; head < rows.cols(); head += head_size) {
-      float* row = rows.data() + r * rows.cols() + head;
+      Scalar* row = rows.data() + r * rows.cols() + head;
       for (Index i = 0; i < pairs; ++i) {
-        float* a = row + i * first_step;
-        float* b = a + partner;
-        const float first = *a, second = *b;
+        Scalar* a = row + i * first_step;
+        Scalar* b = a + partner;
+        const Scalar first = *a, second = *b;
         *a = first * cosine[i] - second * sine[i];
         *b = first * sine[i] + second * cosine[i];
       }
@@ -107,11 +110,12 @@ inline void apply_rotary(RowMatrix<float>& rows, Index head_size, const RotaryTa
 /// inside each head of `head_size` columns the pairs (2i, 2i+1) are rotated by the angle
 /// position · 10000^(−(2i)/head_size) (RoFormer, Su et al. 2021, eq. 34, with run.c's pairing and float math).
 /// O(rows·cols) cosines/sines.
-inline void apply_rope(RowMatrix<float>& rows, Index head_size, Index first_position) {
+template <class Scalar>
+void apply_rope(RowMatrix<Scalar>& rows, Index head_size, Index first_position) {
   if (head_size <= 0 || head_size % 2 != 0 || rows.cols() % head_size != 0)
-    detail::throw_invalid_argument("apply_rope", "head_size ", head_size, " must be even, > 0 and divide the width ",
+    attnscope::detail::throw_invalid_argument("apply_rope", "head_size ", head_size, " must be even, > 0 and divide the width ",
                                    rows.cols());
-  if (first_position < 0) detail::throw_invalid_argument("apply_rope", "first_position ", first_position, " < 0");
+  if (first_position < 0) attnscope::detail::throw_invalid_argument("apply_rope", "first_position ", first_position, " < 0");
   apply_rotary(rows, head_size, rotary_table(first_position, rows.rows(), head_size), RopeConvention::interleaved);
 }
 
@@ -121,10 +125,10 @@ template <class Derived, class WeightDerived, class BiasDerived>
 RowMatrix<float> layer_norm(const Eigen::MatrixBase<Derived>& rows, const Eigen::MatrixBase<WeightDerived>& weight,
                             const Eigen::MatrixBase<BiasDerived>& bias, float epsilon = 1e-5f) {
   if (weight.size() != rows.cols() || bias.size() != rows.cols())
-    detail::throw_invalid_argument("layer_norm", "weight has ", weight.size(), " and bias ", bias.size(),
+    attnscope::detail::throw_invalid_argument("layer_norm", "weight has ", weight.size(), " and bias ", bias.size(),
                                    " entries but rows have ", rows.cols(), " columns");
-  if (rows.cols() == 0) detail::throw_invalid_argument("layer_norm", "rows have no columns");
-  detail::require_positive("layer_norm", "epsilon", epsilon);
+  if (rows.cols() == 0) attnscope::detail::throw_invalid_argument("layer_norm", "rows have no columns");
+  attnscope::detail::require_positive("layer_norm", "epsilon", epsilon);
   RowMatrix<float> out(rows.rows(), rows.cols());
   const double width = static_cast<double>(rows.cols());
   for (Index i = 0; i < rows.rows(); ++i) {
@@ -139,21 +143,23 @@ RowMatrix<float> layer_norm(const Eigen::MatrixBase<Derived>& rows, const Eigen:
 
 /// GELU with the tanh approximation in place ("gelu_new" of GPT-2; Hendrycks & Gimpel 2016, §2):
 /// x ↦ x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))), in float with Eigen's vectorized tanh. O(size).
-inline void gelu_tanh_in_place(RowMatrix<float>& values) {
-  const float scale = 0.7978845608028654f;  // √(2/π)
+template <class Scalar>
+void gelu_tanh_in_place(RowMatrix<Scalar>& values) {
+  const Scalar scale = Scalar(0.7978845608028654);  // √(2/π)
   auto x = values.array();
-  x = 0.5f * x * (1.0f + (scale * (x + 0.044715f * x.cube())).tanh());
+  x = Scalar(0.5) * x * (Scalar(1) + (scale * (x + Scalar(0.044715) * x.cube())).tanh());
 }
 
 /// SwiGLU gate (Shazeer 2020, "GLU Variants Improve Transformer", FFN_SwiGLU; run.c): silu(a) ⊙ b with
 /// silu(a) = a · 1/(1 + exp(−a)), element-wise. O(rows·cols).
-inline RowMatrix<float> swiglu_gate(const RowMatrix<float>& gate, const RowMatrix<float>& up) {
-  detail::require_same_shape("swiglu_gate", "gate/up", gate.rows(), gate.cols(), up.rows(), up.cols());
-  RowMatrix<float> out(gate.rows(), gate.cols());
+template <class Scalar>
+RowMatrix<Scalar> swiglu_gate(const RowMatrix<Scalar>& gate, const RowMatrix<Scalar>& up) {
+  attnscope::detail::require_same_shape("swiglu_gate", "gate/up", gate.rows(), gate.cols(), up.rows(), up.cols());
+  RowMatrix<Scalar> out(gate.rows(), gate.cols());
   const Index size = gate.size();
   for (Index i = 0; i < size; ++i) {
-    float value = gate.data()[i];
-    value *= 1.0f / (1.0f + std::exp(-value));
+    Scalar value = gate.data()[i];
+    value *= Scalar(1) / (Scalar(1) + std::exp(-value));
     out.data()[i] = value * up.data()[i];
   }
   return out;

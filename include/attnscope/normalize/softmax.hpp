@@ -84,22 +84,9 @@ void softmax_vjp_row(const Scalar* p, const Scalar* g, Index n, Scalar scale, Sc
 }
 
 /// True when the visible keys of `row` form one contiguous run [first, first + count) (always for prefix kinds;
-/// for a mask, e.g. a sliding window, after one scan of the mask row), so row kernels can run in place.
+/// for the other kinds, e.g. a sliding window, after one scan of the row), so row kernels can run in place.
 inline bool visible_run(const Visibility& visibility, Index row, Index cols, Index& first, Index& count) {
-  first = 0;
-  if (visibility.is_prefix()) {
-    count = visibility.prefix_length(row, cols);
-    return true;
-  }
-  const auto mask = visibility.mask().row(row);
-  Index j = 0;
-  while (j < cols && !mask(j)) ++j;
-  first = j;
-  while (j < cols && mask(j)) ++j;
-  count = j - first;
-  for (; j < cols; ++j)
-    if (mask(j)) return false;
-  return true;
+  return visibility.contiguous_run(row, cols, first, count);
 }
 
 /// Applies kernel(row, const Scalar* z, Index n, Scalar* p) to the visible keys of every row of a row-major block

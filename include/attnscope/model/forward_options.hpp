@@ -1,0 +1,108 @@
+// attnscope/model/forward_options.hpp — what a forward pass computes and returns: captures, the attention
+// normalization, head ablation, the streaming settings, and the result types of forward() and
+// forward_row_statistics().
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "attnscope/core/types.hpp"
+#include "attnscope/core/visibility.hpp"
+#include "attnscope/normalize/maps.hpp"
+#include "attnscope/stream/statistics_types.hpp"
+
+namespace attnscope::model {
+
+/// What forward() records besides the logits; everything off by default so callers pay only for what they ask.
+struct CaptureOptions {
+  bool q = false;            // queries after RoPE, per head (L × head_size)
+  bool k = false;            // keys after RoPE, per query head (L × head_size; GQA: copy of the shared kv head)
+  bool v = false;            // values, per query head (L × head_size; GQA: copy of the shared kv head)
+  bool scores = false;       // scaled scores q·k/√head_size (L × L; invisible entries −inf)
+  bool attention = false;    // attention weights after the normalization map (L × L; invisible entries 0)
+  bool head_output = false;  // attention · V of each head before wo, after ablation (L × head_size)
+  bool hidden_states = false;  // residual stream at each layer input, then before the final norm (L × dim)
+
+  /// Every flag on.
+  static CaptureOptions everything() { return {true, true, true, true, true, true, true}; }
+  /// Scores and attention only (what the per-head report needs).
+  static CaptureOptions attention_only() {
+    CaptureOptions options;
+    options.scores = options.attention = true;
+    return options;
+  }
+  bool any_head_capture() const { return q || k || v || scores || attention || head_output; }
+};
+
+/// A normalization of attention scores: gets the scaled scores of one head (rows = queries, invisible entries −inf)
+/// and the visibility (causal, or a causal SlidingWindow under config.sliding_window), returns weights of the same
+/// shape (entries outside the visibility are set to 0).
+using AttentionNormalizer =
+    std::function<RowMatrix<float>(const RowMatrix<float>& scaled_scores, const Visibility& visibility)>;
+
+/// How an ablated head's output (attention · V, before wo) is replaced.
+enum class AblationMode {
+  zero,  // by 0 (head pruning)
+  mean,  // [derived] by the running mean of that head's output over positions 0..p (keeps the pass causal)
+};
+
+/// Options of a forward pass.
+struct ForwardOptions {
+  CaptureOptions capture{};
+  /// Attention normalization map applied to each head's scaled scores (apply_map with the causal visibility), e.g.
+  /// parse_normalization_map("ssmax:0.43"); empty = softmax. Mutually exclusive with `normalizer`.
+  std::optional<NormalizationMap> map{};
+  /// Any other normalization as a callable (see AttentionNormalizer). Mutually exclusive with `map`.
+  AttentionNormalizer normalizer{};
+  /// (layer, head) pairs whose head output is replaced inside the pass, see ablation_mode.
+  std::set<std::pair<int, int>> ablated_heads{};
+  AblationMode ablation_mode = AblationMode::zero;
+};
+
+/// Per-head captures of one layer; each vector has n_heads entries (or is empty when not requested).
+struct LayerCapture {
+  std::vector<RowMatrix<float>> q, k, v, scores, attention, head_output;
+};
+
+/// Result of forward(): logits (L × vocab) and the requested captures.
+struct ForwardResult {
+  RowMatrix<float> logits;
+  std::vector<LayerCapture> layers;              // n_layers entries when any per-head capture is requested
+  std::vector<RowMatrix<float>> hidden_states;  // n_layers + 1 entries when requested
+};
+
+/// Settings of the streaming forward (Transformer::forward_row_statistics) besides the ForwardOptions.
+struct StreamingOptions {
+  /// Which statistics the attention kernel computes per head: sink_keys, max_weight_excludes_sinks, top_k,
+  /// jacobian_norm, threads. visibility and scale belong to the model (causal, config.sliding_window,
+  /// 1/√head_size) and must stay at their defaults; the block size is query_block.
+  stream::RowStatisticsOptions statistics{};
+  /// RoPE models only: allow L > config.seq_len (positions the model was not trained on; RoPE extrapolates, the
+  /// result's beyond_trained_positions says so). Learned absolute positions (GPT-2) have no embedding past seq_len.
+  bool allow_beyond_trained_positions = false;
+  /// Query rows per block of the attention kernel (memory per thread: query_block × visible keys scores).
+  Index query_block = 64;
+  /// Must be ≥ 1; has no effect (a block's strip holds all keys its rows see, so keys are not split in blocks).
+  Index key_block = 256;
+};
+
+/// Result of forward_row_statistics(): logits, per layer and head the exact softmax row statistics, the requested
+/// L×head_size / L×dim captures, and whether positions beyond the trained length were used.
+struct StreamingForwardResult {
+  RowMatrix<float> logits;                                         // L × vocab
+  std::vector<std::vector<stream::RowStatistics>> row_statistics;  // [layer][head], each of length L
+  std::vector<LayerCapture> layers;              // q, k, v, head_output when requested; scores/attention never
+  std::vector<RowMatrix<float>> hidden_states;  // n_layers + 1 entries when requested
+  Index trained_positions = 0;          // config.seq_len
+  bool beyond_trained_positions = false;  // L > trained_positions (RoPE extrapolation, opted in)
+};
+
+/// Progress callback: (steps done, total steps).
+using ProgressCallback = std::function<void(int, int)>;
+
+}  // namespace attnscope::model

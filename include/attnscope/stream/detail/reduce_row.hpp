@@ -1,0 +1,123 @@
+// attnscope/stream/detail/reduce_row.hpp — the per-row work of the attention kernel: softmax of one contiguous row of
+// scaled logits with its log-partition, and the requested statistics from the same exponentials (entropy, sink mass,
+// max weight, exact ‖J‖₂ by the secular solver, top-k masses), all with the vectorized row kernels.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "attnscope/core/error.hpp"
+#include "attnscope/core/types.hpp"
+#include "attnscope/kernels/row_reductions.hpp"
+#include "attnscope/normalize/spectral_norm.hpp"
+#include "attnscope/stream/statistics_types.hpp"
+
+namespace attnscope::stream::detail {
+
+using attnscope::detail::throw_invalid_argument;
+
+/// Rows per GEMM call: a destination of at most this many rows at compile time keeps Eigen from opening its own
+/// OpenMP team inside the kernel's (its parallel GEMM spins badly when nested).
+inline constexpr int gemm_rows = 32;
+
+/// Throws naming `which`, the row and the column of the first non-finite entry of a row-major view.
+template <class Scalar>
+void require_finite_rows(const char* function, const char* which, const RowMatrixView<Scalar>& matrix) {
+  for (Index i = 0; i < matrix.rows(); ++i) {
+    const Scalar* row = matrix.data() + i * matrix.outerStride();
+    if (kernels::row_max(row, matrix.cols()).finite) continue;
+    for (Index j = 0; j < matrix.cols(); ++j)
+      if (!std::isfinite(static_cast<double>(row[j])))
+        throw_invalid_argument(function, "non-finite value ", row[j], " in ", which, " at row ", i, ", column ", j);
+  }
+}
+
+/// The `kept` largest of p[0..n) in descending order (1 ≤ kept ≤ n), in `candidates` (or in p, reordered).
+/// Few of many (kept ≤ n/16): the minimum t of the maxima of `kept` disjoint chunks is a value with at least `kept`
+/// entries ≥ t, so the top `kept` are among the entries ≥ t — typically a few times `kept` — which one branch-free
+/// pass collects and nth_element orders [derived]. Otherwise nth_element on the whole row.
+template <class Scalar>
+const Scalar* largest_descending(Scalar* p, Index n, Index kept, std::vector<Scalar>& candidates) {
+  Scalar* values = p;
+  Index count = n;
+  if (kept * 16 <= n) {
+    const Index chunk = n / kept;
+    Scalar threshold = kernels::row_max(p + (kept - 1) * chunk, n - (kept - 1) * chunk).max;
+    for (Index c = 0; c + 1 < kept; ++c) threshold = std::min(threshold, kernels::row_max(p + c * chunk, chunk).max);
+    candidates.resize(static_cast<std::size_t>(n));
+    count = 0;
+    for (Index j = 0; j < n; ++j) {
+      candidates[static_cast<std::size_t>(count)] = p[j];
+      count += p[j] >= threshold ? 1 : 0;
+    }
+    values = candidates.data();
+  }
+  std::nth_element(values, values + (kept - 1), values + count, std::greater<Scalar>());
+  std::sort(values, values + kept, std::greater<Scalar>());
+  return values;
+}
+
+/// p = softmax(s) of one row of n scaled logits (p may alias s); returns the maximum of s. Throws naming the row if
+/// a logit is not finite (a q·k overflow).
+template <class Scalar>
+Scalar softmax_row_checked(const char* function, const Scalar* s, Index n, Scalar* p, Index row, Scalar& sum) {
+  const auto maximum = kernels::row_max(s, n);
+  if (!maximum.finite) throw_invalid_argument(function, "a logit of row ", row, " overflows (q·k not finite)");
+  sum = kernels::exp_shifted_sum(s, n, maximum.max, Scalar(1), p);  // Σ exp(s_j − m) ≥ 1
+  kernels::scale_row(p, n, Scalar(1) / sum);
+  return maximum.max;
+}
+
+/// The statistics of one row (index `row` of `out`) from its n contiguous scaled logits s: p = softmax(s) is written
+/// to `p` (≥ n entries, must not alias s) and, before the top-k reorders it, copied to `keep` when not null.
+/// `sink_positions` are sorted positions in [0, n) of the sink keys; `top_buffer` is scratch for the top-k.
+template <class Scalar>
+void reduce_row(const char* function, const Scalar* s, Index n, const std::vector<Index>& sink_positions,
+                const RowStatisticsOptions& options, Index max_top_k, Scalar* p, std::vector<Scalar>& top_buffer,
+                Index row, RowStatistics& out, Scalar* keep) {
+  Scalar sum = 0;
+  const Scalar maximum = softmax_row_checked(function, s, n, p, row, sum);
+  const double log_sum = std::log(static_cast<double>(sum));
+  out.max_scaled_logit(row) = static_cast<double>(maximum);
+  out.log_partition(row) = static_cast<double>(maximum) + log_sum;  // log Σ exp s_j = m + log Σ exp(s_j − m)
+  out.visible_keys(row) = n;
+  // −Σ p log p with log p_j = (s_j − m) − log S: H = log S + Σ p_j (m − s_j), two non-negative terms [derived]
+  using Array = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
+  const Scalar spread = (Array(p, n) * (maximum - Array(s, n))).sum();
+  out.entropy(row) = log_sum + static_cast<double>(spread);
+  double sink = 0;
+  for (const Index position : sink_positions) sink += static_cast<double>(p[position]);
+  out.sink_mass(row) = sink;
+  if (options.max_weight_excludes_sinks && !sink_positions.empty()) {
+    Scalar best = 0;
+    Index start = 0;
+    for (const Index position : sink_positions) {
+      if (position > start) best = std::max(best, kernels::row_max(p + start, position - start).max);
+      start = position + 1;
+    }
+    if (n > start) best = std::max(best, kernels::row_max(p + start, n - start).max);
+    out.max_weight(row) = static_cast<double>(best);
+  } else {
+    out.max_weight(row) = static_cast<double>(kernels::row_max(p, n).max);
+  }
+  // exact ‖diag p − ppᵀ‖₂ by the secular method of normalize/spectral_norm.hpp (docs/theory/normalization-maps.md §5)
+  out.jacobian_norm(row) =
+      options.jacobian_norm ? static_cast<double>(attnscope::detail::softmax_jacobian_norm_row(p, n, Scalar(1))) : 0.0;
+  if (keep != nullptr) std::copy(p, p + n, keep);
+  if (max_top_k > 0) {  // last: may reorder p
+    const Index kept = std::min(max_top_k, n);
+    const Scalar* largest = largest_descending(p, n, kept, top_buffer);
+    for (std::size_t c = 0; c < options.top_k.size(); ++c) {
+      const Index k = std::min(options.top_k[c], n);
+      double mass = 0;
+      for (Index t = 0; t < k; ++t) mass += static_cast<double>(largest[t]);
+      out.top_k_mass(row, static_cast<Index>(c)) = mass;
+    }
+  }
+}
+
+}  // namespace attnscope::stream::detail
