@@ -13,6 +13,7 @@
 
 #include "attnscope/io/array.hpp"
 #include "attnscope/model.hpp"
+#include "attnscope/model/load.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "attnscope/text.hpp"
 #include "cli_common.hpp"

@@ -20,6 +20,7 @@
 #include "attnscope/io/npz.hpp"
 #include "attnscope/io/file.hpp"
 #include "attnscope/model.hpp"
+#include "attnscope/model/load.hpp"
 #include "attnscope/text.hpp"
 #include "capacity/layer_inputs.hpp"
 #include "support/example.hpp"

@@ -15,6 +15,7 @@
 #include "attnscope/composition.hpp"
 #include "attnscope/core/random.hpp"
 #include "attnscope/model.hpp"
+#include "attnscope/model/load.hpp"
 #include "attnscope/text.hpp"
 #include "support/example.hpp"
 #include "support/war_and_peace.hpp"

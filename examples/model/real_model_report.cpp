@@ -13,6 +13,7 @@
 
 #include "attnscope/analysis.hpp"
 #include "attnscope/model.hpp"
+#include "attnscope/model/reference.hpp"
 #include "support/example.hpp"
 
 using namespace attnscope;

@@ -20,6 +20,7 @@
 #include "attnscope/capacity/power_law.hpp"
 #include "attnscope/core/random.hpp"
 #include "attnscope/model.hpp"
+#include "attnscope/model/load.hpp"
 #include "attnscope/stream.hpp"
 #include "attnscope/text.hpp"
 #include "capacity/capacity_data.hpp"

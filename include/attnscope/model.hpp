@@ -9,6 +9,7 @@
 #include "attnscope/model/layers.hpp"
 #include "attnscope/model/transformer.hpp"
 #include "attnscope/model/llama.hpp"
-#include "attnscope/model/huggingface.hpp"
-#include "attnscope/model/load.hpp"
-#include "attnscope/model/reference.hpp"
+// Opt-in headers, not included here because they need nlohmann/json.hpp, which alone costs about as much to compile
+// as the rest of the model (link attnscope::io): attnscope/model/load.hpp (load_model, and through
+// attnscope/model/huggingface.hpp load_huggingface_model and read_huggingface_weights) and attnscope/model/reference.hpp
+// (compare_with_reference).

@@ -6,3 +6,4 @@
 #include "attnscope/text/bpe_tokenizer.hpp"
 #include "attnscope/text/byte_level.hpp"
 #include "attnscope/text/regex.hpp"
+#include "attnscope/text/tokenizer_types.hpp"

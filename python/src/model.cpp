@@ -2,6 +2,7 @@
 // one Transformer; forward passes with per-head captures (as numpy arrays), "what if" normalization maps, ablation,
 // generation, likelihood and the streaming forward with exact row statistics.
 #include <attnscope/model.hpp>
+#include <attnscope/model/load.hpp>
 
 #include "common.hpp"
 
@@ -216,10 +217,10 @@ void bind_model(py::module_& parent) {
           "ablation_mode"_a = "zero",
           (std::string("Teacher-forced mean -log p(token[p+1] | ..) in nats per token.") + options_doc).c_str());
 
-  m.def("load_model", &model::load_model, "path"_a,
+  m.def("load_model", &model::load_model<>, "path"_a,
         "A directory is a Hugging Face folder (load_huggingface_model), anything else a llama2.c checkpoint.\n"
         "Raises OSError naming the file and the problem.");
-  m.def("load_huggingface_model", &model::load_huggingface_model, "folder"_a,
+  m.def("load_huggingface_model", &model::load_huggingface_model<>, "folder"_a,
         "config.json + safetensors (one file or sharded; F32/F16/BF16) of model_type gpt2, llama, mistral, qwen2.");
 }
 

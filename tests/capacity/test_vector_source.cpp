@@ -9,6 +9,7 @@
 #include "attnscope/capacity/head_profile.hpp"
 #include "attnscope/capacity/vector_source.hpp"
 #include "attnscope/model.hpp"
+#include "attnscope/model/load.hpp"
 #include "random_instances.hpp"
 #include "support/catch.hpp"
 #include "support/data.hpp"

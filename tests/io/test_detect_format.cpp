@@ -106,7 +106,7 @@ TEST_CASE("detect_format_of_prefix: llama2.c headers must be plausible, safetens
   const std::string negative_vocab = header({64, 172, 5, 8, 4, -512, 512});  // version 0: unshared classifier
   CHECK(io::detect_format_of_prefix(attnscope::testing::bytes_of(negative_vocab), negative_vocab.size(), 1 << 20) ==
         FileFormat::llama2c);
-  // What an NPY header looks like when read as a llama2.c header: dim = 67324752 (the issue's message).
+  // What an NPY header looks like when read as a llama2.c header: dim = 67324752, which must not pass as a model.
   const std::string absurd = header({67324752, 172, 5, 8, 4, 512, 512});
   CHECK(io::detect_format_of_prefix(attnscope::testing::bytes_of(absurd), absurd.size(), 1 << 20) != FileFormat::llama2c);
   const std::string indivisible = header({64, 172, 5, 7, 7, 512, 512});  // 64 % 7 != 0

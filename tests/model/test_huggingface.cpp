@@ -13,6 +13,7 @@
 #include "attnscope/core/random.hpp"
 #include "attnscope/io/safetensors.hpp"
 #include "attnscope/model.hpp"
+#include "attnscope/model/load.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "support/catch.hpp"
 #include "support/errors.hpp"

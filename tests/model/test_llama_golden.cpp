@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/model.hpp"
+#include "attnscope/model/reference.hpp"
 #include "support/catch.hpp"
 #include "support/data.hpp"
 #include "support/model_fixture.hpp"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnscope/model.hpp"
+#include "attnscope/model/load.hpp"
 #include "attnscope/normalize/entropy.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
 #include "support/catch.hpp"

@@ -4,6 +4,9 @@
 // (from F32, F16 or BF16) only when asked for, with their shape checked against what the caller expects.
 // This layer knows nothing about architectures: it lists every tensor, including buffers such as GPT-2's
 // h.{i}.attn.bias that a model ignores. Tokenizer files (tokenizer.json, vocab.json, merges.txt) are read elsewhere.
+//
+// The folder is a class template on the JSON type (HuggingFaceFolder = BasicHuggingFaceFolder<nlohmann::json>) so
+// that including this header instantiates no JSON parser: its members are compiled only where they are used.
 #pragma once
 
 #include <cstdint>
@@ -31,13 +34,14 @@ struct HuggingFaceTensor : TensorView {
 namespace detail {
 
 /// Reads and parses a JSON file; io_error naming the file when it is missing, unreadable or malformed.
-inline nlohmann::json read_json_file(const std::string& path, const char* function) {
+template <class Json = nlohmann::json>
+Json read_json_file(const std::string& path, const char* function) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) throw_io_error(function, path, "missing (no such file)");
   const std::vector<unsigned char> bytes = read_file(path);
   try {
-    return nlohmann::json::parse(bytes.begin(), bytes.end());
-  } catch (const nlohmann::json::exception& e) {
+    return Json::parse(bytes.begin(), bytes.end());
+  } catch (const typename Json::exception& e) {
     throw_io_error(function, path, "malformed JSON: ", e.what());
   }
 }
@@ -48,8 +52,9 @@ inline const char* const huggingface_name_prefixes[] = {"transformer.", "model."
 }  // namespace detail
 
 /// A Hugging Face model folder with safetensors weights. Move-only (it owns the maps); tensor views stay valid as
-/// long as the folder object lives.
-class HuggingFaceFolder {
+/// long as the folder object lives. Json is the type config() is parsed into; use the alias HuggingFaceFolder.
+template <class Json>
+class BasicHuggingFaceFolder {
  public:
   static constexpr const char* config_file_name = "config.json";
   static constexpr const char* single_file_name = "model.safetensors";
@@ -60,12 +65,12 @@ class HuggingFaceFolder {
   /// the file (and tensor) for: a folder that is not a directory, missing or malformed config.json or index, an index
   /// without a weight_map of strings, a shard name that is not a plain file name, a missing or truncated shard, a
   /// tensor listed in the index but absent from its shard, or a folder with neither weights file.
-  explicit HuggingFaceFolder(const std::string& folder) : folder_(folder) {
+  explicit BasicHuggingFaceFolder(const std::string& folder) : folder_(folder) {
     const char* fn = "HuggingFaceFolder";
     std::error_code error;
     if (!std::filesystem::is_directory(folder, error))
       detail::throw_io_error(fn, folder, "is not a directory (expected a Hugging Face model folder)");
-    config_ = detail::read_json_file(path_of(config_file_name), fn);
+    config_ = detail::read_json_file<Json>(path_of(config_file_name), fn);
     if (!config_.is_object()) detail::throw_io_error(fn, path_of(config_file_name), "is not a JSON object");
 
     const std::string index_path = path_of(index_file_name);
@@ -83,7 +88,7 @@ class HuggingFaceFolder {
 
   const std::string& folder() const { return folder_; }
   /// The parsed config.json (a JSON object).
-  const nlohmann::json& config() const { return config_; }
+  const Json& config() const { return config_; }
   /// `folder/file_name`.
   std::string path_of(const std::string& file_name) const {
     return (std::filesystem::path(folder_) / file_name).string();
@@ -169,15 +174,15 @@ class HuggingFaceFolder {
 
   void load_sharded(const std::string& index_path) {
     const char* fn = "HuggingFaceFolder";
-    const nlohmann::json index = detail::read_json_file(index_path, fn);
+    const Json index = detail::read_json_file<Json>(index_path, fn);
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       detail::throw_io_error(fn, index_path, "has no \"weight_map\" object");
-    const nlohmann::json& weight_map = index["weight_map"];
+    const Json& weight_map = index["weight_map"];
     std::map<std::string, std::string> first_tensor_of_shard;
     for (const auto& item : weight_map.items()) {
       if (!item.value().is_string() || item.key().empty())
         detail::throw_io_error(fn, index_path, "weight_map entry '", item.key(), "' is not a non-empty name mapped to a file name");
-      const std::string shard = item.value().get<std::string>();
+      const std::string shard = item.value().template get<std::string>();
       if (shard.empty() || shard == "." || shard == ".." || shard.find('/') != std::string::npos ||
           shard.find('\\') != std::string::npos)
         detail::throw_io_error(fn, index_path, "tensor '", item.key(), "' is mapped to '", shard,
@@ -196,7 +201,7 @@ class HuggingFaceFolder {
       shard_by_name.emplace(shard, &shards_.back());
     }
     for (const auto& item : weight_map.items()) {
-      const MappedSafetensors& shard = *shard_by_name.at(item.value().get<std::string>());
+      const MappedSafetensors& shard = *shard_by_name.at(item.value().template get<std::string>());
       if (!shard.contains(item.key()))
         detail::throw_io_error(fn, shard.path(), "tensor '", item.key(), "' is listed in ", index_file_name,
                                " but absent from this shard");
@@ -205,9 +210,12 @@ class HuggingFaceFolder {
   }
 
   std::string folder_;
-  nlohmann::json config_;
+  Json config_;
   std::vector<MappedSafetensors> shards_;
   std::map<std::string, HuggingFaceTensor> tensors_;
 };
+
+/// A Hugging Face model folder whose config.json is a nlohmann::json.
+using HuggingFaceFolder = BasicHuggingFaceFolder<nlohmann::json>;
 
 }  // namespace attnscope::io

@@ -71,8 +71,11 @@ class MappedSafetensors {
 
   /// Maps `path` and validates its header (parse_safetensors_header). Throws attnscope::io_error naming the file
   /// (and the tensor) for a missing file, a malformed header, or a truncated file / offsets past its end.
+  /// (A template on the JSON type, default nlohmann::json, so that the header parser is compiled only where a file
+  /// is opened.)
+  template <class Json = nlohmann::json>
   explicit MappedSafetensors(const std::string& path) : file_(path) {
-    SafetensorsHeader header = parse_safetensors_header(file_.data(), file_.size(), path);
+    SafetensorsHeader header = parse_safetensors_header<Json>(file_.data(), file_.size(), path);
     metadata_ = std::move(header.metadata);
     const unsigned char* buffer = file_.data() + header.buffer_offset;
     tensors_.reserve(header.tensors.size());

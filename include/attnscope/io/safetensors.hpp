@@ -1,6 +1,10 @@
 // attnscope/io/safetensors.hpp — the safetensors format (huggingface/safetensors): an 8-byte little-endian header
 // length N, N bytes of JSON {"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}},
 // then the data buffer. Offsets are relative to the buffer, which the tensors must cover without gaps or overlaps.
+//
+// The functions that read or write the JSON header are templates on the JSON type (default nlohmann::json, never
+// given by callers) so that including this header instantiates no JSON parser or serializer: that code is compiled
+// only in the translation units that call it.
 #pragma once
 
 #include <algorithm>
@@ -66,18 +70,19 @@ struct SafetensorsHeader {
 /// `name_for_errors` and the tensor) for a header length past the end, malformed JSON, unsupported dtypes, bad
 /// shapes, offsets whose span differs from the shape or that lie past the end of the file (a truncated file),
 /// overlapping tensors, gaps, or a buffer not fully covered.
-inline SafetensorsHeader parse_safetensors_header(const unsigned char* data, std::size_t size,
-                                                  const std::string& name_for_errors) {
+template <class Json = nlohmann::json>
+SafetensorsHeader parse_safetensors_header(const unsigned char* data, std::size_t size,
+                                           const std::string& name_for_errors) {
   detail::ByteReader reader(data, size, "parse_safetensors", name_for_errors);
   const std::uint64_t header_length = reader.read<std::uint64_t>("header length");
   if (header_length > safetensors_max_header_bytes)
     reader.fail("header length ", header_length, " exceeds the limit of ", safetensors_max_header_bytes, " bytes");
   const unsigned char* header_bytes = reader.take(header_length, "JSON header");
   if (header_length == 0 || header_bytes[0] != '{') reader.fail("the JSON header does not start with '{'");
-  nlohmann::json json;
+  Json json;
   try {
-    json = nlohmann::json::parse(header_bytes, header_bytes + header_length);
-  } catch (const nlohmann::json::exception& e) {
+    json = Json::parse(header_bytes, header_bytes + header_length);
+  } catch (const typename Json::exception& e) {
     reader.fail("malformed JSON header: ", e.what());
   }
   if (!json.is_object()) reader.fail("the JSON header is not an object");
@@ -88,12 +93,12 @@ inline SafetensorsHeader parse_safetensors_header(const unsigned char* data, std
 
   for (const auto& item : json.items()) {
     const std::string& name = item.key();  // (a structured binding cannot be captured by the lambda below in C++17)
-    const nlohmann::json& info = item.value();
+    const Json& info = item.value();
     if (name == "__metadata__") {
       if (!info.is_object()) reader.fail("__metadata__ is not an object");
       for (const auto& [key, value] : info.items()) {
         if (!value.is_string()) reader.fail("__metadata__ value of '", key, "' is not a string");
-        header.metadata[key] = value.get<std::string>();
+        header.metadata[key] = value.template get<std::string>();
       }
       continue;
     }
@@ -107,7 +112,7 @@ inline SafetensorsHeader parse_safetensors_header(const unsigned char* data, std
     bool known = false;
     for (DType candidate : {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean, DType::float16,
                             DType::bfloat16})
-      if (dtype.is_string() && dtype.get<std::string>() == detail::safetensors_dtype_name(candidate)) {
+      if (dtype.is_string() && dtype.template get<std::string>() == detail::safetensors_dtype_name(candidate)) {
         entry.dtype = candidate;
         known = true;
       }
@@ -116,15 +121,15 @@ inline SafetensorsHeader parse_safetensors_header(const unsigned char* data, std
     if (!shape.is_array() || shape.size() > detail::max_rank)
       bad("shape must be an array of at most ", detail::max_rank, " integers");
     for (const auto& dim : shape) {
-      if (!dim.is_number_unsigned() || dim.get<std::uint64_t>() > (std::uint64_t{1} << 62))
+      if (!dim.is_number_unsigned() || dim.template get<std::uint64_t>() > (std::uint64_t{1} << 62))
         bad("shape entry ", dim.dump(), " is not a non-negative integer ≤ 2^62");
-      entry.shape.push_back(dim.get<std::int64_t>());
+      entry.shape.push_back(dim.template get<std::int64_t>());
     }
     const auto& offsets = info["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
       bad("data_offsets must be two non-negative integers, got ", offsets.dump());
-    entry.begin = offsets[0].get<std::uint64_t>();
-    entry.end = offsets[1].get<std::uint64_t>();
+    entry.begin = offsets[0].template get<std::uint64_t>();
+    entry.end = offsets[1].template get<std::uint64_t>();
     std::uint64_t count = 0, byte_count = 0;
     if (!detail::shape_element_count(entry.shape, count) ||
         !detail::multiply_checked(count, dtype_size(entry.dtype), byte_count))
@@ -158,9 +163,10 @@ inline SafetensorsHeader parse_safetensors_header(const unsigned char* data, std
 }
 
 /// Parses a safetensors file from memory, copying each tensor into an Array (validation: parse_safetensors_header).
-inline SafetensorsContents parse_safetensors_contents(const unsigned char* data, std::size_t size,
-                                                      const std::string& name_for_errors) {
-  SafetensorsHeader header = parse_safetensors_header(data, size, name_for_errors);
+template <class Json = nlohmann::json>
+SafetensorsContents parse_safetensors_contents(const unsigned char* data, std::size_t size,
+                                               const std::string& name_for_errors) {
+  SafetensorsHeader header = parse_safetensors_header<Json>(data, size, name_for_errors);
   const unsigned char* buffer = data + header.buffer_offset;
   SafetensorsContents contents;
   contents.metadata = std::move(header.metadata);
@@ -172,28 +178,31 @@ inline SafetensorsContents parse_safetensors_contents(const unsigned char* data,
 }
 
 /// Parses a safetensors file from memory into a map from tensor name to array (see parse_safetensors_contents).
-inline std::map<std::string, Array> parse_safetensors(const unsigned char* data, std::size_t size,
-                                                      const std::string& name_for_errors) {
-  return detail::to_map(parse_safetensors_contents(data, size, name_for_errors).tensors);
+template <class Json = nlohmann::json>
+std::map<std::string, Array> parse_safetensors(const unsigned char* data, std::size_t size,
+                                               const std::string& name_for_errors) {
+  return detail::to_map(parse_safetensors_contents<Json>(data, size, name_for_errors).tensors);
 }
 
 /// Reads a safetensors file: tensors in buffer order and metadata.
-inline SafetensorsContents read_safetensors_contents(const std::string& path) {
-  return detail::parse_file(path, parse_safetensors_contents);
+template <class Json = nlohmann::json>
+SafetensorsContents read_safetensors_contents(const std::string& path) {
+  return detail::parse_file(path, parse_safetensors_contents<Json>);
 }
 
 /// Reads a safetensors file into a map from tensor name to array.
-inline std::map<std::string, Array> read_safetensors(const std::string& path) {
-  return detail::parse_file(path, parse_safetensors);
+template <class Json = nlohmann::json>
+std::map<std::string, Array> read_safetensors(const std::string& path) {
+  return detail::parse_file(path, parse_safetensors<Json>);
 }
 
 /// The bytes of a safetensors file: tensors laid out contiguously in the given order, JSON header padded with
 /// spaces to a multiple of 8 bytes. Throws invalid_argument for empty, duplicate or "__metadata__" names and
 /// for names or metadata that are not valid UTF-8.
-inline std::string serialize_safetensors(const NamedArrays& tensors,
-                                         const std::map<std::string, std::string>& metadata = {}) {
+template <class Json = nlohmann::json>
+std::string serialize_safetensors(const NamedArrays& tensors, const std::map<std::string, std::string>& metadata = {}) {
   const char* fn = "serialize_safetensors";
-  nlohmann::json header = nlohmann::json::object();
+  Json header = Json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
   for (const auto& [name, array] : tensors) {
@@ -208,7 +217,7 @@ inline std::string serialize_safetensors(const NamedArrays& tensors,
   std::string text;
   try {
     text = header.dump();
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const typename Json::exception& e) {
     detail::throw_invalid_argument(fn, "a tensor name or metadata string is not valid UTF-8 (", e.what(), ")");
   }
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -221,9 +230,10 @@ inline std::string serialize_safetensors(const NamedArrays& tensors,
 }
 
 /// Writes a safetensors file (see serialize_safetensors).
-inline void write_safetensors(const std::string& path, const NamedArrays& tensors,
-                              const std::map<std::string, std::string>& metadata = {}) {
-  write_file(path, serialize_safetensors(tensors, metadata));
+template <class Json = nlohmann::json>
+void write_safetensors(const std::string& path, const NamedArrays& tensors,
+                       const std::map<std::string, std::string>& metadata = {}) {
+  write_file(path, serialize_safetensors<Json>(tensors, metadata));
 }
 
 }  // namespace attnscope::io

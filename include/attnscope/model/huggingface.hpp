@@ -1,11 +1,17 @@
 // attnscope/model/huggingface.hpp — Hugging Face model folders (config.json + safetensors) as a model::Transformer:
 // GPT-2, Llama, Mistral and Qwen2 checkpoints mapped to the shared TransformerWeights. Supported architectures and
 // exactly what each implements: docs/models.md. Needs nlohmann-json (link attnscope::io).
+//
+// The readers are templates on the JSON type config.json is parsed into (default nlohmann::json, never given by
+// callers), so that including this header compiles no JSON accessor: the loader is compiled only where it is called.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
@@ -18,12 +24,13 @@ namespace detail {
 
 /// Reads config.json fields and tensors of one folder, turning every problem into an attnscope::io_error that
 /// names the folder (and config.json or the tensor).
+template <class Json>
 class HuggingFaceReader {
  public:
   explicit HuggingFaceReader(const std::string& folder) : folder_(folder), files_(folder) {}
 
   const std::string& folder() const { return folder_; }
-  const nlohmann::json& config() const { return files_.config(); }
+  const Json& config() const { return files_.config(); }
 
   [[noreturn]] void fail_config(const std::string& message) const {
     attnscope::detail::throw_io_error("load_huggingface_model", folder_ + "/config.json", message);
@@ -39,9 +46,9 @@ class HuggingFaceReader {
       fail_config(attnscope::detail::concat("missing integer field '", key, "'"));
     }
     const auto& value = config().at(key);
-    if (!value.is_number_integer() || value.get<long long>() <= 0 || value.get<long long>() > (1LL << 30))
+    if (!value.is_number_integer() || value.template get<long long>() <= 0 || value.template get<long long>() > (1LL << 30))
       fail_config(attnscope::detail::concat("field '", key, "' = ", value.dump(), " is not a positive integer"));
-    return value.get<int>();
+    return value.template get<int>();
   }
 
   /// A positive finite number field (or `fallback` when absent/null and fallback > 0).
@@ -51,9 +58,9 @@ class HuggingFaceReader {
       fail_config(attnscope::detail::concat("missing number field '", key, "'"));
     }
     const auto& value = config().at(key);
-    if (!value.is_number() || !(value.get<double>() > 0) || !std::isfinite(value.get<double>()))
+    if (!value.is_number() || !(value.template get<double>() > 0) || !std::isfinite(value.template get<double>()))
       fail_config(attnscope::detail::concat("field '", key, "' = ", value.dump(), " is not a positive number"));
-    return value.get<double>();
+    return value.template get<double>();
   }
 
   bool boolean(const char* key, bool fallback) const {
@@ -61,7 +68,7 @@ class HuggingFaceReader {
     const auto& value = config().at(key);
     if (!value.is_boolean())
       fail_config(attnscope::detail::concat("field '", key, "' = ", value.dump(), " is not a boolean"));
-    return value.get<bool>();
+    return value.template get<bool>();
   }
 
   std::string text(const char* key, const std::string& fallback) const {
@@ -69,7 +76,7 @@ class HuggingFaceReader {
     const auto& value = config().at(key);
     if (!value.is_string())
       fail_config(attnscope::detail::concat("field '", key, "' = ", value.dump(), " is not a string"));
-    return value.get<std::string>();
+    return value.template get<std::string>();
   }
 
   /// Tensor `name` as rows × cols float32; io_error naming the folder and the tensor when missing or mis-shaped.
@@ -96,7 +103,7 @@ class HuggingFaceReader {
 
  private:
   std::string folder_;
-  io::HuggingFaceFolder files_;
+  io::BasicHuggingFaceFolder<Json> files_;
 
   void require(const std::string& name) const {
     if (!files_.has_tensor(name))
@@ -110,14 +117,16 @@ class HuggingFaceReader {
 };
 
 /// Rejects config.json features this implementation does not compute (so a model never runs silently wrong).
-inline void reject_unsupported(const HuggingFaceReader& reader) {
+template <class Reader>
+void reject_unsupported(const Reader& reader) {
   if (reader.has("rope_scaling"))
     reader.fail_config("rope_scaling = " + reader.config().at("rope_scaling").dump() +
                        " is not supported (only plain RoPE, see docs/models.md)");
 }
 
 /// GPT-2 (transformers GPT2LMHeadModel): learned positions, LayerNorm, fused Conv1D q|k|v stored [in, out].
-inline TransformerWeights read_gpt2(const HuggingFaceReader& reader) {
+template <class Reader>
+TransformerWeights read_gpt2(const Reader& reader) {
   reject_unsupported(reader);
   TransformerConfig c;
   c.architecture = "gpt2";
@@ -183,7 +192,8 @@ inline TransformerWeights read_gpt2(const HuggingFaceReader& reader) {
 
 /// Llama, Mistral and Qwen2 (transformers LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM): RMSNorm,
 /// rotate-half RoPE, grouped-query attention, SwiGLU; Qwen2 adds q/k/v biases, Mistral a sliding window.
-inline TransformerWeights read_llama_family(const HuggingFaceReader& reader, const std::string& model_type) {
+template <class Reader>
+TransformerWeights read_llama_family(const Reader& reader, const std::string& model_type) {
   reject_unsupported(reader);
   TransformerConfig c;
   c.architecture = model_type;
@@ -256,8 +266,9 @@ inline TransformerWeights read_llama_family(const HuggingFaceReader& reader, con
 /// gpt2, llama, mistral or qwen2 (docs/models.md). Throws attnscope::io_error naming the folder and config.json or
 /// the tensor for: an unreadable folder, a missing or unsupported model_type, a config feature not implemented
 /// (rope_scaling, another activation, ...), a missing tensor, a tensor whose shape disagrees with config.json.
-inline TransformerWeights read_huggingface_weights(const std::string& folder) {
-  const detail::HuggingFaceReader reader(folder);
+template <class Json = nlohmann::json>
+TransformerWeights read_huggingface_weights(const std::string& folder) {
+  const detail::HuggingFaceReader<Json> reader(folder);
   if (!reader.has("model_type")) reader.fail_config("missing field 'model_type'");
   const std::string model_type = reader.text("model_type", "");
   if (model_type == "gpt2") return detail::read_gpt2(reader);
@@ -267,8 +278,9 @@ inline TransformerWeights read_huggingface_weights(const std::string& folder) {
 }
 
 /// A Hugging Face model folder as a Transformer (read_huggingface_weights, then the Transformer's own checks).
-inline Transformer load_huggingface_model(const std::string& folder) {
-  return Transformer(read_huggingface_weights(folder));
+template <class Json = nlohmann::json>
+Transformer load_huggingface_model(const std::string& folder) {
+  return Transformer(read_huggingface_weights<Json>(folder));
 }
 
 }  // namespace attnscope::model

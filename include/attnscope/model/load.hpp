@@ -1,5 +1,6 @@
 // attnscope/model/load.hpp — one entry point for every model format: a directory is a Hugging Face folder, a file a
-// llama2.c checkpoint. Needs nlohmann-json (link attnscope::io).
+// llama2.c checkpoint. Needs nlohmann-json (link attnscope::io). A template on the JSON type (default
+// nlohmann::json, never given by callers) so that the loaders are compiled only where a model is loaded.
 #pragma once
 
 #include <filesystem>
@@ -15,9 +16,10 @@ namespace attnscope::model {
 
 /// Loads a model: a directory → load_huggingface_model(path); anything else → a llama2.c checkpoint
 /// (io::read_llama2c). Throws attnscope::io_error naming the path for a missing or unreadable model.
-inline Transformer load_model(const std::string& path) {
+template <class Json = nlohmann::json>
+Transformer load_model(const std::string& path) {
   std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return load_huggingface_model(path);
+  if (std::filesystem::is_directory(path, error)) return load_huggingface_model<Json>(path);
   return Transformer(transformer_weights_from_llama2c(io::read_llama2c(path)));
 }
 

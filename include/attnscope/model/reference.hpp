@@ -1,6 +1,7 @@
-// attnscope/model/reference.hpp — compares a model (Transformer) with a reference dump of another engine (llama2.c
-// run.c format of ../shared/data/stories260K.greedy.json): logits, per-layer/per-head scores and attention at listed
-// positions, and greedy decoding. Needs nlohmann-json (link attnscope::io).
+// attnscope/model/reference.hpp — compares a model (Transformer) with a reference dump of another engine (a JSON
+// object written from llama2.c's run.c: input_tokens, next_tokens, logits, scores, attention): logits,
+// per-layer/per-head scores and attention at listed positions, and greedy decoding. Needs nlohmann-json (link
+// attnscope::io). Not included by attnscope/model.hpp.
 #pragma once
 
 #include <algorithm>
@@ -64,19 +65,22 @@ const JsonValue& require_field(const JsonValue& json, const char* name) {
 /// decoding of `next_tokens.size()` tokens from input_tokens[0] against `next_tokens`.
 /// Throws attnscope::invalid_argument when a field is missing or a layer/head/position/length is out of range.
 /// Cost: one forward pass with score/attention capture plus one greedy decode.
-inline ReferenceComparison compare_with_reference(const Transformer& model, const nlohmann::json& reference) {
+/// Model is a Transformer (or a class derived from it, such as LlamaModel) and Json a nlohmann::json; both are
+/// template parameters so that including this header compiles neither the forward pass nor the JSON accessors.
+template <class Model, class Json>
+ReferenceComparison compare_with_reference(const Model& model, const Json& reference) {
   const char* fn = "compare_with_reference";
-  const auto tokens = detail::require_field(reference, "input_tokens").get<std::vector<int>>();
-  const auto next_tokens = detail::require_field(reference, "next_tokens").get<std::vector<int>>();
+  const auto tokens = detail::require_field(reference, "input_tokens").template get<std::vector<int>>();
+  const auto next_tokens = detail::require_field(reference, "next_tokens").template get<std::vector<int>>();
   ForwardOptions options;
   options.capture = CaptureOptions::attention_only();
-  const ForwardResult result = model.forward(tokens, options);
+  const auto result = model.forward(tokens, options);
   const Index length = result.logits.rows();
   ReferenceComparison comparison;
 
   for (const auto& [position_text, values] : detail::require_field(reference, "logits").items()) {
     const long position = std::stol(position_text);
-    const auto expected = values.get<std::vector<double>>();
+    const auto expected = values.template get<std::vector<double>>();
     if (position < 0 || position >= length || expected.size() != static_cast<std::size_t>(result.logits.cols()))
       attnscope::detail::throw_invalid_argument(fn, "logits at position ", position_text, " with ", expected.size(),
                                                 " values do not fit ", length, " x ", result.logits.cols());
@@ -88,7 +92,7 @@ inline ReferenceComparison compare_with_reference(const Transformer& model, cons
     const bool scores = std::string(field) == "scores";
     for (const auto& entry : detail::require_field(reference, field)) {
       const int layer = entry.at("layer"), head = entry.at("head"), position = entry.at("pos");
-      const auto expected = entry.at("values").get<std::vector<double>>();
+      const auto expected = entry.at("values").template get<std::vector<double>>();
       if (layer < 0 || layer >= model.config().n_layers || head < 0 || head >= model.config().n_heads ||
           position < 0 || position >= length || expected.size() != static_cast<std::size_t>(position) + 1)
         attnscope::detail::throw_invalid_argument(fn, field, " entry layer ", layer, " head ", head, " pos ", position,

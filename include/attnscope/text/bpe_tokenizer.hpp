@@ -3,195 +3,49 @@
 // tokenizer.json. Encoding: split out added tokens (on request), pre-tokenize with a regex (PCRE2), turn each piece
 // into bytes and merge them by rank (bpe_merge.hpp). Decoding: concatenate each token's bytes.
 // Needs nlohmann-json and libpcre2-8 (link attnscope::text).
+//
+// The parts live in text/detail/: the files (tokenizer_files.hpp), the vocabulary, merges and added tokens
+// (vocabulary.hpp), the pre-tokenizer (pre_tokenizer.hpp) and the word cache (word_cache.hpp). The tokenizer is a
+// class template on the JSON type its files are parsed with (ByteLevelBpeTokenizer uses nlohmann::json), so that
+// including this header compiles no JSON parser: a member is compiled only in the translation units that use it.
 #pragma once
 
-#include <algorithm>
-#include <array>
 #include <cstddef>
-#include <cstdint>
-#include <deque>
 #include <filesystem>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <system_error>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "attnscope/core/error.hpp"
-#include "attnscope/io/file.hpp"
 #include "attnscope/text/bpe_merge.hpp"
 #include "attnscope/text/byte_level.hpp"
-#include "attnscope/text/regex.hpp"
+#include "attnscope/text/detail/pre_tokenizer.hpp"
+#include "attnscope/text/detail/tokenizer_files.hpp"
+#include "attnscope/text/detail/vocabulary.hpp"
+#include "attnscope/text/detail/word_cache.hpp"
+#include "attnscope/text/tokenizer_types.hpp"
 
 namespace attnscope::text {
 
-/// GPT-2's pre-tokenizer regex (OpenAI encoder.py; also Hugging Face's ByteLevel pre-tokenizer with use_regex).
-inline constexpr const char* gpt2_pre_tokenizer_pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
-/// Largest token id accepted in a vocabulary file (guards the id -> token tables against absurd ids).
-inline constexpr int max_token_id = (1 << 24) - 1;
-
-struct EncodeOptions {
-  /// When true, added/special tokens (e.g. "<|endoftext|>") found in the text become their single ids; when false
-  /// (the default) they are ordinary text and are split into ordinary tokens.
-  bool parse_special_tokens = false;
-};
-
-/// A token that bypasses BPE: tokenizer.json's added_tokens, or a "<|...|>" token of vocab.json that no merge forms.
-struct AddedToken {
-  std::string content;  // the literal text, e.g. "<|endoftext|>"
-  int id = 0;
-  bool special = true;
-  bool left_strip = false;   // absorbs ASCII whitespace before it (tokenizer.json "lstrip")
-  bool right_strip = false;  // absorbs ASCII whitespace after it (tokenizer.json "rstrip")
-};
-
-namespace detail {
-
-/// One step of the pre-tokenizer: optionally prefix a space to each piece that lacks one, then optionally split each
-/// piece with a regex (behaviour "Isolated": matches and the gaps between them are pieces).
-struct PreTokenizerStage {
-  bool add_prefix_space = false;
-  std::optional<Regex> regex;
-};
-
-/// Cache word -> token ids, shared by the calls of one tokenizer and guarded by a mutex. Copies start empty.
-/// An open-addressing table (linear probing, stored hashes) over two arenas, one for the words' bytes and one for
-/// their ids, so a lookup touches one slot and one arena range instead of a chain of nodes.
-class WordCache {
- public:
-  static constexpr std::size_t max_entries = 1 << 18;            // cleared when full, so memory stays bounded
-  static constexpr std::size_t max_arena_bytes = 64 << 20;       // (and when the words' bytes pass 64 MiB)
-  WordCache() = default;
-  WordCache(const WordCache&) {}
-  /// The cached ids belong to the old tokenizer: assignment empties the cache.
-  WordCache& operator=(const WordCache&) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    clear();
-    return *this;
-  }
-
-  /// Appends the cached ids of `word` (non-empty) to `out` and returns true, or returns false when it is not cached.
-  bool append(std::string_view word, std::size_t hash, std::vector<int>& out) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (slots_.empty()) return false;
-    for (std::size_t index = hash & (slots_.size() - 1);; index = (index + 1) & (slots_.size() - 1)) {
-      const Slot& slot = slots_[index];
-      if (slot.id_count == 0) return false;
-      if (slot.hash == hash && slot.word_length == word.size() &&
-          std::string_view(words_).substr(slot.word_offset, slot.word_length) == word) {
-        out.insert(out.end(), ids_.begin() + static_cast<std::ptrdiff_t>(slot.id_offset),
-                   ids_.begin() + static_cast<std::ptrdiff_t>(slot.id_offset + slot.id_count));
-        return true;
-      }
-    }
-  }
-
-  /// Caches the ids of `word` (count > 0); a word already cached keeps its first entry.
-  void insert(std::string_view word, std::size_t hash, const int* ids, std::size_t count) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (entries_ >= max_entries || words_.size() + word.size() > max_arena_bytes) clear();
-    if (slots_.empty()) slots_.resize(1024);
-    if (2 * (entries_ + 1) > slots_.size()) grow();
-    std::size_t index = hash & (slots_.size() - 1);
-    for (; slots_[index].id_count != 0; index = (index + 1) & (slots_.size() - 1))
-      if (slots_[index].hash == hash && std::string_view(words_).substr(slots_[index].word_offset, slots_[index].word_length) == word)
-        return;
-    slots_[index] = {hash, words_.size(), word.size(), ids_.size(), count};
-    words_.append(word.data(), word.size());
-    ids_.insert(ids_.end(), ids, ids + count);
-    ++entries_;
-  }
-
- private:
-  struct Slot {
-    std::size_t hash;
-    std::size_t word_offset, word_length;
-    std::size_t id_offset, id_count;  // id_count 0 marks an empty slot (a cached word has at least one token)
-  };
-  void clear() const {
-    slots_.clear();
-    words_.clear();
-    ids_.clear();
-    entries_ = 0;
-  }
-  void grow() const {
-    std::vector<Slot> old(2 * slots_.size());
-    old.swap(slots_);
-    for (const Slot& slot : old) {
-      if (slot.id_count == 0) continue;
-      std::size_t index = slot.hash & (slots_.size() - 1);
-      while (slots_[index].id_count != 0) index = (index + 1) & (slots_.size() - 1);
-      slots_[index] = slot;
-    }
-  }
-  mutable std::mutex mutex_;
-  mutable std::vector<Slot> slots_;  // power-of-two size, at most half full
-  mutable std::string words_;
-  mutable std::vector<int> ids_;
-  mutable std::size_t entries_ = 0;
-};
-
-/// Parses a JSON file; io_error naming the file and the byte position for malformed JSON.
-inline nlohmann::json read_json_file(const std::string& path, const char* function) {
-  const std::vector<unsigned char> bytes = io::read_file(path);
-  try {
-    return nlohmann::json::parse(bytes.begin(), bytes.end());
-  } catch (const nlohmann::json::parse_error& error) {
-    attnscope::detail::throw_io_error(function, path, "malformed JSON at byte ", error.byte, ": ", error.what());
-  }
-}
-
-/// A short, printable excerpt of a string for error messages.
-inline std::string quoted_excerpt(std::string_view text) {
-  constexpr std::size_t limit = 60;
-  return "'" + std::string(text.substr(0, limit)) + (text.size() > limit ? "...'" : "'");
-}
-
-}  // namespace detail
-
 /// A byte-level BPE tokenizer. Immutable after loading except for an internal word cache; all const members may be
-/// called from several threads at once (the cache is guarded by a mutex).
-class ByteLevelBpeTokenizer {
+/// called from several threads at once (the cache is guarded by a mutex). Json is the JSON type the files are
+/// parsed with; use the alias ByteLevelBpeTokenizer.
+template <class Json>
+class BasicByteLevelBpeTokenizer {
  public:
   /// GPT-2's files: vocab.json (or encoder.json), token string -> id, and merges.txt (or vocab.bpe), one merge
   /// "left right" per line after an optional "#version" line. Pre-tokenizer: GPT-2's regex. Vocabulary tokens
   /// "<|...|>" that no merge forms (GPT-2's "<|endoftext|>") are added tokens.
-  static ByteLevelBpeTokenizer from_vocab_and_merges(const std::string& vocab_json_path,
-                                                     const std::string& merges_txt_path) {
-    constexpr const char* function = "text::ByteLevelBpeTokenizer::from_vocab_and_merges";
-    ByteLevelBpeTokenizer tokenizer;
-    tokenizer.set_vocabulary(detail::read_json_file(vocab_json_path, function), vocab_json_path, function);
-    const std::vector<unsigned char> bytes = io::read_file(merges_txt_path);
-    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    std::vector<MergeEntry> merges;
-    std::size_t line_start = 0, line_number = 0;
-    while (line_start < text.size()) {
-      std::size_t line_end = text.find('\n', line_start);
-      if (line_end == std::string_view::npos) line_end = text.size();
-      std::string_view line = text.substr(line_start, line_end - line_start);
-      line_start = line_end + 1;
-      ++line_number;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.empty() || (line_number == 1 && line.substr(0, 8) == "#version")) continue;
-      const std::size_t space = line.find(' ');
-      if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
-          line.find(' ', space + 1) != std::string_view::npos)
-        attnscope::detail::throw_io_error(function, merges_txt_path, "line ", line_number,
-                                          ": expected two tokens separated by one space, found ",
-                                          detail::quoted_excerpt(line));
-      merges.push_back({std::string(line.substr(0, space)), std::string(line.substr(space + 1)), line_number});
-    }
-    tokenizer.set_merges(merges, merges_txt_path, function, MergeSource::text_lines);
-    tokenizer.add_unmerged_special_tokens();
-    tokenizer.stages_.push_back({false, Regex(gpt2_pre_tokenizer_pattern)});
-    return tokenizer;
+  static BasicByteLevelBpeTokenizer from_vocab_and_merges(const std::string& vocab_json_path,
+                                                          const std::string& merges_txt_path) {
+    return BasicByteLevelBpeTokenizer(detail::load_vocab_and_merges<Json>(
+        vocab_json_path, merges_txt_path, "text::ByteLevelBpeTokenizer::from_vocab_and_merges"));
   }
 
   /// A Hugging Face tokenizer.json whose model is BPE over GPT-2's byte alphabet with a ByteLevel pre-tokenizer,
@@ -199,18 +53,15 @@ class ByteLevelBpeTokenizer {
   /// empty Sequence or NFC (NFC is not applied: the text must already be NFC; see docs/api/text.md). Anything else
   /// (Unigram/WordPiece models, Metaspace, byte_fallback, other normalizers or pre-tokenizers) throws io_error
   /// "... not supported: ..." naming the file and what it found.
-  static ByteLevelBpeTokenizer from_tokenizer_json(const std::string& tokenizer_json_path) {
-    constexpr const char* function = "text::ByteLevelBpeTokenizer::from_tokenizer_json";
-    const nlohmann::json root = detail::read_json_file(tokenizer_json_path, function);
-    ByteLevelBpeTokenizer tokenizer;
-    tokenizer.load_tokenizer_json(root, tokenizer_json_path, function);
-    return tokenizer;
+  static BasicByteLevelBpeTokenizer from_tokenizer_json(const std::string& tokenizer_json_path) {
+    return BasicByteLevelBpeTokenizer(
+        detail::load_tokenizer_json<Json>(tokenizer_json_path, "text::ByteLevelBpeTokenizer::from_tokenizer_json"));
   }
 
   /// A model folder: tokenizer.json when present (it then decides: an unsupported tokenizer.json throws rather than
   /// fall back to files that may describe a different pre-tokenizer), else vocab.json + merges.txt, else
   /// encoder.json + vocab.bpe; else io_error naming the folder.
-  static ByteLevelBpeTokenizer from_folder(const std::string& folder) {
+  static BasicByteLevelBpeTokenizer from_folder(const std::string& folder) {
     namespace fs = std::filesystem;
     std::error_code error;
     if (!fs::is_directory(folder, error))
@@ -232,10 +83,11 @@ class ByteLevelBpeTokenizer {
   std::vector<int> encode(std::string_view utf8_text, const EncodeOptions& options = {}) const {
     if (const auto bad = first_invalid_utf8_offset(utf8_text))
       attnscope::detail::throw_invalid_argument("text::ByteLevelBpeTokenizer::encode", "invalid UTF-8 at byte offset ",
-                                                *bad, " (byte 0x", hex_byte(utf8_text[*bad]), ")");
-    EncodeState state(*this);
+                                                *bad, " (byte 0x", detail::hex_byte(utf8_text[*bad]), ")");
+    EncodeState state(parts_.stages);
     state.ids.reserve(utf8_text.size() / 3 + 1);
-    if (!options.parse_special_tokens || added_tokens_.empty()) {
+    const detail::BpeVocabulary& vocabulary = parts_.vocabulary;
+    if (!options.parse_special_tokens || vocabulary.added_tokens().empty()) {
       encode_ordinary(utf8_text, state);
       return std::move(state.ids);
     }
@@ -243,8 +95,9 @@ class ByteLevelBpeTokenizer {
     std::size_t segment_start = 0, position = 0;
     while (position < utf8_text.size()) {
       const AddedToken* match = nullptr;
-      for (const std::size_t index : added_by_first_byte_[static_cast<unsigned char>(utf8_text[position])]) {
-        const AddedToken& candidate = added_tokens_[index];
+      for (const std::size_t index :
+           vocabulary.added_tokens_starting_with(static_cast<unsigned char>(utf8_text[position]))) {
+        const AddedToken& candidate = vocabulary.added_tokens()[index];
         if (utf8_text.compare(position, candidate.content.size(), candidate.content) == 0) {
           match = &candidate;
           break;  // the lists are sorted longest first
@@ -271,30 +124,23 @@ class ByteLevelBpeTokenizer {
   /// The text of token ids: each token's bytes, concatenated (a prefix of a multi-byte character may end the result
   /// when the ids were cut). Throws attnscope::invalid_argument for an id outside the vocabulary.
   std::string decode(const std::vector<int>& ids) const {
-    std::string text;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      const int id = ids[i];
-      if (id < 0 || id >= vocab_size() || !present_[static_cast<std::size_t>(id)])
-        attnscope::detail::throw_invalid_argument("text::ByteLevelBpeTokenizer::decode", "ids[", i, "] = ", id,
-                                                  " is not in the vocabulary (size ", vocab_size(), ")");
-      text += token_bytes_[static_cast<std::size_t>(id)];
-    }
-    return text;
+    return parts_.vocabulary.decode(ids, "text::ByteLevelBpeTokenizer::decode");
   }
 
   /// Largest token id + 1, added tokens included.
-  int vocab_size() const { return static_cast<int>(token_bytes_.size()); }
+  int vocab_size() const { return parts_.vocabulary.vocab_size(); }
 
   /// The (first) regex of the pre-tokenizer; "" when the text is not split (ByteLevel with use_regex false alone).
   const std::string& pre_tokenizer_pattern() const {
-    for (const auto& stage : stages_)
+    static const std::string empty;
+    for (const auto& stage : parts_.stages)
       if (stage.regex) return stage.regex->pattern();
-    return empty_string();
+    return empty;
   }
   /// Every regex of the pre-tokenizer, in the order they are applied.
   std::vector<std::string> pre_tokenizer_patterns() const {
     std::vector<std::string> patterns;
-    for (const auto& stage : stages_)
+    for (const auto& stage : parts_.stages)
       if (stage.regex) patterns.push_back(stage.regex->pattern());
     return patterns;
   }
@@ -302,364 +148,63 @@ class ByteLevelBpeTokenizer {
   /// Id of a token: an added token by its content, else a vocabulary token by its string in the vocabulary file
   /// (the byte-level form, e.g. "Ġthe" for " the"); std::nullopt when there is none.
   std::optional<int> token_id(std::string_view token) const {
-    for (const AddedToken& added : added_tokens_)
-      if (added.content == token) return added.id;
-    const auto found = id_of_token_string_.find(std::string(token));
-    if (found == id_of_token_string_.end()) return std::nullopt;
-    return found->second;
+    const int id = parts_.vocabulary.token_id(token);
+    if (id < 0) return std::nullopt;
+    return id;
   }
   /// The raw bytes of a token (its content for added tokens). Throws invalid_argument for an id outside the vocabulary.
   std::string token_bytes(int id) const { return decode({id}); }
   /// The added tokens (special or not), in id order.
-  const std::vector<AddedToken>& added_tokens() const { return added_tokens_; }
+  const std::vector<AddedToken>& added_tokens() const { return parts_.vocabulary.added_tokens(); }
   /// tokenizer.json's normalizer that is accepted but not applied ("NFC"), or "" for none.
-  const std::string& assumed_normalizer() const { return assumed_normalizer_; }
+  const std::string& assumed_normalizer() const { return parts_.assumed_normalizer; }
 
  private:
   struct EncodeState {
-    explicit EncodeState(const ByteLevelBpeTokenizer& tokenizer) {
-      for (const auto& stage : tokenizer.stages_)
-        regex_scratch.push_back(stage.regex ? std::optional<Regex::Scratch>(stage.regex->make_scratch()) : std::nullopt);
-    }
+    explicit EncodeState(const std::vector<detail::PreTokenizerStage>& stages) : pre_tokenizer(stages) {}
     std::vector<int> ids;
-    std::vector<std::optional<Regex::Scratch>> regex_scratch;
-    std::vector<std::string_view> pieces, next_pieces;
-    std::deque<std::string> prefixed_pieces;  // pieces that got a prefix space (a deque keeps views valid)
+    detail::PreTokenizerScratch pre_tokenizer;
     std::string word;
     detail::BpeMergeScratch merge_scratch;
   };
 
-  ByteLevelBpeTokenizer() = default;
-
-  // One merge and its position in the file: the line number of merges.txt or the index in tokenizer.json's array.
-  struct MergeEntry {
-    std::string left, right;
-    std::size_t position;
-  };
-  enum class MergeSource { text_lines, json_array };
+  explicit BasicByteLevelBpeTokenizer(detail::TokenizerParts parts) : parts_(std::move(parts)) {}
 
   static bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-  static std::string hex_byte(char c) {
-    const char* digits = "0123456789ABCDEF";
-    const auto byte = static_cast<unsigned char>(c);
-    return {digits[byte >> 4], digits[byte & 15]};
-  }
-  static const std::string& empty_string() {
-    static const std::string empty;
-    return empty;
-  }
 
   // Pre-tokenizes `text` (no added tokens in it) and appends the BPE tokens of every piece.
   void encode_ordinary(std::string_view text, EncodeState& state) const {
     if (text.empty()) return;
-    state.pieces.assign(1, text);
-    for (std::size_t s = 0; s < stages_.size(); ++s) {
-      const auto& stage = stages_[s];
-      state.next_pieces.clear();
-      for (std::string_view piece : state.pieces) {
-        if (stage.add_prefix_space && (piece.empty() || piece.front() != ' ')) {
-          state.prefixed_pieces.push_back(" " + std::string(piece));
-          piece = state.prefixed_pieces.back();
-        }
-        if (stage.regex)
-          stage.regex->split_isolated(piece, state.next_pieces, *state.regex_scratch[s]);
-        else
-          state.next_pieces.push_back(piece);
-      }
-      state.pieces.swap(state.next_pieces);
-    }
-    for (const std::string_view piece : state.pieces) encode_piece(piece, state);
-    state.prefixed_pieces.clear();
+    detail::pre_tokenize(parts_.stages, text, state.pre_tokenizer);
+    for (const std::string_view piece : state.pre_tokenizer.pieces) encode_piece(piece, state);
   }
 
   // BPE of one pre-tokenized piece, through the word cache.
   void encode_piece(std::string_view piece, EncodeState& state) const {
     if (piece.empty()) return;
+    const detail::BpeVocabulary& vocabulary = parts_.vocabulary;
     if (piece.size() == 1) {
-      state.ids.push_back(merges_.byte_token_id[static_cast<unsigned char>(piece[0])]);
+      state.ids.push_back(vocabulary.merges().byte_token_id[static_cast<unsigned char>(piece[0])]);
       return;
     }
-    if (ignore_merges_) {  // tokenizer.json "ignore_merges": a piece that is a whole token is that token
-      state.word.assign(piece.data(), piece.size());
-      const auto found = id_of_bytes_.find(state.word);
-      if (found != id_of_bytes_.end()) {
-        state.ids.push_back(found->second);
+    if (vocabulary.ignores_merges()) {  // tokenizer.json "ignore_merges": a piece that is a whole token is that token
+      if (const int id = vocabulary.whole_token(piece, state.word); id >= 0) {
+        state.ids.push_back(id);
         return;
       }
     }
     const std::size_t hash = std::hash<std::string_view>{}(piece);
     if (cache_.append(piece, hash, state.ids)) return;
     const std::size_t first = state.ids.size();
-    detail::merge_word(merges_, piece, state.ids, state.merge_scratch);
+    detail::merge_word(vocabulary.merges(), piece, state.ids, state.merge_scratch);
     cache_.insert(piece, hash, state.ids.data() + first, state.ids.size() - first);
   }
 
-  // Fills the id tables from a JSON object token string -> id.
-  void set_vocabulary(const nlohmann::json& vocab, const std::string& file, const char* function) {
-    if (!vocab.is_object())
-      attnscope::detail::throw_io_error(function, file, "the vocabulary is not a JSON object of token -> id");
-    int largest = -1;
-    for (auto entry = vocab.begin(); entry != vocab.end(); ++entry) {
-      if (!entry.value().is_number_integer() || entry.value().get<std::int64_t>() < 0 ||
-          entry.value().get<std::int64_t>() > max_token_id)
-        attnscope::detail::throw_io_error(function, file, "token ", detail::quoted_excerpt(entry.key()),
-                                          " has id ", entry.value().dump(), " (expected an integer in [0, ",
-                                          max_token_id, "])");
-      largest = std::max(largest, entry.value().get<int>());
-    }
-    resize_ids(largest + 1);
-    id_of_token_string_.reserve(vocab.size());
-    for (auto entry = vocab.begin(); entry != vocab.end(); ++entry) {
-      const int id = entry.value().get<int>();
-      const auto index = static_cast<std::size_t>(id);
-      if (present_[index])
-        attnscope::detail::throw_io_error(function, file, "duplicate id ", id, ": tokens ",
-                                          detail::quoted_excerpt(token_strings_[index]), " and ",
-                                          detail::quoted_excerpt(entry.key()));
-      present_[index] = 1;
-      token_strings_[index] = entry.key();
-      // A string outside the byte alphabet decodes to its own UTF-8 bytes (as Hugging Face's ByteLevel decoder does).
-      token_bytes_[index] = byte_level_to_bytes(entry.key()).value_or(entry.key());
-      id_of_token_string_.emplace(entry.key(), id);
-    }
-    for (int byte = 0; byte < 256; ++byte) {
-      const auto found = id_of_token_string_.find(bytes_to_byte_level(std::string(1, static_cast<char>(byte))));
-      merges_.byte_token_id[static_cast<std::size_t>(byte)] = found == id_of_token_string_.end() ? -1 : found->second;
-      // Bytes that can occur in UTF-8 text (all but C0, C1, F5..FF) must have a token.
-      const bool occurs_in_utf8 = byte < 0xC0 || (byte >= 0xC2 && byte <= 0xF4);
-      if (occurs_in_utf8 && merges_.byte_token_id[static_cast<std::size_t>(byte)] < 0)
-        attnscope::detail::throw_io_error(function, file, "not supported: not a byte-level vocabulary (no token for byte 0x",
-                                          hex_byte(static_cast<char>(byte)), ", byte-level string '",
-                                          bytes_to_byte_level(std::string(1, static_cast<char>(byte))), "')");
-    }
-  }
-
-  void resize_ids(int size) {
-    token_bytes_.resize(static_cast<std::size_t>(size));
-    token_strings_.resize(static_cast<std::size_t>(size));
-    present_.resize(static_cast<std::size_t>(size), 0);
-  }
-
-  // Builds the merge table (rank = index in `merges`); errors name each merge's position in its file.
-  void set_merges(const std::vector<MergeEntry>& merges, const std::string& file, const char* function,
-                  MergeSource source) {
-    const auto locate = [&](std::size_t index) {
-      const std::string position = std::to_string(merges[index].position);
-      return source == MergeSource::text_lines ? "line " + position : "merges[" + position + "]";
-    };
-    for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-      const std::string& left = merges[rank].left;
-      const std::string& right = merges[rank].right;
-      const auto id_of = [&](const std::string& token) {
-        const auto found = id_of_token_string_.find(token);
-        if (found == id_of_token_string_.end())
-          attnscope::detail::throw_io_error(function, file, locate(rank), ": merge ", detail::quoted_excerpt(left + " " + right),
-                                            " refers to ", detail::quoted_excerpt(token),
-                                            ", which is not in the vocabulary");
-        return found->second;
-      };
-      const int left_id = id_of(left), right_id = id_of(right), merged_id = id_of(left + right);
-      merges_.insert(left_id, right_id, detail::BpeMerge{static_cast<int>(rank), merged_id});  // a repeat keeps its first rank
-    }
-  }
-
-  // vocab.json + merges.txt: "<|...|>" vocabulary tokens that no merge forms are added tokens.
-  void add_unmerged_special_tokens() {
-    std::vector<char> formed(token_bytes_.size(), 0);
-    merges_.for_each([&](const detail::BpeMerge& merge) { formed[static_cast<std::size_t>(merge.merged_id)] = 1; });
-    for (std::size_t id = 0; id < token_strings_.size(); ++id) {
-      const std::string& token = token_strings_[id];
-      if (present_[id] && !formed[id] && token.size() > 4 && token.compare(0, 2, "<|") == 0 &&
-          token.compare(token.size() - 2, 2, "|>") == 0)
-        added_tokens_.push_back({token, static_cast<int>(id), true, false, false});
-    }
-    index_added_tokens();
-  }
-
-  void index_added_tokens() {
-    std::sort(added_tokens_.begin(), added_tokens_.end(), [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
-    for (auto& list : added_by_first_byte_) list.clear();
-    for (std::size_t i = 0; i < added_tokens_.size(); ++i)
-      added_by_first_byte_[static_cast<unsigned char>(added_tokens_[i].content[0])].push_back(i);
-    for (auto& list : added_by_first_byte_)
-      std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
-        return added_tokens_[a].content.size() > added_tokens_[b].content.size();
-      });
-  }
-
-  void load_tokenizer_json(const nlohmann::json& root, const std::string& file, const char* function) {
-    const auto unsupported = [&](const std::string& what) {
-      attnscope::detail::throw_io_error(function, file, "not supported: ", what,
-                                        " (only byte-level BPE tokenizers are supported)");
-    };
-    const auto corrupt = [&](const std::string& what) { attnscope::detail::throw_io_error(function, file, what); };
-    const auto type_of = [](const nlohmann::json& object) -> std::string {
-      const auto found = object.find("type");
-      return found != object.end() && found->is_string() ? found->get<std::string>() : std::string("<no type>");
-    };
-    const auto flag = [](const nlohmann::json& object, const char* key, bool fallback) {
-      const auto found = object.find(key);
-      return found != object.end() && found->is_boolean() ? found->get<bool>() : fallback;
-    };
-    if (!root.is_object()) corrupt("the top level is not a JSON object");
-    const auto model_entry = root.find("model");
-    if (model_entry == root.end() || !model_entry->is_object()) corrupt("no \"model\" object");
-    const nlohmann::json& model = *model_entry;
-    const std::string model_type = model.contains("type") ? type_of(model) : std::string("BPE");
-    if (model_type != "BPE") unsupported("model type '" + model_type + "'");
-    if (flag(model, "byte_fallback", false))
-      unsupported("a BPE model with byte_fallback (SentencePiece-style, as in Llama-2)");
-    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-      const auto found = model.find(key);
-      if (found != model.end() && !found->is_null() && !(found->is_string() && found->get<std::string>().empty()))
-        unsupported(std::string("a BPE model with ") + key + " " + found->dump());
-    }
-    if (const auto dropout = model.find("dropout");
-        dropout != model.end() && !dropout->is_null() && !(dropout->is_number() && dropout->get<double>() == 0.0))
-      unsupported("BPE dropout " + dropout->dump());
-    ignore_merges_ = flag(model, "ignore_merges", false);
-
-    // Normalizer: none, an empty Sequence, or NFC (accepted, not applied).
-    if (const auto normalizer = root.find("normalizer"); normalizer != root.end() && !normalizer->is_null()) {
-      const std::string type = type_of(*normalizer);
-      const bool empty_sequence = type == "Sequence" && normalizer->contains("normalizers") &&
-                                  (*normalizer)["normalizers"].is_array() && (*normalizer)["normalizers"].empty();
-      if (type == "NFC")
-        assumed_normalizer_ = "NFC";
-      else if (!empty_sequence)
-        unsupported("normalizer '" + type + "' " + detail::quoted_excerpt(normalizer->dump()));
-    }
-
-    // Pre-tokenizer: ByteLevel, or a Sequence of Split (Isolated) and ByteLevel.
-    const auto pre_tokenizer = root.find("pre_tokenizer");
-    if (pre_tokenizer == root.end() || pre_tokenizer->is_null())
-      unsupported("no pre-tokenizer (a byte-level BPE has a ByteLevel pre-tokenizer)");
-    std::vector<const nlohmann::json*> steps;
-    if (type_of(*pre_tokenizer) == "Sequence") {
-      const auto list = pre_tokenizer->find("pretokenizers");
-      if (list == pre_tokenizer->end() || !list->is_array()) corrupt("a Sequence pre-tokenizer without \"pretokenizers\"");
-      for (const auto& step : *list) steps.push_back(&step);
-    } else {
-      steps.push_back(&*pre_tokenizer);
-    }
-    bool byte_level = false;
-    for (const nlohmann::json* step : steps) {
-      if (!step->is_object()) corrupt("a pre-tokenizer that is not a JSON object");
-      const std::string type = type_of(*step);
-      if (type == "ByteLevel") {
-        byte_level = true;
-        detail::PreTokenizerStage stage;
-        stage.add_prefix_space = flag(*step, "add_prefix_space", false);
-        if (flag(*step, "use_regex", true)) stage.regex.emplace(gpt2_pre_tokenizer_pattern);
-        if (stage.add_prefix_space || stage.regex) stages_.push_back(std::move(stage));
-      } else if (type == "Split") {
-        const auto behavior = step->find("behavior");
-        const std::string behavior_name = behavior != step->end() && behavior->is_string() ? behavior->get<std::string>() : "?";
-        if (behavior_name != "Isolated") unsupported("Split pre-tokenizer behavior '" + behavior_name + "'");
-        if (flag(*step, "invert", false)) unsupported("Split pre-tokenizer with invert true");
-        const auto pattern = step->find("pattern");
-        if (pattern == step->end() || !pattern->is_object()) corrupt("a Split pre-tokenizer without a \"pattern\" object");
-        std::string regex_text;
-        if (pattern->contains("Regex") && (*pattern)["Regex"].is_string())
-          regex_text = (*pattern)["Regex"].get<std::string>();
-        else if (pattern->contains("String") && (*pattern)["String"].is_string())
-          regex_text = "\\Q" + (*pattern)["String"].get<std::string>() + "\\E";  // a literal
-        else
-          corrupt("a Split pattern that is neither {\"Regex\": ...} nor {\"String\": ...}");
-        detail::PreTokenizerStage stage;
-        try {
-          stage.regex.emplace(regex_text);
-        } catch (const attnscope::invalid_argument& error) {
-          unsupported(std::string("a Split regex PCRE2 cannot compile: ") + error.what());
-        }
-        stages_.push_back(std::move(stage));
-      } else {
-        unsupported("pre-tokenizer '" + type + "'" +
-                    (type == "Metaspace" ? std::string(" (SentencePiece-style, as in Llama-2 and Mistral-7B v0.1)") : ""));
-      }
-    }
-    if (!byte_level) unsupported("no ByteLevel pre-tokenizer");
-
-    const auto vocab = model.find("vocab");
-    if (vocab == model.end()) corrupt("the model has no \"vocab\"");
-    set_vocabulary(*vocab, file, function);
-    const auto merges = model.find("merges");
-    if (merges == model.end() || !merges->is_array()) corrupt("the model has no \"merges\" array");
-    std::vector<MergeEntry> merge_pairs;
-    merge_pairs.reserve(merges->size());
-    for (std::size_t i = 0; i < merges->size(); ++i) {
-      const nlohmann::json& merge = (*merges)[i];
-      if (merge.is_string()) {  // "left right"
-        const std::string text = merge.get<std::string>();
-        const std::size_t space = text.find(' ');
-        if (space == std::string::npos || space == 0 || space + 1 == text.size() || text.find(' ', space + 1) != std::string::npos)
-          corrupt("merges[" + std::to_string(i) + "]: expected two tokens separated by one space, found " +
-                  detail::quoted_excerpt(text));
-        merge_pairs.push_back({text.substr(0, space), text.substr(space + 1), i});
-      } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {  // [left, right]
-        merge_pairs.push_back({merge[0].get<std::string>(), merge[1].get<std::string>(), i});
-      } else {
-        corrupt("merges[" + std::to_string(i) + "] is neither \"left right\" nor [left, right]: " +
-                detail::quoted_excerpt(merge.dump()));
-      }
-    }
-    set_merges(merge_pairs, file, function, MergeSource::json_array);
-    if (ignore_merges_) {
-      id_of_bytes_.reserve(token_bytes_.size());
-      for (std::size_t id = 0; id < token_bytes_.size(); ++id)
-        if (present_[id]) id_of_bytes_.emplace(token_bytes_[id], static_cast<int>(id));
-    }
-
-    // Added tokens: [{"id", "content", "lstrip", "rstrip", "special", ...}].
-    if (const auto added = root.find("added_tokens"); added != root.end() && !added->is_null()) {
-      if (!added->is_array()) corrupt("\"added_tokens\" is not an array");
-      int largest = vocab_size() - 1;
-      for (const auto& entry : *added) {
-        if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer() ||
-            !entry.contains("content") || !entry["content"].is_string() || entry["content"].get<std::string>().empty())
-          corrupt("an added token without an integer \"id\" and a non-empty \"content\": " + detail::quoted_excerpt(entry.dump()));
-        const std::int64_t id = entry["id"].get<std::int64_t>();
-        if (id < 0 || id > max_token_id)
-          corrupt("added token " + detail::quoted_excerpt(entry["content"].get<std::string>()) + " has id " +
-                  std::to_string(id) + " (expected an integer in [0, " + std::to_string(max_token_id) + "])");
-        largest = std::max(largest, static_cast<int>(id));
-      }
-      resize_ids(largest + 1);
-      std::vector<char> seen(token_bytes_.size(), 0);
-      for (const auto& entry : *added) {
-        AddedToken token;
-        token.id = entry["id"].get<int>();
-        token.content = entry["content"].get<std::string>();
-        token.special = flag(entry, "special", true);
-        token.left_strip = flag(entry, "lstrip", false);
-        token.right_strip = flag(entry, "rstrip", false);
-        const auto index = static_cast<std::size_t>(token.id);
-        if (seen[index])
-          corrupt("duplicate added-token id " + std::to_string(token.id) + ": " + detail::quoted_excerpt(token_bytes_[index]) +
-                  " and " + detail::quoted_excerpt(token.content));
-        seen[index] = 1;
-        // An added token may reuse a vocabulary id (GPT-2's "<|endoftext|>"); its content is what it decodes to.
-        present_[index] = 1;
-        token_bytes_[index] = token.content;
-        if (token_strings_[index].empty()) token_strings_[index] = token.content;
-        added_tokens_.push_back(std::move(token));
-      }
-    }
-    index_added_tokens();
-  }
-
-  std::vector<std::string> token_bytes_;    // id -> raw bytes ("" for an unused id)
-  std::vector<std::string> token_strings_;  // id -> string as in the file (byte-level form)
-  std::vector<char> present_;               // id -> 1 when the id has a token
-  std::unordered_map<std::string, int> id_of_token_string_;
-  std::unordered_map<std::string, int> id_of_bytes_;  // only for ignore_merges
-  detail::BpeMergeTable merges_;
-  bool ignore_merges_ = false;
-  std::vector<AddedToken> added_tokens_;
-  std::array<std::vector<std::size_t>, 256> added_by_first_byte_;
-  std::vector<detail::PreTokenizerStage> stages_;
-  std::string assumed_normalizer_;
+  detail::TokenizerParts parts_;
   detail::WordCache cache_;
 };
+
+/// The byte-level BPE tokenizer whose files are parsed with nlohmann::json.
+using ByteLevelBpeTokenizer = BasicByteLevelBpeTokenizer<nlohmann::json>;
 
 }  // namespace attnscope::text
