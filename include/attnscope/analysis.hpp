@@ -3,6 +3,8 @@
 // Sits above model/ and the paper modules; needs nlohmann-json (link attnscope::io).
 #pragma once
 
+#include "attnscope/analysis/capture.hpp"
+#include "attnscope/analysis/head_input.hpp"
 #include "attnscope/analysis/head_report.hpp"
 #include "attnscope/analysis/report_columns.hpp"
 #include "attnscope/analysis/row_check.hpp"
