@@ -145,8 +145,10 @@ inline std::string reason_not_distributions(const HeadInput&) {
 /// values in the glossaries (here and in report_columns.hpp): min-max over the heads of `attnscope report
 /// stories260K.bin` (llama2.c, 5 layers × 8 heads, BOS then 255 greedy tokens) and `attnscope report --model
 /// gpt2-wp-mini --text-file war_and_peace.txt --max-tokens 1024` (GPT-2 layout, 4 layers × 3 heads), measured
-/// 2026-12-01.
-inline std::vector<ReportColumn> default_report_columns(const std::vector<Index>& sink_keys = {0}) {
+/// 2026-12-01. A template (Scalar is unused: the columns compute in double), so that only programs which build the
+/// columns compile the Jacobian norms behind them.
+template <class Scalar = double>
+std::vector<ReportColumn> default_report_columns(const std::vector<Index>& sink_keys = {0}) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   return {
       {"sink_mass", "mean attention weight on the sink keys over query rows",

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/capacity.hpp"
-#include "attnscope/composition.hpp"
+#include "attnscope/capacity/head_summary.hpp"
+#include "attnscope/composition/channels.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
-#include "attnscope/logits.hpp"
+#include "attnscope/logits/rank.hpp"
 #include "attnscope/analysis/head_report.hpp"
 
 namespace attnscope::analysis {
