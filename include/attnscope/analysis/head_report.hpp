@@ -515,13 +515,15 @@ inline std::string head_report_csv(const HeadReport& report) {
   return out.str();
 }
 
-/// JSON: {"columns": [names], "heads": [{"layer": l, "head": h, "<column>": value or null, ...}, ...]}.
-inline nlohmann::json head_report_json(const HeadReport& report) {
-  nlohmann::json heads = nlohmann::json::array();
+/// JSON: {"columns": [names], "heads": [{"layer": l, "head": h, "<column>": value or null, ...}, ...]}. A template
+/// (Json = nlohmann::json) so that the JSON code is compiled only where the function is called.
+template <class Json = nlohmann::json>
+Json head_report_json(const HeadReport& report) {
+  Json heads = Json::array();
   for (const auto& row : report.rows) {
-    nlohmann::json entry = {{"layer", row.layer}, {"head", row.head}};
+    Json entry = {{"layer", row.layer}, {"head", row.head}};
     for (std::size_t c = 0; c < report.columns.size(); ++c)
-      entry[report.columns[c]] = std::isfinite(row.values[c]) ? nlohmann::json(row.values[c]) : nlohmann::json();
+      entry[report.columns[c]] = std::isfinite(row.values[c]) ? Json(row.values[c]) : Json();
     heads.push_back(std::move(entry));
   }
   return {{"columns", report.columns}, {"heads", heads}};
