@@ -11,8 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/io/array_file.hpp"
-#include "attnscope/io/npz.hpp"
-#include "attnscope/io/safetensors.hpp"
 #include "commands.hpp"
 
 namespace attnscope::cli {
@@ -87,10 +85,7 @@ void merge_arrays(const std::vector<std::string>& inputs, const std::string& out
                                                   "by head)");
       }
     }
-  if (ends_with(out, ".safetensors"))
-    io::write_safetensors(out, merged, {{"command", "merge"}});
-  else
-    io::write_npz(out, merged, io::Compression::stored);
+  io::write_array_file(out, merged, {{"command", "merge"}});
   std::cerr << "attnscope: merged " << merged.size() << " arrays from " << inputs.size() << " files into " << out << "\n";
 }
 

@@ -13,8 +13,6 @@
 
 #include "attnscope/io/array_file.hpp"
 #include "attnscope/io/capture_layout.hpp"
-#include "attnscope/io/npz.hpp"
-#include "attnscope/io/safetensors.hpp"
 #include "attnscope/stream.hpp"
 #include "cli_model.hpp"
 #include "cli_progress.hpp"
@@ -128,10 +126,7 @@ class RowstatsOutput {
 
   /// Writes the arrays to `out` (.safetensors, else a stored .npz).
   void write(const std::string& out, const std::string& input) const {
-    if (ends_with(out, ".safetensors"))
-      io::write_safetensors(out, arrays_, {{"input", input}, {"command", "rowstats"}});
-    else
-      io::write_npz(out, arrays_, io::Compression::stored);
+    io::write_array_file(out, arrays_, {{"input", input}, {"command", "rowstats"}});
     std::cerr << "attnscope: wrote " << arrays_.size() << " arrays to " << out << "\n";
   }
 

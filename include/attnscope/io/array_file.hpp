@@ -3,7 +3,8 @@
 // raw little-endian C-order bytes; a view into the map where possible, a decoded copy otherwise), and safetensors'
 // __metadata__ strings are kept. Matrices are converted one at a time (MappedArray::matrix / with_slice) and their
 // pages released, so a pass over a file larger than memory holds one matrix. Used by the capture reader
-// (analysis/capture.hpp), `attnscope rowstats` and `attnscope merge`.
+// (analysis/capture.hpp), `attnscope rowstats` and `attnscope merge`; write_array_file writes either format by the
+// path's extension.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,8 @@
 #include "attnscope/io/mapped_arrays.hpp"
 #include "attnscope/io/mapped_file.hpp"
 #include "attnscope/io/mapped_safetensors.hpp"
+#include "attnscope/io/npz.hpp"
+#include "attnscope/io/safetensors.hpp"
 
 namespace attnscope::io {
 
@@ -99,5 +102,19 @@ class ArrayFile {
   std::vector<MappedArray> arrays_;
   std::map<std::string, std::string> metadata_;
 };
+
+/// Writes `arrays` to `path` in the format its extension names: .safetensors (with `metadata` in the header) or .npz
+/// (`compression`; NPZ has no metadata, so `metadata` is not stored). Throws attnscope::invalid_argument for another
+/// extension, io_error when the file cannot be written.
+inline void write_array_file(const std::string& path, const NamedArrays& arrays,
+                             const std::map<std::string, std::string>& metadata = {},
+                             Compression compression = Compression::stored) {
+  auto ends_with = [&](const std::string& suffix) {
+    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".safetensors")) write_safetensors(path, arrays, metadata);
+  else if (ends_with(".npz")) write_npz(path, arrays, compression);
+  else detail::throw_invalid_argument("write_array_file", "the path must end in .npz or .safetensors: ", path);
+}
 
 }  // namespace attnscope::io

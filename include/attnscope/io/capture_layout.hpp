@@ -25,8 +25,6 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/io/array.hpp"
 #include "attnscope/io/array_file.hpp"
-#include "attnscope/io/npz.hpp"
-#include "attnscope/io/safetensors.hpp"
 
 namespace attnscope::io {
 
@@ -170,27 +168,19 @@ inline std::vector<QueryKeyLayer> query_key_layers(const ArrayFile& file) {
 
 /// Writes capture arrays with the layout version: a .safetensors path gets it in the metadata (with `metadata`),
 /// a .npz path as the array capture_layout_key (NPZ has no metadata, so `metadata` is not stored). `arrays` must
-/// not already hold that name. Throws attnscope::invalid_argument for another extension or a clashing name,
-/// io_error when the file cannot be written.
+/// not already hold that name. Throws attnscope::invalid_argument for a clashing name or another extension
+/// (write_array_file), io_error when the file cannot be written.
 inline void write_capture_file(const std::string& path, NamedArrays arrays,
                                std::map<std::string, std::string> metadata = {},
                                Compression compression = Compression::stored) {
-  const char* fn = "write_capture_file";
-  auto ends_with = [&](const std::string& suffix) {
-    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
   for (const auto& entry : arrays)
     if (entry.first == capture_layout_key)
-      detail::throw_invalid_argument(fn, "the array name ", capture_layout_key, " is reserved for the layout version");
-  if (ends_with(".safetensors")) {
-    metadata[capture_layout_key] = std::to_string(capture_layout_version);
-    write_safetensors(path, arrays, metadata);
-  } else if (ends_with(".npz")) {
-    arrays.emplace_back(capture_layout_key, Array::from_vector(std::vector<std::int32_t>{capture_layout_version}, {1}));
-    write_npz(path, arrays, compression);
-  } else {
-    detail::throw_invalid_argument(fn, "the path must end in .npz or .safetensors: ", path);
-  }
+      detail::throw_invalid_argument("write_capture_file", "the array name ", capture_layout_key,
+                                     " is reserved for the layout version");
+  const bool safetensors = path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+  if (safetensors) metadata[capture_layout_key] = std::to_string(capture_layout_version);
+  else arrays.emplace_back(capture_layout_key, Array::from_vector(std::vector<std::int32_t>{capture_layout_version}, {1}));
+  write_array_file(path, arrays, metadata, compression);
 }
 
 /// A paragraph describing the capture layout, for usage texts and messages.
