@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attnscope/analysis.hpp"
+#include "attnscope/analysis/capture.hpp"
 #include "attnscope/analysis/html_report.hpp"
 #include "attnscope/io/file.hpp"
 #include "cli_model.hpp"

@@ -2,6 +2,7 @@
 // capture dict (attnscope.model.Transformer.forward) or of attention arrays, returned as a dict of numpy columns, and
 // the self-contained HTML page. Files are read by analysis::AttentionFile (memory-mapped, one head at a time).
 #include <attnscope/analysis.hpp>
+#include <attnscope/analysis/capture.hpp>
 #include <attnscope/analysis/html_report.hpp>
 
 #include "arrays.hpp"

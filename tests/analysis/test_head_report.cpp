@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <Eigen/Eigenvalues>
+#include <nlohmann/json.hpp>
 
 #include "attnscope/core/random.hpp"
 #include "attnscope/analysis/head_report.hpp"

@@ -1,7 +1,8 @@
 // attnscope/analysis/head_report.hpp — the per-layer, per-head report of `attnscope report`: a list of named columns
 // (each a function of one head's attention rows and, when available, its scaled scores and values), evaluated for
 // every head and written as an aligned table, CSV, JSON or Markdown. Every analysed attention row is checked first
-// (row_check.hpp; strict unless lenient). Other modules add columns by appending to the list. Needs nlohmann-json (link attnscope::io).
+// (row_check.hpp; strict unless lenient). Other modules add columns by appending to the list. head_report_json needs
+// <nlohmann/json.hpp> where it is called (link attnscope::io).
 #pragma once
 
 #include <algorithm>
@@ -16,7 +17,7 @@
 #include <vector>
 
 #include <Eigen/Core>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "attnscope/analysis/head_input.hpp"
 #include "attnscope/analysis/row_check.hpp"
@@ -516,7 +517,8 @@ inline std::string head_report_csv(const HeadReport& report) {
 }
 
 /// JSON: {"columns": [names], "heads": [{"layer": l, "head": h, "<column>": value or null, ...}, ...]}. A template
-/// (Json = nlohmann::json) so that the JSON code is compiled only where the function is called.
+/// (Json = nlohmann::json, declared by <nlohmann/json_fwd.hpp>): the caller includes <nlohmann/json.hpp>, and only
+/// translation units that call it parse the JSON library.
 template <class Json = nlohmann::json>
 Json head_report_json(const HeadReport& report) {
   Json heads = Json::array();
