@@ -1,6 +1,6 @@
 // tools/cli_model.hpp — running a model for `capture`, `report` and `tokenize`: where the model comes from (a
 // llama2.c checkpoint file or a Hugging Face model folder), where the tokens come from (ids, or text through the
-// folder's tokenizer), the --max-tokens cut, the forward pass with capture and the stacking of per-head matrices.
+// folder's tokenizer), the --max-tokens cut and the forward pass with capture.
 #pragma once
 
 #include <chrono>
@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/io/array.hpp"
 #include "attnscope/model.hpp"
 #include "attnscope/model/load.hpp"
 #include "attnscope/normalize/maps.hpp"
@@ -155,15 +154,6 @@ inline CaptureRun run_capture(const CaptureRequest& request, const model::Captur
             << " layers x " << run.n_heads << " heads; load " << load_ms << " ms, generate " << request.generate
             << " tokens " << generate_ms << " ms, forward with capture " << forward_ms << " ms\n";
   return run;
-}
-
-/// Stacks per-head matrices (all the same shape) into one float32 array [heads, rows, cols].
-inline io::Array stack_heads(const std::vector<RowMatrix<float>>& heads) {
-  const Index rows = heads.at(0).rows(), cols = heads.at(0).cols();
-  std::vector<float> values;
-  values.reserve(static_cast<std::size_t>(heads.size() * rows * cols));
-  for (const auto& head : heads) values.insert(values.end(), head.data(), head.data() + head.size());
-  return io::Array::from_vector(values, {static_cast<std::int64_t>(heads.size()), rows, cols});
 }
 
 }  // namespace attnscope::cli

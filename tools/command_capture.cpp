@@ -1,5 +1,6 @@
 // tools/command_capture.cpp — `attnscope capture`: run a model (llama2.c checkpoint or Hugging Face folder) over
-// tokens or text and write q, k, v, scores, attention and logits per layer and head (NPZ or safetensors).
+// tokens or text and write q, k, v, scores, attention and logits per layer and head in the library's capture layout
+// (io/capture_layout.hpp; NPZ or safetensors).
 // Documented in docs/cli.md.
 #include <chrono>
 #include <cstdint>
@@ -7,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/io/npz.hpp"
-#include "attnscope/io/safetensors.hpp"
+#include "attnscope/analysis/capture.hpp"
+#include "attnscope/io/capture_layout.hpp"
 #include "cli_model.hpp"
 #include "commands.hpp"
 #include "input_format.hpp"
@@ -16,17 +17,16 @@
 namespace attnscope::cli {
 namespace {
 
-constexpr const char* capture_usage =
-    R"(usage: attnscope capture (--model DIR | --checkpoint FILE)
+const char* capture_usage() {
+  static const std::string usage =
+      R"(usage: attnscope capture (--model DIR | --checkpoint FILE)
                          [--tokens 1,2,3 | --tokens-file FILE | --text STRING | --text-file FILE]
                          [--max-tokens N] [--special-tokens] [--generate N] [--map NAME[:PARAM]] [--compress]
                          --out FILE.npz|FILE.safetensors
 
 Runs the model over the tokens (default for a llama2.c checkpoint: BOS = 1), after first decoding N greedy tokens
-when --generate N is given, and writes per layer i: layer{i}.q, layer{i}.k, layer{i}.v [heads, L, head_size]
-(k and v of grouped-query attention are copied to every query head of the group), layer{i}.scores [heads, L, L]
-(q.k/sqrt(head_size), future entries -inf), layer{i}.attention [heads, L, L] (row = query, future entries 0),
-plus tokens [L] (int32) and logits [L, vocab] (float32).
+when --generate N is given, and writes the capture layout: )" +
+      io::capture_layout_description() + R"(.
 
 Options:
   --model DIR         Hugging Face model folder: config.json, model.safetensors (or index + shards) and the
@@ -46,16 +46,17 @@ Options:
   --threads N         OpenMP threads (default 1; 0 = OpenMP default)
   --help              this text
 )";
+  return usage.c_str();
+}
 
 int command_capture(int argc, char** argv) {
   Arguments arguments;
   arguments.value_option("model").value_option("checkpoint").value_option("out", "-o").flag("compress");
   add_model_options(arguments);
-  if (parse_subcommand(arguments, argc, argv, capture_usage)) return 0;
+  if (parse_subcommand(arguments, argc, argv, capture_usage())) return 0;
   require_no_positional(arguments);
   const std::string out = arguments.require("out");
-  const bool safetensors = ends_with(out, ".safetensors");
-  if (!safetensors && !ends_with(out, ".npz")) throw usage_error("--out must end in .npz or .safetensors: " + out);
+  if (!ends_with(out, ".safetensors") && !ends_with(out, ".npz")) throw usage_error("--out must end in .npz or .safetensors: " + out);
   const std::string model_path = model_path_argument(arguments);
   require_input_format("capture", model_path, {io::FileFormat::llama2c, io::FileFormat::huggingface_folder},
                        "a model (a llama2.c checkpoint or a Hugging Face model folder with config.json)");
@@ -66,30 +67,15 @@ int command_capture(int argc, char** argv) {
   const CaptureRun run = run_capture(request, capture);
 
   const auto write_start = std::chrono::steady_clock::now();
-  io::NamedArrays arrays;
-  for (std::size_t l = 0; l < run.result.layers.size(); ++l) {
-    const model::LayerCapture& layer = run.result.layers[l];
-    const std::string prefix = "layer" + std::to_string(l) + ".";
-    arrays.emplace_back(prefix + "q", stack_heads(layer.q));
-    arrays.emplace_back(prefix + "k", stack_heads(layer.k));
-    arrays.emplace_back(prefix + "v", stack_heads(layer.v));
-    arrays.emplace_back(prefix + "scores", stack_heads(layer.scores));
-    arrays.emplace_back(prefix + "attention", stack_heads(layer.attention));
-  }
-  arrays.emplace_back("tokens", io::Array::from_vector(std::vector<std::int32_t>(run.tokens.begin(), run.tokens.end()),
-                                                       {static_cast<std::int64_t>(run.tokens.size())}));
-  arrays.emplace_back("logits", io::Array::from(run.result.logits));
-  if (safetensors) {
-    io::write_safetensors(out, arrays,
-                          {{"model", request.model_path},
-                           {"architecture", run.architecture},
-                           {"map", request.options.map ? attnscope::to_string(*request.options.map) : "softmax"},
-                           {"generated", std::to_string(request.generate)},
-                           {"input_tokens", std::to_string(request.input_length)},
-                           {"cut", run.cut_note}});
-  } else {
-    io::write_npz(out, arrays, arguments.has("compress") ? io::Compression::deflated : io::Compression::stored);
-  }
+  const io::NamedArrays arrays = analysis::capture_arrays(run.result, run.tokens);
+  io::write_capture_file(out, arrays,
+                         {{"model", request.model_path},
+                          {"architecture", run.architecture},
+                          {"map", request.options.map ? attnscope::to_string(*request.options.map) : "softmax"},
+                          {"generated", std::to_string(request.generate)},
+                          {"input_tokens", std::to_string(request.input_length)},
+                          {"cut", run.cut_note}},
+                         arguments.has("compress") ? io::Compression::deflated : io::Compression::stored);
   std::cerr << "attnscope: wrote " << arrays.size() << " arrays to " << out << " in " << milliseconds_since(write_start)
             << " ms\n";
   return 0;
@@ -100,7 +86,7 @@ int command_capture(int argc, char** argv) {
 const Command& capture_command() {
   static const Command command{
       "capture", "run a model (HF folder or llama2.c) and write q, k, v, scores, attention and logits (NPZ/safetensors)",
-      capture_usage, command_capture};
+      capture_usage(), command_capture};
   return command;
 }
 

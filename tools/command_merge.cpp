@@ -10,8 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attnscope/io/npz.hpp"
-#include "attnscope/io/safetensors.hpp"
+#include "attnscope/io/array_file.hpp"
 #include "commands.hpp"
 
 namespace attnscope::cli {
@@ -23,8 +22,8 @@ constexpr const char* merge_usage =
 Combines the outputs of sharded runs into one file of the same kind (chosen by the extension of OUT):
   .npz / .safetensors  arrays by name. An array name present in several inputs is an error unless the copies are
                        identical (kept once) or --concatenate is given: then the copies are joined along their
-                       first axis in input order (shards by head: layer{i}.entropy [2, L] + [2, L] -> [4, L], and
-                       layer{i}.heads lists the heads in the joined order). NPZ and safetensors inputs may be mixed.
+                       first axis in input order (shards by head: a layer's entropy [2, L] + [2, L] -> [4, L], and
+                       the layer's heads array lists the heads in the joined order). NPZ and safetensors inputs may be mixed.
   .csv                 one table: the header line must be the same in every input; rows are appended in order.
   .json                objects are merged key by key: a key present twice joins its values when both are arrays of
                        objects (rows, e.g. the "heads" of `attnscope report --json`), keeps one copy when they are
@@ -37,13 +36,15 @@ Options:
   --help            this text
 )";
 
+/// The arrays of an NPZ, NPY or safetensors file (read through the memory map, copied one array at a time).
 io::NamedArrays read_arrays(const std::string& path) {
-  if (ends_with(path, ".safetensors")) {
-    io::NamedArrays arrays;
-    for (auto& [name, array] : io::read_safetensors_contents(path).tensors) arrays.emplace_back(name, array);
-    return arrays;
+  const io::ArrayFile file(path);
+  io::NamedArrays arrays;
+  for (const io::MappedArray& array : file.arrays()) {
+    arrays.emplace_back(array.name(), array.to_array());
+    array.release_pages();
   }
-  return io::read_npz_ordered(path);
+  return arrays;
 }
 
 /// Joins two arrays of the same dtype and trailing shape along axis 0.
@@ -84,10 +85,7 @@ void merge_arrays(const std::vector<std::string>& inputs, const std::string& out
                                                   "by head)");
       }
     }
-  if (ends_with(out, ".safetensors"))
-    io::write_safetensors(out, merged, {{"command", "merge"}});
-  else
-    io::write_npz(out, merged, io::Compression::stored);
+  io::write_array_file(out, merged, {{"command", "merge"}});
   std::cerr << "attnscope: merged " << merged.size() << " arrays from " << inputs.size() << " files into " << out << "\n";
 }
 

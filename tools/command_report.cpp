@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -16,12 +15,12 @@
 #include <vector>
 
 #include "attnscope/analysis.hpp"
+#include "attnscope/analysis/capture.hpp"
 #include "attnscope/analysis/html_report.hpp"
 #include "attnscope/io/file.hpp"
 #include "cli_model.hpp"
 #include "commands.hpp"
 #include "input_format.hpp"
-#include "report_input.hpp"
 
 namespace attnscope::cli {
 namespace {
@@ -34,8 +33,8 @@ constexpr const char* report_usage =
                         [--max-tokens N] [--special-tokens] [--generate N]
 
 INPUT (its format is read from its content, not its extension) is one of
-  - a capture written by `attnscope capture` (.npz or .safetensors with layer{i}.attention, and optionally
-    layer{i}.scores and layer{i}.v),
+  - a capture written by `attnscope capture` (.npz or .safetensors in the capture layout: per layer the
+    attention [heads, q, k], and optionally the scores and v),
   - an attention file: NPY, or NPZ/safetensors holding one array or one named "attention" (with optional "scores"
     of the same shape and "v" [..., k, d] beside it), of shape [q, k], [heads, q, k], [layers, heads, q, k]
     (default 4-D layout), [batch, heads, q, k] (--layout batch,heads,q,k) or [layers, batch, heads, q, k]
@@ -76,11 +75,6 @@ Options:
   --help            this text
 )";
 
-/// Rows of this map are probability distributions (sink and SA-softmax rows are not).
-bool map_rows_are_distributions(const NormalizationMap& map) {
-  return !std::holds_alternative<SinkSoftmaxMap>(map) && !std::holds_alternative<SelfAdjustSoftmaxMap>(map);
-}
-
 /// 0.0123, 1.23, 123, 1230: three significant digits, never in exponent notation.
 std::string three_significant_digits(double value) {
   if (!(value > 0)) return "0";
@@ -107,45 +101,6 @@ std::vector<std::string> token_strings(const std::vector<int>& tokens, const std
   }
   for (int id : tokens) strings.push_back(std::to_string(id));
   return strings;
-}
-
-/// Each head of the input in turn (one in memory at a time), as the report columns see it. A second consumer of the
-/// heads (e.g. a heatmap writer) hooks in here: it receives every (layer, head, attention matrix) while they stream.
-using HeadVisitor = std::function<void(const analysis::HeadInput&)>;
-
-void for_each_array_head(const ReportInput& input, const HeadVisitor& visit, const model::ProgressCallback& progress) {
-  const std::int64_t rows = input.query_rows(), cols = input.key_count();
-  int done = 0;
-  for (const HeadLocation& location : input.heads()) {
-    analysis::HeadInput head;
-    head.layer = location.layer;
-    head.head = location.head;
-    head.attention = input.matrix(*location.attention, location.position, rows, cols);
-    if (location.scores) head.scores = input.matrix(*location.scores, location.position, rows, cols);
-    if (location.values)
-      head.values = input.matrix(*location.values, location.position, cols, location.values->shape.back());
-    visit(head);
-    if (progress) progress(++done, static_cast<int>(input.heads().size()));
-  }
-}
-
-void for_each_model_head(const model::ForwardResult& result, const HeadVisitor& visit,
-                         const model::ProgressCallback& progress) {
-  int total = 0, done = 0;
-  for (const auto& layer : result.layers) total += static_cast<int>(layer.attention.size());
-  for (std::size_t l = 0; l < result.layers.size(); ++l) {
-    const model::LayerCapture& layer = result.layers[l];
-    for (std::size_t h = 0; h < layer.attention.size(); ++h) {
-      analysis::HeadInput head;
-      head.layer = static_cast<int>(l);
-      head.head = static_cast<int>(h);
-      head.attention = layer.attention[h].cast<double>();
-      if (h < layer.scores.size()) head.scores = layer.scores[h].cast<double>();
-      if (h < layer.v.size()) head.values = layer.v[h].cast<double>();
-      visit(head);
-      if (progress) progress(++done, total);
-    }
-  }
 }
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -182,15 +137,14 @@ int command_report(int argc, char** argv) {
       sink_keys.push_back(key);
     }
   }
-  AttentionLayout layout = AttentionLayout::layers_heads;
+  analysis::AttentionFileOptions file_options;
   if (arguments.has("layout")) {
     const std::string text = arguments.get("layout");
-    if (text == "batch,heads,q,k") layout = AttentionLayout::batch_heads;
+    if (text == "batch,heads,q,k") file_options.layout = analysis::AttentionLayout::batch_heads;
     else if (text != "layers,heads,q,k")
       throw usage_error("--layout: expected layers,heads,q,k or batch,heads,q,k, got '" + text + "'");
   }
-  std::optional<std::int64_t> batch_index;
-  if (arguments.has("batch-index")) batch_index = parse_integer(arguments.get("batch-index"), "--batch-index", 0, 1L << 40);
+  if (arguments.has("batch-index")) file_options.batch_index = parse_integer(arguments.get("batch-index"), "--batch-index", 0, 1L << 40);
   const std::size_t width =
       static_cast<std::size_t>(parse_integer(arguments.get("width", "100"), "--width", 20, 100000));
   std::vector<analysis::ReportColumn> columns =
@@ -238,14 +192,17 @@ int command_report(int argc, char** argv) {
   options.strict_hint =
       "; pass --lenient to analyse such rows anyway (or --map NAME when the rows come from a map whose rows are not "
       "distributions: sink, sa_softmax)";
-  std::optional<ReportInput> arrays;
+  std::optional<analysis::AttentionFile> arrays;
   std::optional<CaptureRun> run;
   std::string map_name = arguments.get("map");
   if (array_file) {
-    arrays.emplace(input, format);
-    arrays->locate(layout, batch_index);
+    try {
+      arrays.emplace(input, file_options);
+    } catch (const attnscope::invalid_argument& error) {  // the batch options do not fit the file
+      throw usage_error(error.what());
+    }
     if (map_name.empty() && arrays->metadata().count("map")) map_name = arrays->metadata().at("map");
-    options.storage_roundoff = storage_roundoff(arrays->attention_dtype());
+    options.storage_roundoff = analysis::storage_roundoff(arrays->attention_dtype());
     if (!arrays->layout_note().empty()) std::cerr << "attnscope report: note: " << arrays->layout_note() << "\n";
     if (!arrays->ignored().empty()) {
       std::cerr << "attnscope report: warning: ignored arrays (not attention, scores or v):";
@@ -257,7 +214,7 @@ int command_report(int argc, char** argv) {
     capture.scores = capture.attention = capture.v = true;
     run.emplace(run_capture(model_request(arguments, input, 255), capture));
   }
-  if (!map_name.empty()) options.rows_are_distributions = map_rows_are_distributions(parse_normalization_map(map_name));
+  if (!map_name.empty()) options.rows_are_distributions = analysis::map_rows_are_distributions(parse_normalization_map(map_name));
 
   const auto start = std::chrono::steady_clock::now();
   analysis::HeadReportBuilder builder(columns, options);
@@ -270,14 +227,14 @@ int command_report(int argc, char** argv) {
     if (run) page->set_tokens(token_strings(run->tokens, arguments.has("model") ? input : std::string()));
   }
   // every head goes to the table and, with --html, to the page (which keeps only its downsampled images)
-  const HeadVisitor visit = [&](const analysis::HeadInput& head) {
+  const analysis::HeadVisitor visit = [&](const analysis::HeadInput& head) {
     builder.add(head);
     if (page) page->add_head(head.layer, head.head, head.attention);
   };
   {
     ProgressBar bar("report");
-    if (arrays) for_each_array_head(*arrays, visit, bar.callback());
-    else for_each_model_head(run->result, visit, bar.callback());
+    if (arrays) analysis::for_each_head(*arrays, {}, visit, bar.callback());
+    else analysis::for_each_head(run->result, {}, visit, bar.callback());
   }
   analysis::HeadReport report = builder.take();
   if (!sort_column.empty()) {

@@ -8,14 +8,11 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
-#include "attnscope/io/mapped_arrays.hpp"
-#include "attnscope/io/npz.hpp"
-#include "attnscope/io/mapped_safetensors.hpp"
-#include "attnscope/io/safetensors.hpp"
+#include "attnscope/io/array_file.hpp"
+#include "attnscope/io/capture_layout.hpp"
 #include "attnscope/stream.hpp"
 #include "cli_model.hpp"
 #include "cli_progress.hpp"
@@ -37,12 +34,12 @@ constexpr const char* rowstats_usage =
 Exact per-query-row statistics of softmax(q·Kᵀ/√d) for every selected (layer, head) of a Q/K file, computed in
 row blocks from Q and K without the L×L matrix (memory O(L·d) per head plus a strip of 64 rows per thread).
 INPUT is an .npz / .npy or .safetensors file (memory-mapped; stored NPZ members and safetensors tensors are read in
-place), holding [H, L, d] arrays layer{i}.q and layer{i}.k (as written by `attnscope capture`) or q and k (reported
-as layer 0), float32 or float64 (the statistics are computed and written in that precision).
+place), holding the [H, L, d] q and k of each layer in the capture layout (as written by `attnscope capture`) or
+arrays q and k (reported as layer 0), float32 or float64 (the statistics are computed and written in that precision).
 
-Output arrays, [heads, L] each, per layer i: layer{i}.entropy, .sink_mass, .max_attention, .max_scaled_logit,
-.log_partition, .jacobian_norm (exact spectral norm of the row's softmax Jacobian), .top{k}_mass for each k, and
-layer{i}.heads (the head index of each output row). A per-head summary table (means, median ‖J‖) goes to stdout.
+Output arrays, [heads, L] each, per layer, named as in a capture (layer 0's entropy is "layer0.entropy"):
+entropy, sink_mass, max_attention, max_scaled_logit, log_partition, jacobian_norm (exact spectral norm of the row's
+softmax Jacobian), top{k}_mass for each k, and heads (the head index of each output row). A per-head summary table (means, median ‖J‖) goes to stdout.
 
 With --model DIR (a Hugging Face folder; text is encoded by its tokenizer) or --checkpoint FILE (llama2.c; token
 ids only), the model's streaming forward (Transformer::forward_row_statistics) runs attention blockwise and computes
@@ -76,79 +73,6 @@ std::vector<Index> parse_index_list(const std::string& text, const std::string& 
     values.push_back(value);
   }
   return values;
-}
-
-/// The Q/K arrays of the input, memory-mapped: NPY/NPZ (io::MappedArrays) or safetensors (io::MappedSafetensors),
-/// both seen as io::MappedArray views.
-class QueryKeySource {
- public:
-  explicit QueryKeySource(const std::string& path) {
-    if (ends_with(path, ".safetensors")) {
-      tensors_.emplace(path);
-      for (const io::TensorView& view : tensors_->tensors()) arrays_.emplace_back(view.name, view.dtype, view.shape, view.data);
-    } else {
-      mapped_.emplace(path);
-      arrays_ = mapped_->arrays();
-    }
-  }
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const io::MappedArray& array : arrays_) out.push_back(array.name());
-    return out;
-  }
-  const io::MappedArray& at(const std::string& name) const {
-    for (const io::MappedArray& array : arrays_)
-      if (array.name() == name) return array;
-    throw usage_error("no array " + name);  // not reached: names come from names()
-  }
-  io::DType dtype(const std::string& name) const { return at(name).dtype(); }
-  std::vector<std::int64_t> shape(const std::string& name) const { return at(name).shape(); }
-
-  /// Calls use(matrix) with head `head` of array `name` ([H, L, d]): a view into the mapped file when aligned,
-  /// else a copy of that one head.
-  template <class Scalar, class Use>
-  void with_head(const std::string& name, Index head, Use&& use) const {
-    const io::MappedArray& array = at(name);
-    if (array.is_aligned()) use(array.slice<Scalar>(head));
-    else use(array.slice_copy<Scalar>(head));
-  }
-
- private:
-  std::optional<io::MappedArrays> mapped_;
-  std::optional<io::MappedSafetensors> tensors_;
-  std::vector<io::MappedArray> arrays_;
-};
-
-/// One layer of the input: its number, the Q and K array names.
-struct LayerArrays {
-  Index layer;
-  std::string q, k;
-};
-
-std::vector<LayerArrays> find_layers(const QueryKeySource& source, const std::string& path) {
-  std::vector<LayerArrays> layers;
-  const std::regex pattern(R"(layer(\d+)\.q)");
-  std::smatch match;
-  for (const std::string& name : source.names())
-    if (std::regex_match(name, match, pattern)) {
-      const std::string key_name = "layer" + match[1].str() + ".k";
-      bool has_keys = false;
-      for (const std::string& other : source.names()) has_keys = has_keys || other == key_name;
-      if (!has_keys) attnscope::detail::throw_io_error("rowstats", path, "has ", name, " but no ", key_name);
-      layers.push_back({std::stol(match[1].str()), name, key_name});
-    }
-  if (layers.empty()) {
-    bool q = false, k = false;
-    for (const std::string& name : source.names()) {
-      q = q || name == "q";
-      k = k || name == "k";
-    }
-    if (q && k) layers.push_back({0, "q", "k"});
-  }
-  if (layers.empty())
-    attnscope::detail::throw_io_error("rowstats", path, "holds neither layer{i}.q / layer{i}.k nor q / k arrays");
-  std::sort(layers.begin(), layers.end(), [](const LayerArrays& a, const LayerArrays& b) { return a.layer < b.layer; });
-  return layers;
 }
 
 /// The output of rowstats: per layer, [heads, L] columns filled head by head, a summary row per head on stdout (the
@@ -194,19 +118,15 @@ class RowstatsOutput {
 
   /// Moves the layer's columns into the output arrays.
   void end_layer() {
-    const std::string prefix = "layer" + std::to_string(layer_) + ".";
     const std::int64_t rows = static_cast<std::int64_t>(head_ids_.size());
     for (std::size_t c = 0; c < names_.size(); ++c)
-      arrays_.emplace_back(prefix + names_[c], io::Array::from_vector(columns_[c], {rows, length_}));
-    arrays_.emplace_back(prefix + "heads", io::Array::from_vector(head_ids_, {rows}));
+      arrays_.emplace_back(io::layer_array_name(layer_, names_[c]), io::Array::from_vector(columns_[c], {rows, length_}));
+    arrays_.emplace_back(io::layer_array_name(layer_, "heads"), io::Array::from_vector(head_ids_, {rows}));
   }
 
   /// Writes the arrays to `out` (.safetensors, else a stored .npz).
   void write(const std::string& out, const std::string& input) const {
-    if (ends_with(out, ".safetensors"))
-      io::write_safetensors(out, arrays_, {{"input", input}, {"command", "rowstats"}});
-    else
-      io::write_npz(out, arrays_, io::Compression::stored);
+    io::write_array_file(out, arrays_, {{"input", input}, {"command", "rowstats"}});
     std::cerr << "attnscope: wrote " << arrays_.size() << " arrays to " << out << "\n";
   }
 
@@ -230,22 +150,26 @@ class RowstatsOutput {
 };
 
 template <class Scalar>
-int run_rowstats(const QueryKeySource& source, const std::vector<LayerArrays>& layers, const Arguments& arguments,
+int run_rowstats(const std::vector<io::QueryKeyLayer>& layers, const Arguments& arguments,
                  stream::RowStatisticsOptions options, const std::string& out, const std::string& input) {
   std::vector<Index> head_selection;
   if (arguments.has("heads")) head_selection = parse_index_list(arguments.get("heads"), "--heads");
   RowstatsOutput<Scalar> output(options);
   std::size_t total_heads = 0;
-  for (const LayerArrays& layer : layers) total_heads += head_selection.empty() ? source.shape(layer.q)[0] : head_selection.size();
+  for (const io::QueryKeyLayer& layer : layers)
+    total_heads += head_selection.empty() ? static_cast<std::size_t>(layer.q->shape()[0]) : head_selection.size();
   ProgressBar progress("rowstats");
   int done = 0;
-  for (const LayerArrays& layer : layers) {
-    const auto q_shape = source.shape(layer.q), k_shape = source.shape(layer.k);
+  for (const io::QueryKeyLayer& layer : layers) {
+    const auto& q_shape = layer.q->shape();
+    const auto& k_shape = layer.k->shape();
     if (q_shape.size() != 3 || q_shape != k_shape)
-      attnscope::detail::throw_io_error("rowstats", input, layer.q, " and ", layer.k, " must both be [H, L, d], got ",
-                                        io::detail::shape_string(q_shape), " and ", io::detail::shape_string(k_shape));
-    if (source.dtype(layer.k) != source.dtype(layer.q))
-      attnscope::detail::throw_io_error("rowstats", input, layer.q, " and ", layer.k, " have different dtypes");
+      attnscope::detail::throw_io_error("rowstats", input, layer.q->name(), " and ", layer.k->name(),
+                                        " must both be [H, L, d], got ", io::detail::shape_string(q_shape), " and ",
+                                        io::detail::shape_string(k_shape));
+    if (layer.k->dtype() != layer.q->dtype())
+      attnscope::detail::throw_io_error("rowstats", input, layer.q->name(), " and ", layer.k->name(),
+                                        " have different dtypes");
     const Index heads_in_file = q_shape[0], length = q_shape[1];
     std::vector<Index> heads = head_selection;
     if (heads.empty())
@@ -253,14 +177,14 @@ int run_rowstats(const QueryKeySource& source, const std::vector<LayerArrays>& l
     for (const Index h : heads)
       if (h >= heads_in_file)
         attnscope::detail::throw_invalid_argument("rowstats", "head ", h, " is outside [0, ", heads_in_file, ") of ",
-                                                  layer.q);
+                                                  layer.q->name());
     output.begin_layer(layer.layer, length, heads.size());
     for (std::size_t slot = 0; slot < heads.size(); ++slot) {
       const Index head = heads[slot];
       const auto start = std::chrono::steady_clock::now();
       stream::RowStatistics stats;
-      source.with_head<Scalar>(layer.q, head, [&](const auto& queries) {
-        source.with_head<Scalar>(layer.k, head, [&](const auto& keys) {
+      layer.q->with_slice<Scalar>(head, [&](const auto& queries) {
+        layer.k->with_slice<Scalar>(head, [&](const auto& keys) {
           stats = stream::row_statistics(queries, keys, options);
         });
       });
@@ -364,13 +288,13 @@ int command_rowstats(int argc, char** argv) {
   options.jacobian_norm = !arguments.has("no-jacobian");
   if (from_model) return run_model_rowstats(arguments, options, out);
   const std::string input = arguments.positional()[0];
-  const QueryKeySource source(input);
-  std::vector<LayerArrays> layers = find_layers(source, input);
+  const io::ArrayFile source(input);
+  std::vector<io::QueryKeyLayer> layers = io::query_key_layers(source);
   if (arguments.has("layers")) {
-    std::vector<LayerArrays> selected;
+    std::vector<io::QueryKeyLayer> selected;
     for (const Index wanted : parse_index_list(arguments.get("layers"), "--layers")) {
       bool found = false;
-      for (const LayerArrays& layer : layers)
+      for (const io::QueryKeyLayer& layer : layers)
         if (layer.layer == wanted) {
           selected.push_back(layer);
           found = true;
@@ -379,12 +303,12 @@ int command_rowstats(int argc, char** argv) {
     }
     layers = selected;
   }
-  if (source.dtype(layers.front().q) == io::DType::float64)
-    return run_rowstats<double>(source, layers, arguments, options, out, input);
-  if (source.dtype(layers.front().q) != io::DType::float32)
-    attnscope::detail::throw_io_error("rowstats", input, layers.front().q, " is ",
-                                      io::dtype_name(source.dtype(layers.front().q)), "; need float32 or float64");
-  return run_rowstats<float>(source, layers, arguments, options, out, input);
+  const io::DType dtype = layers.front().q->dtype();
+  if (dtype == io::DType::float64) return run_rowstats<double>(layers, arguments, options, out, input);
+  if (dtype != io::DType::float32)
+    attnscope::detail::throw_io_error("rowstats", input, layers.front().q->name(), " is ", io::dtype_name(dtype),
+                                      "; need float32 or float64");
+  return run_rowstats<float>(layers, arguments, options, out, input);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@ from typing import Any, Callable, Union, overload
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from . import analysis as analysis
 from . import capacity as capacity
 from . import composition as composition
 from . import io as io

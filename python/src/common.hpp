@@ -366,6 +366,7 @@ void bind_logits(py::module_& m);
 void bind_io(py::module_& m);
 void bind_model(py::module_& m);
 void bind_stream(py::module_& m);
+void bind_analysis(py::module_& m);
 
 /// Row statistics of one head as an object of per-row arrays (stream.cpp).
 py::object row_statistics_object(const attnscope::stream::RowStatistics& statistics);

@@ -3,6 +3,7 @@
 // dtype for, are widened to float32 (exact). Files that cannot be read raise OSError with the C++ message.
 #include <attnscope/io.hpp>
 
+#include "arrays.hpp"
 #include "common.hpp"
 
 namespace attnscope_python {
@@ -24,6 +25,20 @@ py::dtype numpy_dtype(io::DType dtype) {
   }
   return py::dtype("<f4");
 }
+
+io::NamedArrays named_arrays(const py::dict& arrays, const char* function) {
+  io::NamedArrays out;
+  for (const auto& item : arrays) out.emplace_back(item.first.cast<std::string>(), from_numpy(item.second, function));
+  return out;
+}
+
+py::dict to_dict(io::NamedArrays arrays) {
+  py::dict out;
+  for (auto& [name, array] : arrays) out[py::str(name)] = to_numpy(std::move(array));
+  return out;
+}
+
+}  // namespace
 
 /// An io::Array as a numpy array that owns it (no copy); bfloat16 becomes float32.
 py::array to_numpy(io::Array array) {
@@ -66,20 +81,6 @@ io::Array from_numpy(const py::handle& object, const char* function) {
   std::vector<std::int64_t> shape(array.shape(), array.shape() + array.ndim());
   return io::Array(kind, std::move(shape), std::move(bytes));
 }
-
-io::NamedArrays named_arrays(const py::dict& arrays, const char* function) {
-  io::NamedArrays out;
-  for (const auto& item : arrays) out.emplace_back(item.first.cast<std::string>(), from_numpy(item.second, function));
-  return out;
-}
-
-py::dict to_dict(io::NamedArrays arrays) {
-  py::dict out;
-  for (auto& [name, array] : arrays) out[py::str(name)] = to_numpy(std::move(array));
-  return out;
-}
-
-}  // namespace
 
 void bind_io(py::module_& parent) {
   py::module_ m = parent.def_submodule(

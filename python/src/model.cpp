@@ -1,9 +1,11 @@
 // Bindings of attnscope::model: llama2.c checkpoints and Hugging Face folders (GPT-2, Llama, Mistral, Qwen2) run by
 // one Transformer; forward passes with per-head captures (as numpy arrays), "what if" normalization maps, ablation,
 // generation, likelihood and the streaming forward with exact row statistics.
+#include <attnscope/analysis/capture.hpp>
 #include <attnscope/model.hpp>
 #include <attnscope/model/load.hpp>
 
+#include "arrays.hpp"
 #include "common.hpp"
 
 namespace attnscope_python {
@@ -13,31 +15,16 @@ namespace model = attnscope::model;
 
 namespace {
 
-/// Per-head matrices of one capture (n_heads entries of L x c) as one (n_heads, L, c) float32 array.
-py::array stack_heads(const std::vector<RowMatrix<float>>& heads) {
-  const Index rows = heads[0].rows(), cols = heads[0].cols();
-  py::array_t<float> out(Shape{static_cast<py::ssize_t>(heads.size()), rows, cols});
-  float* data = out.mutable_data();
-  for (const auto& head : heads) data = std::copy_n(head.data(), rows * cols, data);
-  return out;
-}
-
-/// The capture names of the `attnscope capture` NPZ files: "logits", "layer{i}.{q,k,v,scores,attention,head_output}"
-/// (n_heads, L, .) and "hidden_states" (n_layers + 1, L, dim).
+/// The capture of a forward pass as a dict of numpy arrays, named and stacked by the library's capture layout
+/// (io/capture_layout.hpp, the names of `attnscope capture` files): "logits" (handed over without a copy),
+/// (n_heads, L, .) for each layer and captured part (e.g. "layer0.attention") and "hidden_states" (n_layers + 1, L,
+/// dim).
 py::dict capture_dict(model::ForwardResult& result) {
   py::dict out;
   const Shape logits_shape{result.logits.rows(), result.logits.cols()};
-  out["logits"] = take_as_array(std::move(result.logits), logits_shape);
-  for (std::size_t l = 0; l < result.layers.size(); ++l) {
-    const model::LayerCapture& layer = result.layers[l];
-    const std::string prefix = "layer" + std::to_string(l) + ".";
-    const std::pair<const char*, const std::vector<RowMatrix<float>>*> parts[] = {
-        {"q", &layer.q},         {"k", &layer.k},           {"v", &layer.v},
-        {"scores", &layer.scores}, {"attention", &layer.attention}, {"head_output", &layer.head_output}};
-    for (const auto& [name, heads] : parts)
-      if (!heads->empty()) out[py::str(prefix + name)] = stack_heads(*heads);
-  }
-  if (!result.hidden_states.empty()) out["hidden_states"] = stack_heads(result.hidden_states);
+  out[attnscope::io::capture_part::logits] = take_as_array(std::move(result.logits), logits_shape);
+  result.logits.resize(0, 0);
+  for (auto& [name, array] : attnscope::analysis::capture_arrays(result)) out[py::str(name)] = to_numpy(std::move(array));
   return out;
 }
 
@@ -124,7 +111,7 @@ void bind_model(py::module_& parent) {
           "tokens"_a, "capture"_a = std::vector<std::string>{"scores", "attention"}, "map"_a = py::none(),
           "ablated_heads"_a = std::vector<std::pair<int, int>>{}, "ablation_mode"_a = "zero",
           (std::string("Forward pass over token ids at positions 0..L-1; returns a dict of float32 numpy arrays:\n"
-                       "'logits' (L, vocab) and, per layer i and requested capture c, 'layer{i}.{c}' of shape\n"
+                       "'logits' (L, vocab) and, per layer i and requested capture c, e.g. 'layer0.attention', of shape\n"
                        "(n_heads, L, L) for scores/attention (scores q.k/sqrt(d), future entries -inf; attention 0\n"
                        "there) or (n_heads, L, head_dim) for q, k, v, head_output; 'hidden_states' (n_layers + 1, L,\n"
                        "dim). The names are those of `attnscope capture` NPZ files.\n"

@@ -44,4 +44,5 @@ PYBIND11_MODULE(_attnscope, m) {
   attnscope_python::bind_io(m);
   attnscope_python::bind_model(m);
   attnscope_python::bind_stream(m);
+  attnscope_python::bind_analysis(m);
 }

@@ -7,10 +7,12 @@
 #include <vector>
 
 #include <Eigen/Eigenvalues>
+#include <nlohmann/json.hpp>
 
 #include "attnscope/core/random.hpp"
 #include "attnscope/analysis/head_report.hpp"
 #include "attnscope/analysis/report_columns.hpp"
+#include "attnscope/model.hpp"
 #include "attnscope/normalize/softmax.hpp"
 #include "analysis/random_heads.hpp"
 #include "support/catch.hpp"

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/analysis/html_report.hpp"
+#include "attnscope/analysis/report_columns.hpp"
 #include "attnscope/core/random.hpp"
 #include "support/catch.hpp"
 #include "support/errors.hpp"
@@ -72,6 +73,8 @@ RowMatrix<double> html_random_attention(attnscope::Random& random, Index rows, I
 HeadReport html_report_of(const std::vector<std::pair<int, int>>& heads) {
   HeadReport report;
   report.columns = {"sink_mass", "entropy", "my_column"};
+  const auto standard = attnscope::analysis::default_report_columns();
+  report.glossaries = {standard[0].glossary, standard[1].glossary, {}};
   double value = 0.125;
   for (const auto& [layer, head] : heads) {
     HeadReport::Row row;
@@ -239,6 +242,8 @@ TEST_CASE("HTML report: the page has the grid, the table, the glossary and escap
   CHECK(page.find("<dt id=\"glossary-entropy\">") != std::string::npos);
   CHECK(page.find("<dt id=\"glossary-my_column\">my_column</dt><dd>No glossary entry") != std::string::npos);
   CHECK(page.find("<b>Typical:</b>") != std::string::npos);
+  CHECK(page.find(attnscope::analysis::detail::html_escape(attnscope::analysis::default_report_columns()[1].glossary.measures)) !=
+        std::string::npos);
   // No token can end the script element; invalid UTF-8 is replaced; the tokens come back intact otherwise.
   CHECK(page.find("</script><b>x") == std::string::npos);
   const nlohmann::json data = html_page_data(page);
@@ -298,4 +303,40 @@ TEST_CASE("HTML report: bad options, heads and reports are invalid_argument, an 
                builder.write("/nonexistent-folder/page.html", html_report_of({{2, 1}}));
              }),
              Contains("/nonexistent-folder/page.html"));
+}
+
+TEST_CASE("HTML report: every standard and analysis column carries a complete glossary entry, shown on the page",
+          "[analysis][html]") {
+  using namespace attnscope::analysis;
+  const auto columns = all_report_columns({0, 1});
+  REQUIRE(columns.size() == default_report_columns().size() + analysis_report_columns().size());
+  for (const ReportColumn& column : columns) {
+    INFO(column.name);
+    CHECK(column.glossary.complete());
+    CHECK(column.glossary.measures != column.glossary.high);
+  }
+  // The page takes each column's entry from the report built with the columns, in the report's column order.
+  attnscope::Random random(2701);
+  HeadInput head;
+  head.attention = html_random_attention(random, 6, 6);
+  const HeadReport report = compute_head_report({head}, columns);
+  HtmlReportBuilder builder;
+  builder.add_head(0, 0, head.attention);
+  const std::string page = builder.render(report);
+  std::size_t previous = 0;
+  for (const ReportColumn& column : columns) {
+    const std::size_t at = page.find("<dt id=\"glossary-" + column.name + "\">");
+    REQUIRE(at != std::string::npos);
+    CHECK(at > previous);
+    previous = at;
+    CHECK(page.find(detail::html_escape(column.glossary.typical), at) != std::string::npos);
+  }
+  // A column made without an entry says so, after its description.
+  std::vector<ReportColumn> custom{{"my_ratio", "ratio of two things", [](const HeadInput&) { return 1.0; }}};
+  const std::string custom_page = [&] {
+    HtmlReportBuilder other;
+    other.add_head(0, 0, head.attention);
+    return other.render(compute_head_report({head}, custom));
+  }();
+  CHECK(custom_page.find("<dd>ratio of two things (no glossary entry for this column)</dd>") != std::string::npos);
 }

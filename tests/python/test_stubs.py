@@ -5,7 +5,7 @@ import pathlib
 
 import attnscope
 
-SUBMODULES = ["capacity", "composition", "io", "logits", "model", "stream", "text"]
+SUBMODULES = ["analysis", "capacity", "composition", "io", "logits", "model", "stream", "text"]
 
 
 def stub_names(path):

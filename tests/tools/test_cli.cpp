@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attnscope/io/capture_layout.hpp"
 #include "attnscope/core/random.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/analysis.hpp"
@@ -95,7 +96,9 @@ TEST_CASE("capture writes the documented arrays, equal to the library's forward 
   REQUIRE(run.exit_code == 0);
   CHECK(contains(run.err, "16 tokens"));
   const auto arrays = attnscope::io::read_npz(out);
-  CHECK(arrays.size() == 5 * 5 + 2);
+  CHECK(arrays.size() == 5 * 5 + 3);  // per layer q, k, v, scores, attention; tokens, logits, the layout version
+  CHECK(arrays.at(attnscope::io::capture_layout_key).to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{attnscope::io::capture_layout_version});
 
   const std::vector<int> tokens = llama().generate_greedy({1, 45, 20, 300}, 12);
   CHECK(arrays.at("tokens").to_vector<int>() == tokens);

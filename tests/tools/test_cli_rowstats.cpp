@@ -129,7 +129,7 @@ TEST_CASE("attnscope rowstats: layer and head selection, safetensors input and o
       {"rowstats " + input + " --out " + output + " --window 0", "--window: expected an integer in [1", 2},
       {"rowstats " + input + " --out " + output + " --sink-keys 20", "sink key 20 is outside [0, 20)", 1},
       {"rowstats /nonexistent.npz --out " + output, "/nonexistent.npz", 1},
-      {"rowstats " + output + " --out " + path_in_work_dir("again.npz"), "neither layer{i}.q", 1},
+      {"rowstats " + output + " --out " + path_in_work_dir("again.npz"), "holds neither layer0.q / layer0.k", 1},
   });
 }
 

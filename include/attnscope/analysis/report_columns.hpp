@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/capacity.hpp"
-#include "attnscope/composition.hpp"
+#include "attnscope/capacity/head_summary.hpp"
+#include "attnscope/composition/channels.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
-#include "attnscope/logits.hpp"
+#include "attnscope/logits/rank.hpp"
 #include "attnscope/analysis/head_report.hpp"
 
 namespace attnscope::analysis {
@@ -137,10 +137,19 @@ std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink
   return {
       {"content_entropy", "mean entropy of the content composition (keys other than the sink keys), nats",
        [channels](const HeadInput& h) { return channels(h).content_entropy; },
-       [channels](const HeadInput& h) { return channels(h).problem; }, "content_H"},
+       [channels](const HeadInput& h) { return channels(h).problem; }, "content_H", true,
+       {"Mean entropy of the content composition: each row without the sink key, renormalised (nats).",
+        "The content part of the rows is diffuse.",
+        "The content part picks few keys, even when a sink hides it in the plain entropy.",
+        "stories260K: 1.08-3.08; gpt2-wp-mini: 4.0-5.7 (close to the entropy when the sink is weak)."}},
       {"sink_entropy_share", "share of the attention entropy carried by the sink channel",
        [channels](const HeadInput& h) { return channels(h).sink_share; },
-       [channels](const HeadInput& h) { return channels(h).problem; }, "sink_H_share"},
+       [channels](const HeadInput& h) { return channels(h).problem; }, "sink_H_share", true,
+       {"Share of the rows' entropy carried by the sink channel (the sink-versus-content split and its weighting), "
+        "summed over rows.",
+        "The entropy mostly says how much weight goes to the sink, not how content is spread.",
+        "The entropy is about content.",
+        "stories260K: 0.006-0.058; gpt2-wp-mini: 0.003-0.010."}},
       {"causal_stable_rank", "stable rank of the causal scaled-score matrix (needs scores)",
        [nan](const HeadInput& h) {
          if (h.scores.size() == 0 || h.scores.rows() != h.scores.cols()) return nan;
@@ -160,7 +169,11 @@ std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink
          }
          return std::string("not available");
        },
-       "stable_rank", false},
+       "stable_rank", false,
+       {"Stable rank ||S||_F^2 / ||S||_2^2 of the causal part of the scaled-score matrix (needs the scores).",
+        "The logits use many directions (varied, e.g. local, patterns).",
+        "The logits are close to rank one (the same pattern for every query).",
+        "stories260K: 2.1-5.5 (median 3.8); gpt2-wp-mini: 1.2-1.9."}},
       {"separability_at_critical_n", "mean N_s/N at the critical top-N (needs scores and values)",
        [capacity, nan](const HeadInput& h) {
          const capacity::HeadCapacity* c = capacity->get(h);
@@ -170,7 +183,12 @@ std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink
          capacity->get(h);
          return capacity->problem();
        },
-       "sep_at_N"},
+       "sep_at_N", true,
+       {"Mean fraction N_s/N of the top-N keys the head separates at its critical N (needs scores and values).",
+        "The head keeps its selected keys apart in its output.",
+        "The selected keys blur together.",
+        "'-' for every head of both models as measured: the KS test over one head's rows tells true from expected "
+        "distances at every N up to L/4, so no critical N exists (the reason is printed under the table)."}},
       {"gradient_sensitivity", "g(T=1, eps=1e-3): mean finite-difference softmax sensitivity (needs scores, values)",
        [capacity, nan](const HeadInput& h) {
          const capacity::HeadCapacity* c = capacity->get(h);
@@ -180,7 +198,12 @@ std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink
          capacity->get(h);
          return capacity->problem();
        },
-       "grad_sens", false},
+       "grad_sens", false,
+       {"g(T = 1, eps = 1e-3): mean finite-difference change of the softmax per unit change of the logits (needs scores "
+        "and values).",
+        "Small logit changes move the attention a lot.",
+        "The attention is stable (saturated or diffuse).",
+        "stories260K: 0.023-0.033; gpt2-wp-mini: 0.007-0.012."}},
   };
 }
 

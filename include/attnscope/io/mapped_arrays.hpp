@@ -6,12 +6,21 @@
 // at arbitrary byte offsets, so a stored member's data may be unaligned: slice_copy then copies one slice (one head).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#define ATTNSCOPE_IO_RELEASE_PAGES 1
+#else
+#define ATTNSCOPE_IO_RELEASE_PAGES 0
+#endif
 
 #include <Eigen/Core>
 
@@ -42,6 +51,17 @@ class MappedArray {
   const unsigned char* bytes() const { return data_; }
   /// True when the values are read in place from the mapped file (no copy).
   bool is_view() const { return owned_ == nullptr; }
+  /// Number of elements (the product of the shape; 1 for a scalar).
+  std::int64_t element_count() const {
+    std::int64_t count = 1;
+    for (const std::int64_t extent : shape_) count *= extent;
+    return count;
+  }
+  /// Number of bytes of the values.
+  std::size_t byte_count() const { return static_cast<std::size_t>(element_count()) * dtype_size(dtype_); }
+  /// A copy of the values as an owning Array.
+  Array to_array() const { return Array(dtype_, shape_, std::vector<unsigned char>(data_, data_ + byte_count())); }
+
   /// Number of slices: shape[0] for rank 3, 1 for rank 2, 0 otherwise.
   Index slice_count() const { return shape_.size() == 3 ? shape_[0] : (shape_.size() == 2 ? 1 : 0); }
 
@@ -67,6 +87,81 @@ class MappedArray {
   Eigen::Map<const RowMatrix<Scalar>> slice(Index index) const {
     const auto [rows, cols] = slice_shape("MappedArray::slice", index);
     return Eigen::Map<const RowMatrix<Scalar>>(values<Scalar>() + index * rows * cols, rows, cols);
+  }
+
+  /// Matrix `index` of the array read as [count, rows, cols] (the array's elements in C order; any leading axes
+  /// flattened into `count`), converted to Scalar (float or double) from float32, float64, float16 or bfloat16, any
+  /// alignment. With `release`, the whole pages of that matrix are then dropped from the process (see
+  /// release_pages), so reading a large file matrix by matrix holds one matrix in memory. Throws attnscope::io_error
+  /// naming the array for another dtype or a matrix outside the array.
+  template <class Scalar>
+  RowMatrix<Scalar> matrix(std::int64_t index, Index rows, Index cols, bool release = false) const {
+    const char* fn = "MappedArray::matrix";
+    const std::int64_t count = static_cast<std::int64_t>(rows) * cols;
+    if (rows < 0 || cols < 0 || index < 0 || (index + 1) * count > element_count())
+      detail::throw_io_error(fn, name_, "matrix ", index, " of ", rows, "x", cols, " is outside the array of shape ",
+                             detail::shape_string(shape_));
+    const std::size_t item = dtype_size(dtype_);
+    const unsigned char* start = data_ + static_cast<std::size_t>(index * count) * item;
+    RowMatrix<Scalar> out(rows, cols);
+    auto widen = [&](auto stored_tag) {
+      using Stored = decltype(stored_tag);
+      for (std::int64_t i = 0; i < count; ++i) {
+        Stored value;
+        std::memcpy(&value, start + static_cast<std::size_t>(i) * sizeof(Stored), sizeof(Stored));
+        out.data()[i] = static_cast<Scalar>(static_cast<float>(value));
+      }
+    };
+    switch (dtype_) {
+      case DType::float32: widen(float{}); break;
+      case DType::float16: widen(Eigen::half{}); break;
+      case DType::bfloat16: widen(Eigen::bfloat16{}); break;
+      case DType::float64:
+        for (std::int64_t i = 0; i < count; ++i) {
+          double value;
+          std::memcpy(&value, start + static_cast<std::size_t>(i) * sizeof(double), sizeof(double));
+          out.data()[i] = static_cast<Scalar>(value);
+        }
+        break;
+      default:
+        detail::throw_io_error(fn, name_, "has dtype ", dtype_name(dtype_),
+                               "; only float32, float64, float16 and bfloat16 convert to a matrix");
+    }
+    if (release) release_pages(static_cast<std::size_t>(index * count) * item, static_cast<std::size_t>(count) * item);
+    return out;
+  }
+
+  /// Calls use(matrix) with slice `index` of a rank-2 or rank-3 array (as slice): a view into the file when the
+  /// dtype is Scalar's and the data are aligned, else a converted copy of that one slice (matrix<Scalar>).
+  template <class Scalar, class Use>
+  void with_slice(Index index, Use&& use) const {
+    if (dtype_ == dtype_of<Scalar>::value && is_aligned()) {
+      use(slice<Scalar>(index));
+      return;
+    }
+    const auto [rows, cols] = slice_shape("MappedArray::with_slice", index);
+    use(matrix<Scalar>(index, rows, cols));
+  }
+
+  /// Drops the whole pages inside bytes [offset, offset + bytes) of a view from this process (madvise
+  /// MADV_DONTNEED on the read-only file map: they stay in the page cache and are read again on access), so that
+  /// a pass over a file larger than memory keeps only what it is using. Does nothing for an owned copy (on
+  /// anonymous memory it would zero the values) or where madvise is unavailable.
+  void release_pages(std::size_t offset = 0, std::size_t bytes = static_cast<std::size_t>(-1)) const {
+#if ATTNSCOPE_IO_RELEASE_PAGES
+    if (!is_view()) return;
+    const std::size_t total = byte_count();
+    if (offset >= total) return;
+    bytes = std::min(bytes, total - offset);
+    const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(data_) + offset;
+    const std::uintptr_t begin = (address + page - 1) / page * page;
+    const std::uintptr_t end = (address + bytes) / page * page;
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+#else
+    (void)offset;
+    (void)bytes;
+#endif
   }
 
   /// The same slice copied into a matrix (any alignment; memory of one slice). Throws as slice.

@@ -1,0 +1,128 @@
+// attnscope/analysis/detail/html_page.hpp — the template of the HTML report's page: its style sheet and script
+// (sorting, the large view of a head with token axes, error display) and the escaping of text and JSON placed in it.
+// Internal to analysis/html_report.hpp.
+#pragma once
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace attnscope::analysis::detail {
+
+inline std::string html_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+/// JSON for a <script> element: invalid UTF-8 replaced, "</" written as "<\/" so that no string ends the element.
+inline std::string html_script_json(const nlohmann::json& value) {
+  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    out += text[i];
+    if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') out += '\\';
+  }
+  return out;
+}
+
+inline std::string html_format_value(double value) {
+  if (!std::isfinite(value)) return "-";
+  std::ostringstream stream;
+  stream.precision(4);
+  stream << value;
+  return stream.str();
+}
+
+
+inline const char* html_page_style() {
+  return R"(body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}h1{margin-bottom:0}
+.source{color:#555;margin-top:0}.note{background:#f3f3f3;padding:.4em .6em}.warn{background:#fde8e8}
+.hint{color:#666;font-size:12px}.layer{display:flex;align-items:center;gap:4px;margin:2px 0}
+.layer-label{width:5em;font-size:12px;color:#444}.cell{border:1px solid #ccc;background:#fff;padding:2px;cursor:pointer;
+display:flex;flex-direction:column;align-items:center}.cell:hover,.cell.selected{border-color:#d33}
+.thumb{width:48px;height:48px;object-fit:contain;image-rendering:pixelated;background:#440154}
+.cell-label{font-size:10px;color:#555}.bar{display:inline-block;width:48px;height:5px;background:#3b6fb6;
+vertical-align:middle}.bar .sink{display:block;height:100%;background:#f28e2b}.bar.empty{background:#ccc}
+#detail{border:1px solid #ccc;padding:.5em 1em;margin:1em 0}#detail .plot{display:inline-grid;
+grid-template-columns:max-content max-content;align-items:start}.yaxis,.xaxis{position:relative;font:10px monospace;color:#333}
+.yaxis span{position:absolute;right:4px;white-space:pre}.xaxis span{position:absolute;top:2px;white-space:pre;
+transform:rotate(60deg);transform-origin:0 0}.big{image-rendering:pixelated;display:block;border:1px solid #999}
+#readout{font:12px monospace;min-height:1.4em}table{border-collapse:collapse;margin:.5em 0}
+.scroll{overflow-x:auto}th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;font-size:12px;white-space:nowrap}th{background:#eee;cursor:pointer}
+tbody tr:hover{background:#fff6d5;cursor:pointer}dt{font-weight:bold;margin-top:.6em}dd{margin-left:1.5em}
+#script-errors{background:#fdd;color:#900;padding:.5em})";
+}
+
+inline const char* html_page_script() {
+  return R"((function(){
+var errors=document.getElementById('script-errors');
+window.onerror=function(message){errors.hidden=false;errors.textContent+='script error: '+message+'\n';};
+var data=JSON.parse(document.getElementById('attnscope-data').textContent);
+var detail=document.getElementById('detail');
+function esc(s){return String(s).replace(/[&<>"']/g,function(c){return '&#'+c.charCodeAt(0)+';';});}
+function label(pos,keys){var t=data.tokens;var s=String(pos);if(t.length>=keys&&pos<t.length){s+=' '+JSON.stringify(t[pos]);}
+return s;}
+function show(index){
+var h=data.heads[index];if(!h){return;}
+document.querySelectorAll('.cell.selected').forEach(function(c){c.classList.remove('selected');});
+var cell=document.querySelector('.cell[data-index="'+index+'"]');if(cell){cell.classList.add('selected');}
+var scale=Math.max(1,Math.floor(512/Math.max(h.width,h.height)));
+var w=h.width*scale,hh=h.height*scale,offset=h.rows<=h.cols?h.cols-h.rows:0;
+var html='<h2>layer '+h.layer+' head '+h.head+'</h2><p class="note" id="detail-note">'+h.rows+' queries &times; '+h.cols+
+' keys';
+if(h.block>1){html+=', downsampled '+h.block+'&times;: each pixel is the block '+data.method+' of '+h.block+'&times;'+
+h.block+' entries';}
+html+='. Sink mass '+(h.sink===null?'-':h.sink.toPrecision(3))+', content mass '+
+(h.content===null?'-':h.content.toPrecision(3))+(h.nonfinite?', '+h.nonfinite+' non-finite entries':'')+
+'.</p><div id="readout">move over the matrix: query &rarr; key</div><div class="plot"><div class="yaxis" style="width:'+
+'11em;height:'+hh+'px">';
+var step=Math.max(1,Math.ceil(h.height/Math.max(1,Math.floor(hh/12))));
+for(var y=0;y<h.height;y+=step){html+='<span style="top:'+(y*scale+scale/2-6)+'px">'+esc(label(offset+y*h.block,h.cols))+
+'</span>';}
+html+='</div><img class="big" id="big" alt="layer '+h.layer+' head '+h.head+'" src="'+h.image+'" width="'+w+
+'" height="'+hh+'"><div></div><div class="xaxis" style="width:'+w+'px;height:8em">';
+step=Math.max(1,Math.ceil(h.width/Math.max(1,Math.floor(w/12))));
+for(var x=0;x<h.width;x+=step){html+='<span style="left:'+(x*scale+scale/2)+'px">'+esc(label(x*h.block,h.cols))+
+'</span>';}
+html+='</div></div>';
+detail.innerHTML=html;detail.hidden=false;
+var big=document.getElementById('big'),readout=document.getElementById('readout');
+big.addEventListener('mousemove',function(e){var r=big.getBoundingClientRect();
+var x=Math.min(h.width-1,Math.max(0,Math.floor((e.clientX-r.left)/scale)));
+var y=Math.min(h.height-1,Math.max(0,Math.floor((e.clientY-r.top)/scale)));
+var q0=offset+y*h.block,k0=x*h.block,b=h.block>1?'+'+(h.block-1):'';
+readout.textContent='query '+label(q0,h.cols)+b+'  \u2192  key '+label(k0,h.cols)+b;});
+if(location.hash!=='#head-'+h.layer+'-'+h.head){history.replaceState(null,'','#head-'+h.layer+'-'+h.head);}
+}
+document.querySelectorAll('.cell').forEach(function(c){c.addEventListener('click',function(){
+show(+c.dataset.index);detail.scrollIntoView();});});
+document.querySelectorAll('#stats tbody tr').forEach(function(r){r.addEventListener('click',function(){
+if(+r.dataset.index>=0){show(+r.dataset.index);detail.scrollIntoView();}});});
+var table=document.getElementById('stats');
+table.querySelectorAll('th').forEach(function(th,col){th.addEventListener('click',function(e){
+if(e.target.tagName==='A'){return;}
+var asc=th.dataset.sort!=='asc';table.querySelectorAll('th').forEach(function(o){delete o.dataset.sort;});
+th.dataset.sort=asc?'asc':'desc';var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
+function key(r){var c=r.cells[col],v=c.dataset.value!==undefined?c.dataset.value:c.textContent;
+return v===''?NaN:parseFloat(v);}
+rows.sort(function(a,b){var x=key(a),y=key(b);if(isNaN(x)){return isNaN(y)?0:1;}if(isNaN(y)){return -1;}
+return asc?x-y:y-x;});rows.forEach(function(r){body.appendChild(r);});});});
+var m=/^#head-(\d+)-(\d+)$/.exec(location.hash);
+if(m){data.heads.forEach(function(h,i){if(h.layer===+m[1]&&h.head===+m[2]){show(i);}});}
+document.body.setAttribute('data-ready','1');
+})();)";
+}
+
+}  // namespace attnscope::analysis::detail

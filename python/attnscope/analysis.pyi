@@ -1,0 +1,44 @@
+"""Type stubs of attnscope.analysis: the per-head report and its HTML page."""
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+Source = Union[str, os.PathLike, Mapping[str, ArrayLike], ArrayLike]
+"""A capture/attention file path, a dict like Transformer.forward's, or an attention array."""
+
+def head_report(
+    source: Source,
+    *,
+    scores: Optional[ArrayLike] = None,
+    values: Optional[ArrayLike] = None,
+    columns: Optional[Sequence[str]] = None,
+    basic: bool = False,
+    sink_keys: Sequence[int] = (0,),
+    lenient: bool = False,
+    map: Any = None,
+    layout: str = "layers,heads,q,k",
+    batch_index: Optional[int] = None,
+    layers: Optional[Sequence[int]] = None,
+    heads: Optional[Sequence[int]] = None,
+) -> Dict[str, NDArray[Any]]: ...
+def write_html(
+    source: Source,
+    path: str,
+    *,
+    scores: Optional[ArrayLike] = None,
+    values: Optional[ArrayLike] = None,
+    tokens: Optional[Sequence[str]] = None,
+    title: str = "attnscope report",
+    columns: Optional[Sequence[str]] = None,
+    basic: bool = False,
+    sink_keys: Sequence[int] = (0,),
+    lenient: bool = False,
+    map: Any = None,
+    layout: str = "layers,heads,q,k",
+    batch_index: Optional[int] = None,
+    layers: Optional[Sequence[int]] = None,
+    heads: Optional[Sequence[int]] = None,
+) -> Dict[str, NDArray[Any]]: ...
+def columns(*, basic: bool = False, sink_keys: Sequence[int] = (0,)) -> List[Dict[str, Any]]: ...

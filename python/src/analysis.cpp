@@ -1,0 +1,340 @@
+// Bindings of attnscope::analysis: the per-head report (the table of `attnscope report`) of a capture file, of a
+// capture dict (attnscope.model.Transformer.forward) or of attention arrays, returned as a dict of numpy columns, and
+// the self-contained HTML page. Files are read by analysis::AttentionFile (memory-mapped, one head at a time).
+#include <attnscope/analysis.hpp>
+#include <attnscope/analysis/capture.hpp>
+#include <attnscope/analysis/html_report.hpp>
+
+#include "arrays.hpp"
+#include "common.hpp"
+
+namespace attnscope_python {
+
+using namespace pybind11::literals;
+namespace analysis = attnscope::analysis;
+namespace io = attnscope::io;
+
+namespace {
+
+/// The keyword arguments shared by head_report and write_html.
+struct ReportArguments {
+  std::vector<Index> sink_keys{0};
+  std::vector<std::string> columns;  // empty = the standard (basic) or all columns
+  bool basic = false;
+  bool lenient = false;
+  py::object map = py::none();
+  std::string layout = "layers,heads,q,k";
+  std::optional<std::int64_t> batch_index;
+  analysis::HeadSelection selection;
+};
+
+std::vector<analysis::ReportColumn> report_columns(const ReportArguments& arguments, const char* function) {
+  for (const Index key : arguments.sink_keys)
+    if (key < 0) throw_value_error(function, "sink_keys must be >= 0, got " + std::to_string(key));
+  if (arguments.columns.empty())
+    return arguments.basic ? analysis::default_report_columns(arguments.sink_keys)
+                           : analysis::all_report_columns(arguments.sink_keys);
+  return analysis::select_report_columns(analysis::all_report_columns(arguments.sink_keys), arguments.columns);
+}
+
+/// Unit roundoff of a numpy float dtype (float32 for anything else, as the file reader does).
+double roundoff_of(const py::array& array) {
+  const py::dtype dtype = array.dtype();
+  if (dtype.kind() == 'f' && dtype.itemsize() == 2) return analysis::unit_roundoff::float16;
+  if (dtype.kind() == 'f' && dtype.itemsize() == 8) return analysis::unit_roundoff::float64;
+  return analysis::unit_roundoff::float32;
+}
+
+/// `array` as C-order float64 with the given number of trailing matrix axes and leading axes flattened.
+CArray<double> float64_of(const py::handle& object, const char* function, const char* name) {
+  const py::array array = as_array(object, function, name);
+  if (array.dtype().kind() != 'f' && array.dtype().kind() != 'i' && array.dtype().kind() != 'u')
+    throw_value_error(function, std::string(name) + " must hold numbers");
+  return CArray<double>::ensure(array);
+}
+
+RowMatrix<double> matrix_at(const CArray<double>& array, std::int64_t index, Index rows, Index cols) {
+  return Eigen::Map<const RowMatrix<double>>(array.data() + index * rows * cols, rows, cols);
+}
+
+/// The heads of attention arrays: `attention` [q, k], [heads, q, k] or [layers, heads, q, k], with optional `scores`
+/// of the same shape and `values` [..., k, d] with the same leading axes; `layer` is the layer of a rank ≤ 3 array.
+void add_array_heads(const py::handle& attention_object, const py::handle& scores_object,
+                     const py::handle& values_object, int layer, const analysis::HeadSelection& selection,
+                     std::vector<analysis::HeadInput>& heads, const char* function) {
+  const CArray<double> attention = float64_of(attention_object, function, "attention");
+  const int rank = static_cast<int>(attention.ndim());
+  if (rank < 2 || rank > 4)
+    throw_value_error(function, "attention has shape " + shape_text(Shape(attention.shape(), attention.shape() + rank)) +
+                                    ", expected (q, k), (heads, q, k) or (layers, heads, q, k)");
+  const Index rows = attention.shape(rank - 2), cols = attention.shape(rank - 1);
+  const std::int64_t layers = rank == 4 ? attention.shape(0) : 1, per_layer = rank >= 3 ? attention.shape(rank - 3) : 1;
+  std::optional<CArray<double>> scores, values;
+  if (!scores_object.is_none()) {
+    scores = float64_of(scores_object, function, "scores");
+    if (scores->ndim() != rank || !std::equal(attention.shape(), attention.shape() + rank, scores->shape()))
+      throw_value_error(function, "scores must have the attention's shape " +
+                                      shape_text(Shape(attention.shape(), attention.shape() + rank)));
+  }
+  if (!values_object.is_none()) {
+    values = float64_of(values_object, function, "values");
+    if (values->ndim() != rank || !std::equal(attention.shape(), attention.shape() + rank - 2, values->shape()) ||
+        values->shape(rank - 2) != cols)
+      throw_value_error(function, "values must be (..., k, d) with the attention's leading axes and k = " +
+                                      std::to_string(cols));
+  }
+  for (std::int64_t l = 0; l < layers; ++l)
+    for (std::int64_t h = 0; h < per_layer; ++h) {
+      const int layer_index = rank == 4 ? static_cast<int>(l) : layer;
+      if (!selection.has_layer(layer_index) || !selection.has_head(h)) continue;
+      analysis::HeadInput head;
+      head.layer = layer_index;
+      head.head = static_cast<int>(h);
+      const std::int64_t position = l * per_layer + h;
+      head.attention = matrix_at(attention, position, rows, cols);
+      if (scores) head.scores = matrix_at(*scores, position, rows, cols);
+      if (values) head.values = matrix_at(*values, position, cols, values->shape(rank - 1));
+      heads.push_back(std::move(head));
+    }
+}
+
+/// The heads of an in-memory source: a dict in the capture layout (per-layer attention, with scores and v when
+/// present), a dict with "attention" (and "scores", "v"), or an attention array. Returns the unit roundoff of the
+/// attention's dtype through `roundoff`.
+std::vector<analysis::HeadInput> memory_heads(const py::handle& source, const py::handle& scores,
+                                              const py::handle& values, const analysis::HeadSelection& selection,
+                                              double& roundoff, const char* function) {
+  namespace part = io::capture_part;
+  std::vector<analysis::HeadInput> heads;
+  if (py::isinstance<py::dict>(source)) {
+    const py::dict dict = py::reinterpret_borrow<py::dict>(source);
+    std::map<Index, py::handle> layers;
+    for (const auto& item : dict) {
+      const auto name = io::parse_layer_array_name(py::str(item.first).cast<std::string>());
+      if (name && name->part == part::attention) layers[name->layer] = item.second;
+    }
+    auto entry = [&](const std::string& name) -> py::handle {
+      return dict.contains(name) ? py::handle(dict[py::str(name)]) : py::handle(py::none());
+    };
+    if (layers.empty()) {
+      if (!dict.contains(part::attention))
+        throw_value_error(function, "the dict has neither per-layer attention (e.g. '" +
+                                        io::layer_array_name(0, part::attention) + "', as Transformer.forward "
+                                        "returns) nor an 'attention' entry");
+      roundoff = roundoff_of(as_array(entry(part::attention), function, "attention"));
+      add_array_heads(entry(part::attention), entry(part::scores), entry(part::v), 0, selection, heads, function);
+      return heads;
+    }
+    Index expected = 0;
+    for (const auto& [layer, attention] : layers) {
+      if (layer != expected)
+        throw_value_error(function, "the dict has " + io::layer_array_name(layer, part::attention) + " but no " +
+                                        io::layer_array_name(expected, part::attention));
+      ++expected;
+      if (!selection.has_layer(layer)) continue;
+      const py::array array = as_array(attention, function, "attention");
+      if (array.ndim() != 3) throw_value_error(function, "per-layer attention must be (heads, q, k)");
+      roundoff = roundoff_of(array);
+      add_array_heads(array, entry(io::layer_array_name(layer, part::scores)),
+                      entry(io::layer_array_name(layer, part::v)), static_cast<int>(layer), selection, heads, function);
+    }
+    return heads;
+  }
+  roundoff = roundoff_of(as_array(source, function, "attention"));
+  add_array_heads(source, scores, values, 0, selection, heads, function);
+  return heads;
+}
+
+/// Runs the report (and, with `page`, feeds the HTML builder) over the heads of `source`: a path (str or
+/// os.PathLike) read as an attention file, or an in-memory source (memory_heads).
+analysis::HeadReport run_report(const py::object& source, const py::object& scores, const py::object& values,
+                                const ReportArguments& arguments, analysis::HtmlReportBuilder* page,
+                                const char* function) {
+  analysis::HeadReportOptions options;
+  options.lenient = arguments.lenient;
+  options.strict_hint = "; pass lenient=True to analyse such rows anyway (or map=... for a map whose rows are not "
+                        "distributions: sink, sa_softmax)";
+  if (!arguments.map.is_none()) options.rows_are_distributions = analysis::map_rows_are_distributions(to_map(arguments.map));
+  analysis::AttentionFileOptions file_options;
+  if (arguments.layout == "batch,heads,q,k") file_options.layout = analysis::AttentionLayout::batch_heads;
+  else if (arguments.layout != "layers,heads,q,k")
+    throw_value_error(function, "layout must be 'layers,heads,q,k' or 'batch,heads,q,k', got '" + arguments.layout + "'");
+  file_options.batch_index = arguments.batch_index;
+  const std::vector<analysis::ReportColumn> columns = report_columns(arguments, function);
+  const bool is_path = py::isinstance<py::str>(source) ||
+                       py::isinstance(source, py::module_::import("os").attr("PathLike"));
+  if (is_path) {
+    const std::string path = py::str(py::module_::import("os").attr("fspath")(source)).cast<std::string>();
+    if (!scores.is_none() || !values.is_none())
+      throw_value_error(function, "scores and values are read from the file; pass them only with arrays");
+    py::gil_scoped_release release;
+    const analysis::AttentionFile file(path, file_options);
+    options.storage_roundoff = analysis::storage_roundoff(file.attention_dtype());
+    if (!arguments.map.is_none()) {
+    } else if (file.metadata().count("map")) {
+      py::gil_scoped_acquire acquire;
+      options.rows_are_distributions =
+          analysis::map_rows_are_distributions(to_map(py::str(file.metadata().at("map"))));
+    }
+    analysis::HeadReportBuilder builder(columns, options);
+    analysis::for_each_head(file, arguments.selection, [&](const analysis::HeadInput& head) {
+      builder.add(head);
+      if (page) page->add_head(head.layer, head.head, head.attention);
+    });
+    return builder.take();
+  }
+  if (arguments.layout != "layers,heads,q,k" || arguments.batch_index)
+    throw_value_error(function, "layout and batch_index apply to files; pass arrays as (layers, heads, q, k)");
+  double roundoff = analysis::unit_roundoff::float32;
+  const std::vector<analysis::HeadInput> heads =
+      memory_heads(source, scores, values, arguments.selection, roundoff, function);
+  if (heads.empty()) throw_value_error(function, "no head selected");
+  options.storage_roundoff = roundoff;
+  py::gil_scoped_release release;
+  analysis::HeadReportBuilder builder(columns, options);
+  for (const analysis::HeadInput& head : heads) {
+    builder.add(head);
+    if (page) page->add_head(head.layer, head.head, head.attention);
+  }
+  return builder.take();
+}
+
+/// The report as a dict of numpy columns: "layer", "head", "bad_rows" (int64), then one float64 array per column
+/// (NaN where the value is not available).
+py::dict report_dict(const analysis::HeadReport& report) {
+  const py::ssize_t n = static_cast<py::ssize_t>(report.rows.size());
+  py::array_t<std::int64_t> layer(n), head(n), bad(n);
+  for (py::ssize_t i = 0; i < n; ++i) {
+    layer.mutable_at(i) = report.rows[static_cast<std::size_t>(i)].layer;
+    head.mutable_at(i) = report.rows[static_cast<std::size_t>(i)].head;
+    bad.mutable_at(i) = report.rows[static_cast<std::size_t>(i)].bad_rows;
+  }
+  py::dict out;
+  out["layer"] = layer;
+  out["head"] = head;
+  out["bad_rows"] = bad;
+  for (std::size_t c = 0; c < report.columns.size(); ++c) {
+    py::array_t<double> column(n);
+    for (py::ssize_t i = 0; i < n; ++i) column.mutable_at(i) = report.rows[static_cast<std::size_t>(i)].values[c];
+    out[py::str(report.columns[c])] = column;
+  }
+  return out;
+}
+
+ReportArguments arguments_of(const std::vector<Index>& sink_keys, const std::optional<std::vector<std::string>>& columns,
+                             bool basic, bool lenient, const py::object& map, const std::string& layout,
+                             std::optional<std::int64_t> batch_index, const std::optional<std::vector<Index>>& layers,
+                             const std::optional<std::vector<Index>>& heads) {
+  ReportArguments arguments;
+  arguments.sink_keys = sink_keys;
+  if (columns) arguments.columns = *columns;
+  arguments.basic = basic;
+  arguments.lenient = lenient;
+  arguments.map = map;
+  arguments.layout = layout;
+  arguments.batch_index = batch_index;
+  if (layers) arguments.selection.layers = *layers;
+  if (heads) arguments.selection.heads = *heads;
+  return arguments;
+}
+
+const char* const source_doc = R"(
+    source: a capture or attention file (str or os.PathLike: NPY, NPZ or safetensors, memory-mapped and read one
+        head at a time), a dict as returned by attnscope.model.Transformer.forward (per-layer attention, with the
+        scores and v when captured) or with 'attention' (and 'scores', 'v'), or an attention array (q, k),
+        (heads, q, k) or (layers, heads, q, k).
+    scores, values: with an attention array, its scaled scores (same shape) and values (..., k, d).
+    columns: column names (full or short) to compute, in that order; default: all columns (basic=True: the six
+        standard ones).
+    sink_keys: keys counted as the sink. lenient: analyse rows that are not distributions (counted in bad_rows)
+        instead of raising. map: the normalization map that produced the rows (sink or SA-softmax rows are only
+        checked for finite values; a safetensors capture records it).
+    layout: how a 4-D array in a file is read, 'layers,heads,q,k' or 'batch,heads,q,k'; batch_index: the batch entry
+        of a file array with a batch axis.
+    layers, heads: only these layers and heads (default: all).)";
+
+}  // namespace
+
+void bind_analysis(py::module_& parent) {
+  py::module_ m = parent.def_submodule(
+      "analysis", "attnscope::analysis: the per-head report of `attnscope report` (sink mass, entropy, Jacobian norms "
+                  "and the analysis modules' columns) and its HTML page.");
+
+  m.def(
+      "head_report",
+      [](const py::object& source, const py::object& scores, const py::object& values,
+         const std::optional<std::vector<std::string>>& columns, bool basic, const std::vector<Index>& sink_keys,
+         bool lenient, const py::object& map, const std::string& layout, std::optional<std::int64_t> batch_index,
+         const std::optional<std::vector<Index>>& layers, const std::optional<std::vector<Index>>& heads) {
+        const ReportArguments arguments =
+            arguments_of(sink_keys, columns, basic, lenient, map, layout, batch_index, layers, heads);
+        return report_dict(run_report(source, scores, values, arguments, nullptr, "analysis.head_report"));
+      },
+      "source"_a, py::kw_only(), "scores"_a = py::none(), "values"_a = py::none(), "columns"_a = py::none(),
+      "basic"_a = false, "sink_keys"_a = std::vector<Index>{0}, "lenient"_a = false, "map"_a = py::none(),
+      "layout"_a = "layers,heads,q,k", "batch_index"_a = py::none(), "layers"_a = py::none(), "heads"_a = py::none(),
+      (std::string("The per-head report as a dict of numpy arrays, one entry per head: 'layer', 'head', 'bad_rows'\n"
+                   "(int64), then one float64 array per column (NaN = not available for that head).") +
+       source_doc +
+       "\nRaises ValueError for rows that are not distributions (unless lenient), unknown columns, bad shapes or\n"
+       "selections; OSError for unreadable files or an unknown capture layout version.")
+          .c_str());
+
+  m.def(
+      "write_html",
+      [](const py::object& source, const std::string& path, const py::object& scores, const py::object& values,
+         const std::optional<std::vector<std::string>>& tokens, const std::string& title,
+         const std::optional<std::vector<std::string>>& columns, bool basic, const std::vector<Index>& sink_keys,
+         bool lenient, const py::object& map, const std::string& layout, std::optional<std::int64_t> batch_index,
+         const std::optional<std::vector<Index>>& layers, const std::optional<std::vector<Index>>& heads) {
+        const ReportArguments arguments =
+            arguments_of(sink_keys, columns, basic, lenient, map, layout, batch_index, layers, heads);
+        analysis::HtmlReportOptions options;
+        options.title = title;
+        options.source = py::isinstance<py::str>(source) ? source.cast<std::string>() : std::string();
+        options.sink_keys = sink_keys;
+        analysis::HtmlReportBuilder page(options);
+        if (tokens) page.set_tokens(*tokens);
+        const analysis::HeadReport report = run_report(source, scores, values, arguments, &page, "analysis.write_html");
+        {
+          py::gil_scoped_release release;
+          page.write(path, report);
+        }
+        return report_dict(report);
+      },
+      "source"_a, "path"_a, py::kw_only(), "scores"_a = py::none(), "values"_a = py::none(), "tokens"_a = py::none(),
+      "title"_a = "attnscope report", "columns"_a = py::none(), "basic"_a = false,
+      "sink_keys"_a = std::vector<Index>{0}, "lenient"_a = false, "map"_a = py::none(),
+      "layout"_a = "layers,heads,q,k", "batch_index"_a = py::none(), "layers"_a = py::none(), "heads"_a = py::none(),
+      (std::string("Writes the self-contained HTML page of the report (heatmaps of every head, the sortable table, the\n"
+                   "glossary, sink/content bars; `attnscope report --html`) to `path` and returns the report dict.\n"
+                   "    tokens: token strings for the axes of the large view. title: the page title.") +
+       source_doc)
+          .c_str());
+
+  m.def(
+      "columns",
+      [](bool basic, const std::vector<Index>& sink_keys) {
+        py::list out;
+        for (const analysis::ReportColumn& column :
+             basic ? analysis::default_report_columns(sink_keys) : analysis::all_report_columns(sink_keys)) {
+          py::dict entry;
+          entry["name"] = column.name;
+          entry["short_name"] = column.short_name;
+          entry["description"] = column.description;
+          py::dict glossary;
+          glossary["measures"] = column.glossary.measures;
+          glossary["high"] = column.glossary.high;
+          glossary["low"] = column.glossary.low;
+          glossary["typical"] = column.glossary.typical;
+          entry["glossary"] = glossary;
+          out.append(entry);
+        }
+        return out;
+      },
+      py::kw_only(), "basic"_a = false, "sink_keys"_a = std::vector<Index>{0},
+      "The report's columns in order, each a dict with 'name', 'short_name', 'description' and 'glossary' (a dict:\n"
+      "'measures', 'high', 'low', 'typical', the text of the HTML page's glossary).");
+}
+
+}  // namespace attnscope_python
