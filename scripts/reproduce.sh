@@ -10,7 +10,9 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 root=$(pwd)
 build=${ATTNSCOPE_BUILD_DIR:-build}
 jobs=${ATTNSCOPE_JOBS:-$(nproc)}
-data=${ATTNSCOPE_DATA:-$root/../shared/data}
+# The shared data: $ATTNSCOPE_DATA when set, else the build's cache variable ATTNSCOPE_DATA, else ../shared/data.
+cached_data=$(sed -n 's/^ATTNSCOPE_DATA:PATH=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+data=${ATTNSCOPE_DATA:-${cached_data:-$root/../shared/data}}
 out=$root/results
 report_only=0
 [ "${1:-}" = "--report-only" ] && report_only=1
