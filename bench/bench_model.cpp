@@ -22,7 +22,7 @@ namespace {
 
 const attnscope::model::LlamaModel& stories260k() {
   static const attnscope::model::LlamaModel model =
-      attnscope::model::LlamaModel::load(std::string(ATTNSCOPE_DATA_DIR) + "/stories260K.bin");
+      attnscope::model::LlamaModel::load(std::string(ATTNSCOPE_DATA) + "/stories260K.bin");
   return model;
 }
 

@@ -14,7 +14,7 @@ namespace {
 
 const std::string& book() {
   static const std::string text = [] {
-    const std::vector<unsigned char> bytes = attnscope::io::read_file(std::string(ATTNSCOPE_DATA_DIR) + "/war_and_peace.txt");
+    const std::vector<unsigned char> bytes = attnscope::io::read_file(std::string(ATTNSCOPE_DATA) + "/war_and_peace.txt");
     return std::string(bytes.begin(), bytes.end());
   }();
   return text;
@@ -22,7 +22,7 @@ const std::string& book() {
 
 const attnscope::text::ByteLevelBpeTokenizer& gpt2() {
   static const auto tokenizer =
-      attnscope::text::ByteLevelBpeTokenizer::from_folder(std::string(ATTNSCOPE_DATA_DIR) + "/gpt2-bpe");
+      attnscope::text::ByteLevelBpeTokenizer::from_folder(std::string(ATTNSCOPE_DATA) + "/gpt2-bpe");
   return tokenizer;
 }
 

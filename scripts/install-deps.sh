@@ -2,7 +2,7 @@
 # Installs the Debian/Ubuntu packages attnscope needs to build, test and reproduce, when they are missing.
 # Uses sudo when not root; does nothing when everything is already present.
 set -euo pipefail
-packages=(cmake g++ make libeigen3-dev catch2 libbenchmark-dev gnuplot-nox nlohmann-json3-dev zlib1g-dev libomp-dev
+packages=(cmake g++ make ninja-build libeigen3-dev catch2 libbenchmark-dev gnuplot-nox nlohmann-json3-dev zlib1g-dev libomp-dev
           libpcre2-dev clang libclang-rt-14-dev
           python3 python3-dev python3-numpy python3-pytest pybind11-dev python3-pybind11 chromium)
 missing=()

@@ -10,7 +10,9 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 root=$(pwd)
 build=${ATTNSCOPE_BUILD_DIR:-build}
 jobs=${ATTNSCOPE_JOBS:-$(nproc)}
-data=${ATTNSCOPE_DATA:-$root/../shared/data}
+# The shared data: $ATTNSCOPE_DATA when set, else the build's cache variable ATTNSCOPE_DATA, else ../shared/data.
+cached_data=$(sed -n 's/^ATTNSCOPE_DATA:PATH=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+data=${ATTNSCOPE_DATA:-${cached_data:-$root/../shared/data}}
 out=$root/results
 report_only=0
 [ "${1:-}" = "--report-only" ] && report_only=1
@@ -35,9 +37,14 @@ run_label() {  # column title of a run
 
 if [ "$report_only" = 0 ]; then
   ./scripts/install-deps.sh
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DATTNSCOPE_BUILD_EXAMPLES=ON -DATTNSCOPE_BUILD_TOOLS=ON \
+  # The same build folder as ./scripts/test.sh: after a test run only the example programs are compiled. Ninja when
+  # installed (a fresh build folder only: an existing one keeps the generator it was made with).
+  generator=()
+  if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
+  cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DATTNSCOPE_BUILD_EXAMPLES=ON \
         -DATTNSCOPE_EXAMPLES_COMPILE_CHECK=OFF
-  cmake --build "$build" -j "$jobs"
+  # Only the programs this script runs (attnscope_examples), not the test suite or the tools.
+  cmake --build "$build" -j "$jobs" --target attnscope_examples
   rm -rf "$out"
   mkdir -p "$out"
   start=$(date +%s)

@@ -106,4 +106,5 @@ int main(int argc, char** argv) {
               "sparse value at n = 512 with the dense one at n = 64): on this synthetic task sparsity shortens the "
               "effective sequence rather than isolating density as such.");
   report.finish();
+  return 0;
 }

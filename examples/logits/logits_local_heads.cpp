@@ -157,4 +157,5 @@ int main(int argc, char** argv) {
               "language has both kinds of dependency; the window heads can take the band and the full head the "
               "flat global part. d = 8 per head, CE, Adam lr 0.05, " + std::to_string(steps) + " steps, seed 0.");
   report.finish();
+  return 0;
 }

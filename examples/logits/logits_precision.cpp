@@ -149,4 +149,5 @@ int main(int argc, char** argv) {
               "'Diverged' = non-finite loss or a final KL above 1.5× the run's minimum KL. fp16 overflow (|S| > 65504) "
               "never happens at these logit scales (counter in the JSON).");
   report.finish();
+  return 0;
 }

@@ -167,4 +167,5 @@ int main(int argc, char** argv) {
               "of length L is the top-left L×L block. Stable rank = `attnscope::causal_stable_rank` (future entries "
               "set to 0). Per-head values in `real_model_heads.csv` and `results/logit_explosion/real_model.json`.");
   report.finish();
+  return 0;
 }

@@ -101,4 +101,5 @@ int main(int argc, char** argv) {
   report.text("Same setting as the n sweep; " + std::to_string(steps) + " steps. Steps needed to reach the accuracy "
               "also fall with d (JSON `steps_to_accuracy`).");
   report.finish();
+  return 0;
 }

@@ -144,7 +144,7 @@ def plot(rows, counts, out):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_data = os.environ.get("ATTNSCOPE_DATA_DIR", pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data")
+    default_data = os.environ.get("ATTNSCOPE_DATA", pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data")
     parser.add_argument("--data", type=pathlib.Path, default=pathlib.Path(default_data))
     parser.add_argument("--source", choices=["stories", "torch"], default=None)
     parser.add_argument("--length", type=int, default=128)

@@ -18,9 +18,16 @@
 
 namespace attnscope::examples {
 
+/// The shared data folder when `--data` is not given: the ATTNSCOPE_DATA environment variable when set, else the
+/// folder compiled in from the CMake cache variable ATTNSCOPE_DATA (default ../shared/data).
+inline std::filesystem::path default_data_dir() {
+  if (const char* env = std::getenv("ATTNSCOPE_DATA"); env && *env) return env;
+  return ATTNSCOPE_DATA;
+}
+
 /// Command-line options common to every example: `--data DIR` (shared data), `--out DIR` (results root).
 struct Options {
-  std::filesystem::path data_dir = ATTNSCOPE_DATA_DIR;
+  std::filesystem::path data_dir = default_data_dir();
   std::filesystem::path out_dir = "results";
   bool quick = false;  // --quick: smaller problem sizes (used by tests of the examples themselves)
   std::map<std::string, std::string> extra;  // any other `--name value` pair, e.g. --capture FILE.npz

@@ -1,6 +1,6 @@
 """Shared fixtures of the Python tests: the attnscope module (PYTHONPATH = <build>/python) and the data folder.
 
-The data (stories260K, gpt2-wp-mini, War and Peace tokens) is read from $ATTNSCOPE_DATA_DIR, by default
+The data (stories260K, gpt2-wp-mini, War and Peace tokens) is read from $ATTNSCOPE_DATA, by default
 <repository>/../shared/data; tests that need it are skipped when it is absent.
 """
 import os
@@ -14,9 +14,9 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def data_dir():
-    path = pathlib.Path(os.environ.get("ATTNSCOPE_DATA_DIR", REPOSITORY.parent / "shared" / "data"))
+    path = pathlib.Path(os.environ.get("ATTNSCOPE_DATA", REPOSITORY.parent / "shared" / "data"))
     if not (path / "stories260K.bin").exists():
-        pytest.skip(f"shared data not found in {path} (set ATTNSCOPE_DATA_DIR)")
+        pytest.skip(f"shared data not found in {path} (set ATTNSCOPE_DATA)")
     return path
 
 

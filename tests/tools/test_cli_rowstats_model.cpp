@@ -19,7 +19,7 @@ using attnscope_test::cli::attnscope_command;
 using attnscope_test::cli::contains;
 using attnscope_test::cli::path_in_work_dir;
 
-const std::string stories_checkpoint = std::string(ATTNSCOPE_DATA_DIR) + "/stories260K.bin";
+const std::string stories_checkpoint = std::string(ATTNSCOPE_DATA) + "/stories260K.bin";
 
 // "1,a,b,..." of `length` token ids below 512 (a fixed arithmetic pattern; BOS first).
 std::string model_rowstats_token_list(int length) {
