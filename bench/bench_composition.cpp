@@ -1,4 +1,4 @@
-// Speed of the composition module on 4096×1024 attention rows (issue #4 §4), double precision, one thread so that
+// Speed of the composition module on 4096×1024 attention rows, double precision, one thread so that
 // the algorithms (not the thread count) are compared. Baselines in the same run:
 //  - ilr: the O(D) cumulative-sum ilr against the O(D²) basis product clr(x)·Vᵀ, both as one blocked GEMM
 //    (BM_ilr_basis_gemm: the best case for O(D²), what skbio does with numpy) and as a per-row matrix–vector product

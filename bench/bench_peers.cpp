@@ -1,4 +1,4 @@
-// attnscope's side of the peer comparison (scripts/bench_peers.sh, issue 15): the same arrays the Python peers read
+// attnscope's side of the peer comparison (scripts/bench_peers.sh): the same arrays the Python peers read
 // (NPY files written by the script into $ATTNSCOPE_PEERS_DIR), one thread: softmax_into a reused output, the exact ‖J‖₂
 // of every softmax row from the logits, sparsemax and exact 1.5-entmax rows into a reused output, and the secular
 // ‖J‖₂ of 256 probability rows of 256 (against numpy eigvalsh on the dense Jacobians).

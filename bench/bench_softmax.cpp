@@ -1,4 +1,4 @@
-// Softmax and exact Jacobian spectral norms, float32 (issue #2 §8): attnscope::softmax against the naive Eigen
+// Softmax and exact Jacobian spectral norms, float32: attnscope::softmax against the naive Eigen
 // expression (row max, exp, divide by the sum) and a per-row Eigen loop; the row kernel alone against a plain copy of
 // the same bytes; the exact ‖J‖₂ of every softmax row against the softmax itself; the secular method against
 // Eigen's SelfAdjointEigenSolver on rows of 256. Shapes 4096×4096 and 16384×512; OpenMP threads 1 and 2 where the

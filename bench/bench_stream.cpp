@@ -1,4 +1,4 @@
-// Streaming row statistics (issue 11 §4): every statistic of attnscope::stream::row_statistics (max logit,
+// Streaming row statistics: every statistic of attnscope::stream::row_statistics (max logit,
 // log-partition, entropy, sink mass, max weight, top-1/8/64 mass, exact ‖J‖₂) from float Q and K with d = 64.
 // - stream_heads: 8 heads of one causal layer at L = 32768 on 2 threads (peak memory target < 1 GB: run it alone,
 //   `--benchmark_filter=stream_heads`, and read the peak_rss_MB counter, getrusage's maxrss of the process).

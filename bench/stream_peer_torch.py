@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Side by side with bench_stream's stream_full_entropy_max (issue 11 §4): PyTorch computing softmax(QKᵀ/√d)
+"""Side by side with bench_stream's stream_full_entropy_max: PyTorch computing softmax(QKᵀ/√d)
 densely for one full-attention head (L = 16384, d = 64, float32), then the per-row entropy −Σ p log p and max weight.
 
 Run with /usr/bin/python3 (torch 1.13, CPU, OpenBLAS). Prints the best wall time and process CPU time (all threads) of

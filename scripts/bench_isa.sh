@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The row kernels built four ways (issue 15): generic x86-64 (what a header-only library gets without any -march:
+# The row kernels built four ways: generic x86-64 (what a header-only library gets without any -march:
 # SSE2 packets of 4 floats) with and without the run-time AVX2 dispatch of the exponential loops, -march=x86-64-v3
 # (AVX2 + FMA, 8 floats; any x86 CPU since Haswell / Zen 1) and -march=native. Builds bench_row_kernels in four build
 # directories and runs each with repetitions; prints one table

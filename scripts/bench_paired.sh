@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Paired comparison of the working tree against a baseline commit (issue 15): the baseline's include/ (git archive)
+# Paired comparison of the working tree against a baseline commit: the baseline's include/ (git archive)
 # and the working tree's are compiled into one program, the library's namespace renamed in each
 # (-Dattnscope=attnscope_base / attnscope_tree), and bench/paired/main.cpp times both alternately on the same logits:
 # softmax_into and the exact Jacobian norm from logits, one thread, 16384×512 and 4096×4096 float32. Prints a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# attnscope and its peers on the same arrays in one run, one thread (issue 15): writes the arrays (seeded N(0, 9)
+# attnscope and its peers on the same arrays in one run, one thread: writes the arrays (seeded N(0, 9)
 # float32 logits 4096×4096 and 16384×512, softmax rows 256×256) as NPY, times attnscope (bench/bench_peers.cpp, Google
 # Benchmark, median of 3) and the peers in Python (/usr/bin/python3: torch.softmax(out=), a numpy softmax into a
 # reused output, the deep-spin sort algorithms of sparsemax and 1.5-entmax written in numpy, numpy eigvalsh of the

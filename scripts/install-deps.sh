@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(cmake g++ make ninja-build libeigen3-dev catch2 libbenchmark-dev gnuplot-nox nlohmann-json3-dev zlib1g-dev libomp-dev
           libpcre2-dev clang libclang-rt-14-dev
-          python3 python3-dev python3-numpy python3-pytest pybind11-dev python3-pybind11 chromium)
+          python3 python3-dev python3-numpy python3-scipy python3-pytest pybind11-dev python3-pybind11 chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,4 +1,4 @@
-// Reproduction 2 (issue #4 §3.2): the standard head-clustering pipeline (Clark et al. 2019: summed JS between heads'
+// Reproduction 2: the standard head-clustering pipeline (Clark et al. 2019: summed JS between heads'
 // smoothed rows 0.999·a + 0.001/T, MDS embedding) under keep vs drop, on a real model's heads (stories260K: greedy + 3
 // seeded sampled sequences; or `--model DIR`: passages of War and Peace) and on synthetic heads whose content pattern and sink level are known. Does the keep structure
 // follow the sink? Paper (arXiv:2608.14712): the most prominent BERT clustering structure is a convention artifact.

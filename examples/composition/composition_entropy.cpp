@@ -1,4 +1,4 @@
-// Reproduction 3 (issue #4 §3.3): entropy decomposition per layer and head on a real model (stories260K, or
+// Reproduction 3: entropy decomposition per layer and head on a real model (stories260K, or
 // `--model DIR` on War and Peace), H = H_b(s) + (1 − s)·H(c)
 // (exact), and entropy-change attribution between conditions the library can produce for real: the model run with
 // attention temperature T vs 1 (NormalizationMap "temperature:T"), short vs long context, early vs late positions;

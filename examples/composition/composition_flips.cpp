@@ -1,4 +1,4 @@
-// Reproduction 1 (issue #4 §3.1, issue 12 §5): how often the keep/drop convention flips the verdict "which of two heads
+// Reproduction 1: how often the keep/drop convention flips the verdict "which of two heads
 // is more similar to a reference head" (cosine, JS) or "which of two heads is more focused" (entropy), on a real
 // model's heads (stories260K: greedy + 3 seeded sampled sequences; or `--model DIR`: passages of War and Peace), on the
 // sink-injection control (the real content rows with a per-head sink weight w_h ~ U(0.3, 0.9), composition::

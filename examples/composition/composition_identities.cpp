@@ -1,4 +1,4 @@
-// Reproduction 5 and the identity checks (issue #4 §3.5, §5): (a) the exact entropy, Aitchison and JS decompositions
+// Reproduction 5 and the identity checks: (a) the exact entropy, Aitchison and JS decompositions
 // and clr(softmax(z)) = z − mean(z) on 10⁴ synthetic rows (s ~ Beta(4,1), c ~ Dirichlet(1), n ∈ 3..512) and on
 // every analysed attention row of a real model (stories260K, or `--model DIR` on War and Peace); (b) a controlled
 // demo: rows with identical content and different sinks

@@ -1,8 +1,8 @@
-// Reproduction 4 (issue #4 §3.4, issue 12 §5): pruning a real model's heads by channel (stories260K, or `--model DIR`
+// Reproduction 4: pruning a real model's heads by channel (stories260K, or `--model DIR`
 // on War and Peace). Heads are ranked by a channel score computed on the analysis sequences: sink channel (mean sink
 // mass, Sok et al. 2026), content channel (mean content entropy; content redundancy) and the raw score (mean entropy of
 // the full row, which mixes both); the top-k heads are removed (outputs zeroed inside the forward pass) and the
-// teacher-forced next-token NLL on held-out text is compared with the unpruned model. Baselines (issue 12 §5):
+// teacher-forced next-token NLL on held-out text is compared with the unpruned model. Baselines:
 // random rankings (seeded composition::random_ranking, mean and spread over seeds) and "most focused heads first"
 // (lowest raw entropy first). How much the channel rankings overlap: Jaccard index of the removed sets at each k
 // (composition::top_k_jaccard, against its chance value composition::expected_random_jaccard) and Kendall's τ_b of

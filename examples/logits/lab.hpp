@@ -1,4 +1,4 @@
-// Shared helpers of the logit-explosion reproductions (examples/logits/*.cpp): the JSON folder required by issue 5
+// Shared helpers of the logit-explosion reproductions (examples/logits/*.cpp): the JSON folder required by the reproductions
 // §4 (results/logit_explosion/), the first step reaching an accuracy, and per-step CSV logs.
 #pragma once
 

@@ -8,7 +8,7 @@
 #include "attnscope/core/random.hpp"
 #include "attnscope/normalize/softmax.hpp"
 
-namespace attnscope_test {
+namespace attnscope::testing {
 
 /// Causal softmax attention of random scores 2·N(0, 1) (seeded), with the scores' future entries set to −inf.
 inline attnscope::analysis::HeadInput random_causal_head(int layer, int head, long length, std::uint64_t seed) {
@@ -24,4 +24,4 @@ inline attnscope::analysis::HeadInput random_causal_head(int layer, int head, lo
   return input;
 }
 
-}  // namespace attnscope_test
+}  // namespace attnscope::testing

@@ -95,7 +95,7 @@ TEST_CASE("for_each_head on a forward result visits every selected head with its
   CHECK(selected == std::vector<std::pair<int, int>>{{0, 1}, {2, 1}});
   CHECK(progress == std::vector<std::pair<int, int>>{{1, 2}, {2, 2}});
 
-  using attnscope_test::error_message;
+  using attnscope::testing::error_message;
   selection.layers = {3};
   CHECK(error_message([&] { analysis::for_each_head(result, selection, [](const analysis::HeadInput&) {}); }) ==
         "attnscope::for_each_head: layer 3 is outside [0, 3)");
@@ -155,7 +155,7 @@ TEST_CASE("a capture written from a forward result reads back head by head with 
 }
 
 TEST_CASE("AttentionFile reads bare attention arrays of rank 2 to 5 and refuses misfits") {
-  using attnscope_test::error_message;
+  using attnscope::testing::error_message;
   attnscope::Random random(2503);
   // [layers = 2, batch = 3, heads = 2, q = 4, k = 5] as one attention array: matrix (l, b, h) has value code l, b, h.
   std::vector<float> values(2 * 3 * 2 * 4 * 5);
@@ -210,7 +210,7 @@ TEST_CASE("AttentionFile reads bare attention arrays of rank 2 to 5 and refuses 
 }
 
 TEST_CASE("AttentionFile refuses captures of an unknown layout version and reads unversioned ones as version 1") {
-  using attnscope_test::error_message;
+  using attnscope::testing::error_message;
   const io::Array heads = io::Array::from_vector(std::vector<float>(9, 1.f / 3), {1, 3, 3});
   const std::string path = capture_test_path("test_capture_version.npz");
   io::write_npz(path, {{"layer0.attention", heads}}, io::Compression::stored);

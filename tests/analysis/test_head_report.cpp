@@ -24,7 +24,7 @@ using namespace attnscope::analysis;
 namespace model = attnscope::model;
 
 HeadInput random_head(int layer, int head, long length, std::uint64_t seed) {
-  return attnscope_test::random_causal_head(layer, head, length, seed);
+  return attnscope::testing::random_causal_head(layer, head, length, seed);
 }
 
 }  // namespace

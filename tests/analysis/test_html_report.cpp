@@ -36,7 +36,7 @@ nlohmann::json html_page_data(const std::string& page) {
 }
 
 // The decoded large image of head `index` of a page.
-attnscope_test::DecodedPng html_head_image(const nlohmann::json& data, std::size_t index) {
+attnscope::testing::DecodedPng html_head_image(const nlohmann::json& data, std::size_t index) {
   const std::string uri = data["heads"][index]["image"];
   const std::string prefix = "data:image/png;base64,";
   REQUIRE(uri.compare(0, prefix.size(), prefix) == 0);
@@ -54,7 +54,7 @@ attnscope_test::DecodedPng html_head_image(const nlohmann::json& data, std::size
       bytes.push_back(static_cast<char>((buffer >> bits) & 0xFF));
     }
   }
-  return attnscope_test::decode_test_png(bytes);
+  return attnscope::testing::decode_test_png(bytes);
 }
 
 // The colour index of an attention value with the default gamma 0.5 (the documented mapping round(a^0.5 · 63)).
@@ -270,7 +270,7 @@ TEST_CASE("HTML report: write puts the page in a file", "[analysis][html]") {
 
 TEST_CASE("HTML report: bad options, heads and reports are invalid_argument, an unwritable file io_error",
           "[analysis][html][errors]") {
-  using attnscope_test::error_message;
+  using attnscope::testing::error_message;
   using Catch::Matchers::Contains;
   auto with = [](auto change) {
     HtmlReportOptions options;

@@ -114,7 +114,7 @@ TEST_CASE("check_attention_rows reports the first violation of each kind and cou
 }
 
 TEST_CASE("visible keys and max_attention: one-key rows are left out") {
-  const analysis::HeadInput head = attnscope_test::random_causal_head(0, 0, 9, 4);
+  const analysis::HeadInput head = attnscope::testing::random_causal_head(0, 0, 9, 4);
   const auto from_zeros = analysis::visible_key_counts(head.attention);
   const auto from_scores = analysis::visible_key_counts(head.attention, head.scores);
   for (long i = 0; i < 9; ++i) {
@@ -138,7 +138,7 @@ TEST_CASE("visible keys and max_attention: one-key rows are left out") {
 }
 
 TEST_CASE("compute_head_report: strict rows name layer, head, row and value; lenient marks the affected values") {
-  std::vector<analysis::HeadInput> heads{attnscope_test::random_causal_head(2, 0, 12, 6), attnscope_test::random_causal_head(2, 3, 12, 7)};
+  std::vector<analysis::HeadInput> heads{attnscope::testing::random_causal_head(2, 0, 12, 6), attnscope::testing::random_causal_head(2, 3, 12, 7)};
   heads[1].attention(5, 1) = std::numeric_limits<double>::quiet_NaN();
   analysis::HeadReportOptions options;
   options.strict_hint = " [hint]";
@@ -167,7 +167,7 @@ TEST_CASE("compute_head_report: strict rows name layer, head, row and value; len
 
 TEST_CASE("head_report_table fits the width with short names, a legend and column blocks; select and sort") {
   std::vector<analysis::HeadInput> heads;
-  for (int h = 0; h < 5; ++h) heads.push_back(attnscope_test::random_causal_head(0, h, 10, 20 + std::uint64_t(h)));
+  for (int h = 0; h < 5; ++h) heads.push_back(attnscope::testing::random_causal_head(0, h, 10, 20 + std::uint64_t(h)));
   const auto columns = analysis::all_report_columns();
   const analysis::HeadReport report = analysis::compute_head_report(heads, columns);
   for (const std::size_t width : {100u, 60u, 40u}) {

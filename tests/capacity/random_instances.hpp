@@ -11,7 +11,7 @@
 #include "support/catch.hpp"
 #include "support/random_matrices.hpp"
 
-namespace capacity_test {
+namespace attnscope::testing {
 
 using attnscope::Index;
 using attnscope::RowMatrix;
@@ -19,7 +19,7 @@ using attnscope::Vector;
 
 /// L × d matrix of standard normal entries.
 inline RowMatrix<double> gaussian_matrix(attnscope::Random& random, Index rows, Index cols) {
-  return attnscope_test::random_logits(random, rows, cols);
+  return attnscope::testing::random_logits(random, rows, cols);
 }
 
 /// L points uniform on the sphere of radius M in R^d.
@@ -59,4 +59,4 @@ inline Vector<double> loose_weights(attnscope::Random& random, Index size) {
     }                                                                                        \
   } while (false)
 
-}  // namespace capacity_test
+}  // namespace attnscope::testing

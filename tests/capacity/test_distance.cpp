@@ -8,7 +8,7 @@
 
 using namespace attnscope;
 using namespace attnscope::capacity;
-using namespace capacity_test;
+using namespace attnscope::testing;
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 using namespace attnscope;
 using namespace attnscope::capacity;
-using namespace capacity_test;
+using namespace attnscope::testing;
 
 namespace {
 

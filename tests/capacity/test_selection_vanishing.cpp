@@ -10,7 +10,7 @@
 
 using namespace attnscope;
 using namespace attnscope::capacity;
-using namespace capacity_test;
+using namespace attnscope::testing;
 
 TEST_CASE("top_n orders by weight and breaks ties by the lower index", "[capacity][selection]") {
   Eigen::RowVectorXd w(6);

@@ -117,10 +117,10 @@ TEST_CASE("separability of a head is unchanged by rescaling each embedding row (
   attnscope::Random random(1212);
   for (int trial = 0; trial < 20; ++trial) {
     const Index length = 24 + trial, dim = 6;
-    const RowMatrix<double> x = capacity_test::gaussian_matrix(random, length, dim);
+    const RowMatrix<double> x = attnscope::testing::gaussian_matrix(random, length, dim);
     RowMatrix<double> scaled = x;
     for (Index i = 0; i < length; ++i) scaled.row(i) *= std::exp(2 * random.normal());
-    RowMatrix<double> logits = capacity_test::gaussian_matrix(random, length, length) * 2.0;
+    RowMatrix<double> logits = attnscope::testing::gaussian_matrix(random, length, length) * 2.0;
     RowMatrix<double> attention = RowMatrix<double>::Zero(length, length);
     for (Index t = 0; t < length; ++t) {
       const double top = logits.row(t).head(t + 1).maxCoeff();

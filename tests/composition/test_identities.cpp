@@ -14,7 +14,7 @@ using attnscope::Random;
 using attnscope::RowMatrix;
 using attnscope::Visibility;
 using attnscope::testing::random_attention;
-using attnscope_test::random_logits;
+using attnscope::testing::random_logits;
 
 namespace {
 // A random mask that keeps columns 0 and 1 visible (sinks) and at least one further column per row.

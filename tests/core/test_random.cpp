@@ -160,7 +160,7 @@ TEST_CASE("Random::shuffle_prefix draws each ordered 2-subset of 4 items equally
 TEST_CASE("Random::shuffle_prefix rejects count > size; count 0 and count == size work", "[core][random]") {
   attnscope::Random random(1);
   std::vector<int> values = iota_vector(3);
-  const std::string message = attnscope_test::error_message([&] { random.shuffle_prefix(values, 4); });
+  const std::string message = attnscope::testing::error_message([&] { random.shuffle_prefix(values, 4); });
   CHECK(message == "attnscope::Random::shuffle_prefix: count 4 exceeds the vector's size 3");
   CHECK_THROWS_AS(random.shuffle_prefix(values, 4), std::invalid_argument);
   std::vector<int> empty;

@@ -74,11 +74,11 @@ TEST_CASE("ArrayFile reads NPY, NPZ and safetensors files by content with the co
     file.at("layer0.q").with_slice<double>(1, [&](const auto& slice) {
       CHECK(slice == q.slice_matrix<float>({1}).cast<double>());
     });
-    CHECK(attnscope_test::error_message<attnscope::io_error>([&] { file.at("layer0.q").matrix<double>(3, 5, 4); }) ==
+    CHECK(attnscope::testing::error_message<attnscope::io_error>([&] { file.at("layer0.q").matrix<double>(3, 5, 4); }) ==
           "attnscope::MappedArray::matrix: layer0.q: matrix 3 of 5x4 is outside the array of shape [3, 5, 4]");
-    CHECK(attnscope_test::error_message<attnscope::io_error>([&] { file.at("tokens").matrix<double>(0, 1, 3); })
+    CHECK(attnscope::testing::error_message<attnscope::io_error>([&] { file.at("tokens").matrix<double>(0, 1, 3); })
               .find("has dtype int32; only float32, float64, float16 and bfloat16 convert") != std::string::npos);
-    CHECK(attnscope_test::error_message<attnscope::io_error>([&] { file.at("nothing"); }) ==
+    CHECK(attnscope::testing::error_message<attnscope::io_error>([&] { file.at("nothing"); }) ==
           "attnscope::ArrayFile::at: " + c.file + ": has no array 'nothing'");
   }
   // An NPY file holds one array named after its stem.
@@ -113,7 +113,7 @@ TEST_CASE("MappedArray::matrix widens float16 and bfloat16 exactly") {
 
 TEST_CASE("ArrayFile refuses missing, empty, unknown and truncated files naming them") {
   namespace io = attnscope::io;
-  using attnscope_test::error_message;
+  using attnscope::testing::error_message;
   CHECK(error_message<attnscope::io_error>([] { io::ArrayFile file(array_file_test_path("no_such_array_file.npz")); })
             .find("no_such_array_file.npz") != std::string::npos);
   const std::string text = array_file_test_path("test_array_file.txt");

@@ -45,15 +45,15 @@ TEST_CASE("stack_heads stacks equal-shaped heads in order and refuses mismatches
   CHECK(io::stack_heads(std::vector<attnscope::RowMatrix<double>>{attnscope::RowMatrix<double>::Ones(1, 1)}).dtype() ==
         io::DType::float64);
   heads[2].resize(2, 3);
-  CHECK(attnscope_test::error_message([&] { io::stack_heads(heads); }) ==
+  CHECK(attnscope::testing::error_message([&] { io::stack_heads(heads); }) ==
         "attnscope::stack_heads: head 2 is 2x3, head 0 is 2x4");
-  CHECK(attnscope_test::error_message([] { io::stack_heads(std::vector<attnscope::RowMatrix<float>>{}); }) ==
+  CHECK(attnscope::testing::error_message([] { io::stack_heads(std::vector<attnscope::RowMatrix<float>>{}); }) ==
         "attnscope::stack_heads: no heads to stack");
 }
 
 TEST_CASE("write_capture_file records the layout version and capture_file_layout_version checks it") {
   namespace io = attnscope::io;
-  using attnscope_test::error_message;
+  using attnscope::testing::error_message;
   const io::NamedArrays arrays{{io::layer_array_name(0, io::capture_part::attention),
                                 io::Array::from_vector(std::vector<float>(4, 0.5f), {1, 2, 2})}};
   const std::string npz = layout_test_path("test_capture_layout.npz");
@@ -111,7 +111,7 @@ TEST_CASE("write_capture_file records the layout version and capture_file_layout
 
 TEST_CASE("query_key_layers finds the capture's per-layer q and k, or bare q and k") {
   namespace io = attnscope::io;
-  using attnscope_test::error_message;
+  using attnscope::testing::error_message;
   const io::Array heads = io::Array::from_vector(std::vector<float>(2 * 3 * 4, 0.25f), {2, 3, 4});
   const std::string path = layout_test_path("test_query_key_layers.npz");
   io::write_capture_file(path, {{"layer1.q", heads}, {"layer1.k", heads}, {"layer0.k", heads}, {"layer0.q", heads},

@@ -65,17 +65,17 @@ TEST_CASE("detect_file_format recognises each format by content, whatever the ex
   }
   // torch.save archives (data.pkl under the archive's folder), another ZIP, text, CSV, unknown bytes, empty file.
   const std::string torch_file = path("t.pt"), torch_renamed = path("t.npy"), other_zip = path("other.zip");
-  attnscope_test::write_bytes(torch_file, attnscope_test::torch_save_like_zip("t"));
-  attnscope_test::write_bytes(torch_renamed, attnscope_test::torch_save_like_zip());
-  attnscope_test::write_bytes(other_zip, attnscope_test::stored_zip({{"readme.md", "hello"}, {"x.npy", "abc"}}));
+  attnscope::testing::write_bytes(torch_file, attnscope::testing::torch_save_like_zip("t"));
+  attnscope::testing::write_bytes(torch_renamed, attnscope::testing::torch_save_like_zip());
+  attnscope::testing::write_bytes(other_zip, attnscope::testing::stored_zip({{"readme.md", "hello"}, {"x.npy", "abc"}}));
   CHECK(io::detect_file_format(torch_file) == FileFormat::torch_save);
   CHECK(io::detect_file_format(torch_renamed) == FileFormat::torch_save);
   CHECK(io::detect_file_format(other_zip) == FileFormat::zip);
   const std::string text = path("notes.npy"), csv = path("table.csv"), binary = path("noise.bin"), empty = path("e.npz");
-  attnscope_test::write_bytes(text, "Attention is all you need.\nNot an array.\n");
-  attnscope_test::write_bytes(csv, "layer,head,value\n0,0,0.5\n0,1,0.25\n");
-  attnscope_test::write_bytes(binary, std::string("\x01\x00\xff\xfe\x00\x00\x07", 7) + std::string(100, '\x03'));
-  attnscope_test::write_bytes(empty, "");
+  attnscope::testing::write_bytes(text, "Attention is all you need.\nNot an array.\n");
+  attnscope::testing::write_bytes(csv, "layer,head,value\n0,0,0.5\n0,1,0.25\n");
+  attnscope::testing::write_bytes(binary, std::string("\x01\x00\xff\xfe\x00\x00\x07", 7) + std::string(100, '\x03'));
+  attnscope::testing::write_bytes(empty, "");
   CHECK(io::detect_file_format(text) == FileFormat::text);
   CHECK(io::detect_file_format(csv) == FileFormat::text);
   CHECK(io::detect_file_format(binary) == FileFormat::unknown);
@@ -84,7 +84,7 @@ TEST_CASE("detect_file_format recognises each format by content, whatever the ex
   const std::string folder = path("hf_folder");
   std::filesystem::create_directories(folder);
   CHECK(io::detect_file_format(folder) == FileFormat::directory);
-  attnscope_test::write_bytes(folder + "/config.json", "{}");
+  attnscope::testing::write_bytes(folder + "/config.json", "{}");
   CHECK(io::detect_file_format(folder) == FileFormat::huggingface_folder);
   // A missing path throws naming it.
   CHECK_THROWS_AS(io::detect_file_format(path("missing.npy")), attnscope::io_error);

@@ -20,7 +20,7 @@
 #include "support/errors.hpp"
 
 using namespace attnscope;
-using attnscope_test::error_message;
+using attnscope::testing::error_message;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -279,7 +279,7 @@ TEST_CASE("HuggingFaceFolder: the committed fixtures hold what their configurati
   for (const Case& fixture : {Case{"gpt2", io::DType::float32, 1}, Case{"llama", io::DType::bfloat16, 2},
                               Case{"qwen2", io::DType::float16, 1}}) {
     INFO(fixture.name);
-    const io::HuggingFaceFolder model(attnscope_test::hf_fixture_folder(fixture.name));
+    const io::HuggingFaceFolder model(attnscope::testing::hf_fixture_folder(fixture.name));
     const nlohmann::json& config = model.config();
     CHECK(config.at("model_type") == fixture.name);
     const auto shapes = std::string(fixture.name) == "gpt2"
@@ -298,7 +298,7 @@ TEST_CASE("HuggingFaceFolder: the committed fixtures hold what their configurati
     }
     CHECK(files.size() == fixture.shard_count);
     // The embedding rows converted to float32 here equal Python's float64 conversion of the stored values.
-    const attnscope_test::HfReference reference = attnscope_test::read_hf_reference(fixture.name);
+    const attnscope::testing::HfReference reference = attnscope::testing::read_hf_reference(fixture.name);
     const std::string embedding = std::string(fixture.name) == "gpt2" ? "wte.weight" : "embed_tokens.weight";
     const Index vocab = config.at("vocab_size"), hidden = reference.embedding_rows.cols();
     const RowMatrix<float> table = model.matrix_float32(embedding, vocab, hidden);
@@ -319,18 +319,18 @@ TEST_CASE("HuggingFaceFolder: the committed fixtures hold what their configurati
         CHECK(head.triangularView<Eigen::StrictlyUpper>().toDenseMatrix().cwiseAbs().maxCoeff() == 0.0);
       }
     }
-    CHECK(attnscope_test::hf_logits_error(reference.logits, reference.logits) == 0.0);
+    CHECK(attnscope::testing::hf_logits_error(reference.logits, reference.logits) == 0.0);
     RowMatrix<double> perturbed = reference.logits;
     perturbed(3, 7) += 2e-4 * reference.logits.row(3).cwiseAbs().maxCoeff();
-    CHECK(attnscope_test::hf_logits_error(perturbed, reference.logits) > attnscope_test::hf_logits_relative_tolerance);
+    CHECK(attnscope::testing::hf_logits_error(perturbed, reference.logits) > attnscope::testing::hf_logits_relative_tolerance);
     perturbed(3, 7) = std::nan("");
-    CHECK(attnscope_test::hf_logits_error(perturbed, reference.logits) == std::numeric_limits<double>::infinity());
+    CHECK(attnscope::testing::hf_logits_error(perturbed, reference.logits) == std::numeric_limits<double>::infinity());
   }
 }
 
 TEST_CASE("HuggingFaceFolder: the committed broken folders give io_errors naming file and tensor",
           "[io][huggingface][errors]") {
-  using attnscope_test::hf_fixture_folder;
+  using attnscope::testing::hf_fixture_folder;
   auto open_error = [](const std::string& name) {
     return error_message<io_error>([&] { io::HuggingFaceFolder{hf_fixture_folder(name)}; });
   };

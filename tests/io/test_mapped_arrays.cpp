@@ -76,7 +76,7 @@ TEST_CASE("MappedArrays reads an NPY file (C and Fortran order) named after the 
 }
 
 TEST_CASE("MappedArrays: corrupt files and misuse throw io_error naming the file or the array") {
-  using attnscope_test::error_message;
+  using attnscope::testing::error_message;
   const std::string path = mapped_test_path("test_mapped_arrays_errors.npz");
   attnscope::io::write_npz(path, {{"q", random_heads_array(1204, 2, 8, 4)}}, attnscope::io::Compression::stored);
   const attnscope::io::MappedArrays mapped(path);

@@ -15,7 +15,7 @@
 #include "support/errors.hpp"
 
 using namespace attnscope;
-using attnscope_test::error_message;
+using attnscope::testing::error_message;
 using Catch::Matchers::Contains;
 
 namespace {

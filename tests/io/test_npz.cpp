@@ -14,7 +14,7 @@
 
 using namespace attnscope;
 using attnscope::testing::bytes_of;
-using attnscope_test::error_message;
+using attnscope::testing::error_message;
 using Catch::Matchers::Contains;
 namespace golden = attnscope::testing::golden;
 

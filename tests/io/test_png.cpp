@@ -30,7 +30,7 @@ TEST_CASE("PNG: a small indexed image has the PNG layout and decodes to its pixe
   CHECK(png.substr(16, 13) == std::string("\0\0\0\x03\0\0\0\x02\x08\x03\0\0\0", 13));
   // The IEND chunk (empty) always ends with the CRC of "IEND": 0xAE426082 (PNG specification, every PNG file).
   CHECK(png.substr(png.size() - 12) == std::string("\0\0\0\0IEND\xae\x42\x60\x82", 12));
-  const attnscope_test::DecodedPng decoded = attnscope_test::decode_test_png(png);
+  const attnscope::testing::DecodedPng decoded = attnscope::testing::decode_test_png(png);
   CHECK(decoded.width == 3);
   CHECK(decoded.height == 2);
   CHECK(decoded.palette == png_test_palette(3));
@@ -45,8 +45,8 @@ TEST_CASE("PNG: random images of random sizes and palettes round-trip", "[io][pn
     std::vector<unsigned char> pixels(static_cast<std::size_t>(width) * height);
     for (auto& p : pixels) p = static_cast<unsigned char>(random.below(static_cast<std::uint64_t>(colors)));
     INFO(width << "x" << height << ", " << colors << " colours");
-    const attnscope_test::DecodedPng decoded =
-        attnscope_test::decode_test_png(attnscope::io::encode_png_indexed(width, height, pixels, png_test_palette(colors)));
+    const attnscope::testing::DecodedPng decoded =
+        attnscope::testing::decode_test_png(attnscope::io::encode_png_indexed(width, height, pixels, png_test_palette(colors)));
     CHECK(decoded.width == width);
     CHECK(decoded.height == height);
     CHECK(decoded.palette.size() == static_cast<std::size_t>(colors));
@@ -56,7 +56,7 @@ TEST_CASE("PNG: random images of random sizes and palettes round-trip", "[io][pn
 
 TEST_CASE("PNG: bad sizes, pixel counts, palettes and indices are invalid_argument", "[io][png][errors]") {
   using attnscope::io::encode_png_indexed;
-  using attnscope_test::error_message;
+  using attnscope::testing::error_message;
   const auto palette = png_test_palette(2);
   CHECK_THAT(error_message([&] { encode_png_indexed(0, 1, {}, palette); }),
              Catch::Matchers::Contains("encode_png_indexed: image size 0x1"));

@@ -15,7 +15,7 @@
 
 using attnscope::Index;
 using attnscope::RowMatrix;
-using attnscope_test::random_logits;
+using attnscope::testing::random_logits;
 
 namespace {
 // Minimum rank over all completions of a matrix whose entries j <= i are given and j > i free (a triangular

@@ -32,8 +32,8 @@ using attnscope::testing::hf_fixture_model;
 using attnscope::testing::max_abs_difference;
 using attnscope::testing::random_token_sequence;
 using attnscope::testing::war_and_peace_model;
-using attnscope_test::error_message;
-using attnscope_test::hf_fixture_folder;
+using attnscope::testing::error_message;
+using attnscope::testing::hf_fixture_folder;
 
 // The greedy argmax of every row of the logits equals the next generated token.
 void check_generation_matches_forward(const Transformer& model, const std::vector<int>& prefix, int steps,
@@ -53,14 +53,14 @@ TEST_CASE("HF fixtures agree with an independent PyTorch forward: logits and eve
   for (const std::string name : {"gpt2", "llama", "qwen2"}) {
     INFO("fixture " << name);
     const Transformer& model = hf_fixture_model(name);
-    const auto reference = attnscope_test::read_hf_reference(name);
+    const auto reference = attnscope::testing::read_hf_reference(name);
     const std::vector<int> tokens(reference.tokens.begin(), reference.tokens.end());
     ForwardOptions options;
     options.capture.attention = true;
     const ForwardResult result = model.forward(tokens, options);
     // Logits: each row to 1e-4 of the row's largest |logit|; every layer's attention to 1e-5 absolute.
-    CHECK(attnscope_test::hf_logits_error(result.logits, reference.logits) <=
-          attnscope_test::hf_logits_relative_tolerance);
+    CHECK(attnscope::testing::hf_logits_error(result.logits, reference.logits) <=
+          attnscope::testing::hf_logits_relative_tolerance);
     REQUIRE(reference.attention.size() == std::size_t(model.config().n_layers));
     double worst_attention = 0;
     for (std::size_t layer = 0; layer < reference.attention.size(); ++layer) {
@@ -68,9 +68,9 @@ TEST_CASE("HF fixtures agree with an independent PyTorch forward: logits and eve
       for (std::size_t head = 0; head < reference.attention[layer].size(); ++head)
         worst_attention = std::max(
             worst_attention,
-            attnscope_test::hf_attention_error(result.layers[layer].attention[head], reference.attention[layer][head]));
+            attnscope::testing::hf_attention_error(result.layers[layer].attention[head], reference.attention[layer][head]));
     }
-    CHECK(worst_attention <= attnscope_test::hf_attention_tolerance);
+    CHECK(worst_attention <= attnscope::testing::hf_attention_tolerance);
     // The first embedding rows as stored (BF16/F16 widened exactly).
     CHECK(
         (model.weights().token_embedding.topRows(2).cast<double>() - reference.embedding_rows).cwiseAbs().maxCoeff() ==

@@ -20,8 +20,8 @@ namespace {
 using attnscope::RowMatrix;
 using attnscope::model::ForwardOptions;
 using attnscope::testing::reference_model;
-using attnscope_test::error_message;
-using attnscope_test::random_logits;
+using attnscope::testing::error_message;
+using attnscope::testing::random_logits;
 
 }  // namespace
 

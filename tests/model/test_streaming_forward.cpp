@@ -30,7 +30,7 @@ using attnscope::model::StreamingOptions;
 using attnscope::model::Transformer;
 using attnscope::testing::hf_fixture_model;
 using attnscope::testing::random_token_sequence;
-using attnscope_test::error_message;
+using attnscope::testing::error_message;
 
 // Largest |streaming − dense| logit of each row divided by that row's largest |dense logit| (the worst row).
 double streaming_logits_relative_error(const RowMatrix<float>& streaming, const RowMatrix<float>& dense) {

@@ -91,7 +91,7 @@ TEMPLATE_TEST_CASE("jacobian_spectral_norm from logits, fused per row, is the un
   for (const Shape shape : {Shape{1, 1}, Shape{3, 2}, Shape{40, 17}, Shape{37, 64}, Shape{20, 300}}) {
     for (double scale : {0.05, 1.0, 6.0}) {
       const RowMatrix<TestType> z =
-          attnscope_test::random_logits<double>(random, shape.rows, shape.cols, scale).template cast<TestType>();
+          attnscope::testing::random_logits<double>(random, shape.rows, shape.cols, scale).template cast<TestType>();
       for (const Visibility& visibility : fused_norm_visibilities(shape.rows, shape.cols, random)) {
         for (const attnscope::NormalizationMap& map : fused_norm_maps()) {
           const Vector<TestType> fused = attnscope::jacobian_spectral_norm(z, map, visibility);
@@ -120,7 +120,7 @@ TEMPLATE_TEST_CASE("jacobian_spectral_norm from logits, fused per row, is the un
 
 TEST_CASE("fused softmax Jacobian norms from logits on a 512x4096 float block: the unfused norms, any thread count",
           "[normalize][spectral_norm][fused]") {
-  const RowMatrix<float> z = attnscope_test::random_logits<double>(20261201, 512, 4096, 3.0).cast<float>();
+  const RowMatrix<float> z = attnscope::testing::random_logits<double>(20261201, 512, 4096, 3.0).cast<float>();
   const Vector<float> unfused = attnscope::softmax_jacobian_spectral_norm(attnscope::softmax(z), 1.0f);
   const Vector<float> fused = attnscope::jacobian_spectral_norm(z, attnscope::SoftmaxMap{1});
   for (Index i = 0; i < fused.size(); ++i)
@@ -142,7 +142,7 @@ TEST_CASE("fused softmax Jacobian norms check the logits row by row: a non-finit
           "is never read",
           "[normalize][spectral_norm][fused]") {
   // the softmax path leaves out the separate validation pass over the logits: its row loop checks them
-  RowMatrix<float> z = attnscope_test::random_logits<double>(77, 6, 9, 1.0).cast<float>();
+  RowMatrix<float> z = attnscope::testing::random_logits<double>(77, 6, 9, 1.0).cast<float>();
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     RowMatrix<float> with_bad = z;
     with_bad(4, 2) = bad;
@@ -157,7 +157,7 @@ TEST_CASE("fused softmax Jacobian norms check the logits row by row: a non-finit
   }
   // wider rows, so the next row's max taken inside the secular pass runs on packets and a scalar tail: a bad logit
   // in the first row of a block of 16 (its max taken on its own), inside a block, in the packet part and in the tail
-  const RowMatrix<double> wide = attnscope_test::random_logits<double>(78, 40, 100, 1.0);
+  const RowMatrix<double> wide = attnscope::testing::random_logits<double>(78, 40, 100, 1.0);
   struct Position {
     Index row, column;
   };

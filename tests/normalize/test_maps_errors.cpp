@@ -1,4 +1,4 @@
-// Bad input for every map and Jacobian function (issue #2 §6): NaN/±Inf logits, empty input, fully masked rows,
+// Bad input for every map and Jacobian function: NaN/±Inf logits, empty input, fully masked rows,
 // out-of-range parameters, mask/logits shape mismatch, bad map strings → attnscope::invalid_argument naming the
 // function and the offending row or value.
 #include <cmath>

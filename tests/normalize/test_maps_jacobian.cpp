@@ -21,8 +21,8 @@ using attnscope::NormalizationMap;
 using attnscope::Random;
 using attnscope::RowMatrix;
 using attnscope::SelfAdjustVariant;
-using attnscope_test::log_uniform;
-using attnscope_test::random_logits;
+using attnscope::testing::log_uniform;
+using attnscope::testing::random_logits;
 
 namespace {
 

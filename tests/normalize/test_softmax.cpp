@@ -19,8 +19,8 @@ namespace {
 
 using attnscope::Index;
 using attnscope::RowMatrix;
-using attnscope_test::error_message;
-using attnscope_test::random_logits;
+using attnscope::testing::error_message;
+using attnscope::testing::random_logits;
 
 /// Long-double softmax of the visible entries of one row (independent of the library code).
 template <class Scalar>

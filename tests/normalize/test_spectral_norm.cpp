@@ -25,8 +25,8 @@ namespace {
 
 using attnscope::Index;
 using attnscope::RowMatrix;
-using attnscope_test::error_message;
-using attnscope_test::random_logit_vector;
+using attnscope::testing::error_message;
+using attnscope::testing::random_logit_vector;
 
 /// Largest eigenvalue of diag(w) − coupling·w wᵀ by Eigen's dense symmetric eigensolver (in double).
 template <class Scalar>

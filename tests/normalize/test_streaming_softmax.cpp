@@ -45,7 +45,7 @@ TEMPLATE_TEST_CASE("softmax_into with streaming stores (outputs above the thresh
   const Index cols = 1027;
   const Index rows =
       static_cast<Index>(attnscope::kernels::streaming_store_threshold_bytes / sizeof(TestType)) / cols + 3;
-  const RowMatrix<TestType> z = attnscope_test::random_logits<double>(1501, rows, cols, 4.0).template cast<TestType>();
+  const RowMatrix<TestType> z = attnscope::testing::random_logits<double>(1501, rows, cols, 4.0).template cast<TestType>();
   for (const attnscope::Visibility& visibility :
        {attnscope::Visibility{}, attnscope::Visibility{attnscope::Causal{0}}, attnscope::Visibility{attnscope::Causal{3}}}) {
     const TestType temperature = TestType(0.7);
@@ -69,7 +69,7 @@ TEMPLATE_TEST_CASE("softmax_into below the streaming threshold is bitwise the ro
   for (Index cols : {1, 2, 7, 8, 9, 31, 33, 64, 100, 513, 1500, 2500}) {
     const Index rows = 150;  // more than two blocks of 64 rows, the last one partial
     const RowMatrix<TestType> z =
-        attnscope_test::random_logits<double>(random, rows, cols, 5.0).template cast<TestType>();
+        attnscope::testing::random_logits<double>(random, rows, cols, 5.0).template cast<TestType>();
     for (const attnscope::Visibility& visibility :
          {attnscope::Visibility{}, attnscope::Visibility{attnscope::Causal{0}}}) {
       const RowMatrix<TestType> expected = softmax_by_row_kernel(z, TestType(1), visibility);

@@ -90,7 +90,7 @@ TEST_CASE("visibility kinds: normalize functions equal the explicit-mask results
     const Index rows = 1 + static_cast<Index>(random.below(static_cast<std::uint64_t>(cols)));
     const Case c = random_case(random, rows, cols);
     const Visibility explicit_mask(c.mask);
-    const RowMatrix<double> z = attnscope_test::random_logits(random, rows, cols, 2.0);
+    const RowMatrix<double> z = attnscope::testing::random_logits(random, rows, cols, 2.0);
     INFO("trial " << trial << ", " << rows << "x" << cols);
     const RowMatrix<double> p = attnscope::softmax(z, 1.0, c.visibility);
     CHECK(p == attnscope::softmax(z, 1.0, explicit_mask));
@@ -109,8 +109,8 @@ TEST_CASE("visibility kinds: normalize functions equal the explicit-mask results
 }
 
 TEST_CASE("visibility kinds: structural errors name the function and the value", "[normalize]") {
-  using attnscope_test::error_message;
-  const RowMatrix<double> z = attnscope_test::random_logits(3303, 4, 5);
+  using attnscope::testing::error_message;
+  const RowMatrix<double> z = attnscope::testing::random_logits(3303, 4, 5);
   CHECK(error_message([&] { attnscope::softmax(z, 1.0, Visibility(attnscope::SlidingWindow{0})); }) ==
         "attnscope::softmax: window must be >= 1, got 0");
   CHECK(error_message([&] { attnscope::softmax(z, 1.0, Visibility().with_key_mask(KeyMask::Constant(4, true))); }) ==

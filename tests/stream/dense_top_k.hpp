@@ -7,7 +7,7 @@
 
 #include "attnscope/core/types.hpp"
 
-namespace attnscope_test {
+namespace attnscope::testing {
 
 /// For each k of `top_k`, the sum of the k largest of `weights` (all of them when k exceeds their number).
 inline std::vector<double> dense_top_k_masses(std::vector<double> weights, const std::vector<attnscope::Index>& top_k) {
@@ -22,4 +22,4 @@ inline std::vector<double> dense_top_k_masses(std::vector<double> weights, const
   return masses;
 }
 
-}  // namespace attnscope_test
+}  // namespace attnscope::testing

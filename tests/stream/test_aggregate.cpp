@@ -46,7 +46,7 @@ TEST_CASE("stream position curve: linear and logarithmic bins average the rows t
 }
 
 TEST_CASE("stream aggregates: bad input throws naming the function and the value") {
-  using attnscope_test::error_message;
+  using attnscope::testing::error_message;
   Eigen::VectorXd values(3);
   values << 1, std::numeric_limits<double>::quiet_NaN(), 2;
   CHECK(error_message([&] { attnscope::stream::summarize(values); }) ==

@@ -138,7 +138,7 @@ Dense dense_attention(const RowMatrix<Scalar>& q_in, const RowMatrix<Scalar>& k_
     d.sink_mass.push_back(sink);
     d.max_weight.push_back(best);
     d.visible.push_back(static_cast<Index>(weights.size()));
-    d.top_k_mass.push_back(attnscope_test::dense_top_k_masses(weights, options.top_k));
+    d.top_k_mass.push_back(attnscope::testing::dense_top_k_masses(weights, options.top_k));
   }
   return d;
 }
@@ -148,9 +148,9 @@ void check_against_dense(attnscope::Random& random, int trial, double relative, 
   const Index cols = 1 + static_cast<Index>(random.below(trial % 5 == 0 ? 260 : 70));
   const Index rows = random.uniform() < 0.7 ? cols : 1 + static_cast<Index>(random.below(static_cast<std::uint64_t>(cols)));
   const Index dimension = 1 + static_cast<Index>(random.below(20)), value_dimension = 1 + static_cast<Index>(random.below(9));
-  const RowMatrix<Scalar> q = attnscope_test::random_logits<Scalar>(random, rows, dimension, 1.5);
-  const RowMatrix<Scalar> k = attnscope_test::random_logits<Scalar>(random, cols, dimension, 1.5);
-  const RowMatrix<Scalar> v = attnscope_test::random_logits<Scalar>(random, cols, value_dimension);
+  const RowMatrix<Scalar> q = attnscope::testing::random_logits<Scalar>(random, rows, dimension, 1.5);
+  const RowMatrix<Scalar> k = attnscope::testing::random_logits<Scalar>(random, cols, dimension, 1.5);
+  const RowMatrix<Scalar> v = attnscope::testing::random_logits<Scalar>(random, cols, value_dimension);
   const VisibilityCase visibility = random_case(random, rows, cols);
   RowStatisticsOptions options;
   options.visibility = visibility.visibility();
@@ -160,7 +160,7 @@ void check_against_dense(attnscope::Random& random, int trial, double relative, 
   if (random.uniform() < 0.5) options.sink_keys.push_back(0);
   options.max_weight_excludes_sinks = random.uniform() < 0.5;
   options.top_k = {1, 1 + static_cast<Index>(random.below(static_cast<std::uint64_t>(cols) + 3))};
-  if (random.uniform() < 0.3) options.scale = attnscope_test::log_uniform(random, 0.1, 2.0);
+  if (random.uniform() < 0.3) options.scale = attnscope::testing::log_uniform(random, 0.1, 2.0);
   const double scale = options.scale ? *options.scale : 1.0 / std::sqrt(static_cast<double>(dimension));
   const Mask mask = visibility.dense(rows, cols);
   INFO("trial " << trial << ": " << rows << "x" << cols << ", d " << dimension << ", causal " << visibility.causal
@@ -235,8 +235,8 @@ TEST_CASE("stream attention of float inputs is within float rounding of the dens
 TEST_CASE("stream attention: sinks outside a sliding window stay visible, hidden keys never count") {
   // L = 30, window 4, sink key 0: row 20 sees keys 17..20 and 0; with key 18 hidden, 17, 19, 20 and 0.
   const Index length = 30;
-  const RowMatrix<double> q = attnscope_test::random_logits(2203, length, 4);
-  const RowMatrix<double> k = attnscope_test::random_logits(2204, length, 4);
+  const RowMatrix<double> q = attnscope::testing::random_logits(2203, length, 4);
+  const RowMatrix<double> k = attnscope::testing::random_logits(2204, length, 4);
   RowMatrix<double> v = RowMatrix<double>::Zero(length, 1);
   v(0, 0) = 1;  // the output is the weight of key 0
   KeyMask keys = KeyMask::Constant(length, true);
@@ -262,10 +262,10 @@ TEST_CASE("stream attention: sinks outside a sliding window stay visible, hidden
 }
 
 TEST_CASE("stream attention: bad input throws naming the function and the value") {
-  using attnscope_test::error_message;
-  const RowMatrix<double> q = attnscope_test::random_logits(2205, 6, 4);
-  const RowMatrix<double> k = attnscope_test::random_logits(2206, 6, 4);
-  const RowMatrix<double> v = attnscope_test::random_logits(2207, 6, 3);
+  using attnscope::testing::error_message;
+  const RowMatrix<double> q = attnscope::testing::random_logits(2205, 6, 4);
+  const RowMatrix<double> k = attnscope::testing::random_logits(2206, 6, 4);
+  const RowMatrix<double> v = attnscope::testing::random_logits(2207, 6, 3);
   CHECK(error_message([&] { attnscope::stream::attention(q, k, RowMatrix<double>(5, 3)); }) ==
         "attnscope::stream::attention: V has 5 rows for 6 keys");
   CHECK(error_message([&] { attnscope::stream::attention(q, RowMatrix<double>(6, 3), v); }) ==

@@ -98,7 +98,7 @@ DenseStatistics dense_statistics(const RowMatrix<Scalar>& q_in, const RowMatrix<
     }
     dense.sink_mass.push_back(sink);
     dense.max_weight.push_back(best);
-    dense.top_k_mass.push_back(attnscope_test::dense_top_k_masses(weights, options.top_k));
+    dense.top_k_mass.push_back(attnscope::testing::dense_top_k_masses(weights, options.top_k));
   }
   return dense;
 }
@@ -148,7 +148,7 @@ RowStatisticsOptions random_stream_options(attnscope::Random& random, Index leng
   for (std::uint64_t t = 0; t < tops; ++t) options.top_k.push_back(1 + static_cast<Index>(random.below(length + 4)));
   const Index blocks[] = {1, 3, 16, 64};
   options.block_rows = blocks[random.below(4)];
-  if (random.uniform() < 0.3) options.scale = attnscope_test::log_uniform(random, 0.05, 3.0);
+  if (random.uniform() < 0.3) options.scale = attnscope::testing::log_uniform(random, 0.05, 3.0);
   return options;
 }
 
@@ -159,9 +159,9 @@ TEST_CASE("stream row statistics equal the dense computation on random shapes (d
   for (int trial = 0; trial < 120; ++trial) {
     const Index length = 1 + static_cast<Index>(random.below(trial < 100 ? 90 : 300));
     const Index dimension = 1 + static_cast<Index>(random.below(24));
-    const double spread = attnscope_test::log_uniform(random, 0.1, 4.0);
-    const RowMatrix<double> q = attnscope_test::random_logits(random, length, dimension, spread);
-    RowMatrix<double> k = attnscope_test::random_logits(random, length, dimension, spread);
+    const double spread = attnscope::testing::log_uniform(random, 0.1, 4.0);
+    const RowMatrix<double> q = attnscope::testing::random_logits(random, length, dimension, spread);
+    RowMatrix<double> k = attnscope::testing::random_logits(random, length, dimension, spread);
     if (random.uniform() < 0.2 && length > 3) k.row(2) = k.row(1);  // exactly tied logits in every row
     const RowStatisticsOptions options = random_stream_options(random, length);
     INFO("trial " << trial << ", L " << length << ", d " << dimension << ", causal "
@@ -180,8 +180,8 @@ TEST_CASE("stream row statistics of float inputs are within float rounding of th
   for (int trial = 0; trial < 40; ++trial) {
     const Index length = 1 + static_cast<Index>(random.below(200));
     const Index dimension = 1 + static_cast<Index>(random.below(32));
-    const RowMatrix<float> q = attnscope_test::random_logits<float>(random, length, dimension, 1.0);
-    const RowMatrix<float> k = attnscope_test::random_logits<float>(random, length, dimension, 1.0);
+    const RowMatrix<float> q = attnscope::testing::random_logits<float>(random, length, dimension, 1.0);
+    const RowMatrix<float> k = attnscope::testing::random_logits<float>(random, length, dimension, 1.0);
     const RowStatisticsOptions options = random_stream_options(random, length);
     INFO("trial " << trial << ", L " << length << ", d " << dimension);
     require_matches_dense(attnscope::stream::row_statistics(q, k, options), dense_statistics(q, k, options), 2e-4,
@@ -194,7 +194,7 @@ TEST_CASE("stream row statistics of tied rows have the closed forms of the unifo
   // (eigenvalues of (I − 11ᵀ/n)/n), 0 for n = 1; top-k mass min(k, n)/n; sink mass 1/n per visible sink.
   const Index length = 77;
   const RowMatrix<double> q = RowMatrix<double>::Zero(length, 5);
-  const RowMatrix<double> k = attnscope_test::random_logits(1103, length, 5);
+  const RowMatrix<double> k = attnscope::testing::random_logits(1103, length, 5);
   RowStatisticsOptions options;
   options.top_k = {1, 4, 100};
   options.sink_keys = {0, 3};
@@ -216,8 +216,8 @@ TEST_CASE("stream row statistics of tied rows have the closed forms of the unifo
 
 TEST_CASE("stream row statistics: a masked sink is excluded and a window drops the sink from late rows") {
   const Index length = 40;
-  const RowMatrix<double> q = attnscope_test::random_logits(1104, length, 6);
-  const RowMatrix<double> k = attnscope_test::random_logits(1105, length, 6);
+  const RowMatrix<double> q = attnscope::testing::random_logits(1104, length, 6);
+  const RowMatrix<double> k = attnscope::testing::random_logits(1105, length, 6);
   RowStatisticsOptions options;
   options.visibility = attnscope::SlidingWindow{10};
   const RowStatistics windowed = attnscope::stream::row_statistics(q, k, options);
@@ -239,8 +239,8 @@ TEST_CASE("stream row statistics: a masked sink is excluded and a window drops t
 
 TEST_CASE("stream row statistics are identical for any thread count and block size") {
   const Index length = 300;
-  const RowMatrix<double> q = attnscope_test::random_logits(1106, length, 16, 2.0);
-  const RowMatrix<double> k = attnscope_test::random_logits(1107, length, 16, 2.0);
+  const RowMatrix<double> q = attnscope::testing::random_logits(1106, length, 16, 2.0);
+  const RowMatrix<double> k = attnscope::testing::random_logits(1107, length, 16, 2.0);
   RowStatisticsOptions options;
   options.top_k = {2, 10};
   options.threads = 1;
@@ -256,9 +256,9 @@ TEST_CASE("stream row statistics are identical for any thread count and block si
 }
 
 TEST_CASE("stream row statistics: bad input throws naming the function and the value") {
-  using attnscope_test::error_message;
-  const RowMatrix<double> q = attnscope_test::random_logits(1108, 6, 4);
-  const RowMatrix<double> k = attnscope_test::random_logits(1109, 6, 4);
+  using attnscope::testing::error_message;
+  const RowMatrix<double> q = attnscope::testing::random_logits(1108, 6, 4);
+  const RowMatrix<double> k = attnscope::testing::random_logits(1109, 6, 4);
   const auto run = [&](const RowMatrix<double>& queries, const RowMatrix<double>& keys,
                        const RowStatisticsOptions& options) {
     return error_message([&] { attnscope::stream::row_statistics(queries, keys, options); });

@@ -5,7 +5,7 @@
 
 #include "attnscope/core/error.hpp"
 
-namespace attnscope_test {
+namespace attnscope::testing {
 
 /// Runs `call` and returns what() of the `Exception` it throws (attnscope::invalid_argument unless told, e.g.
 /// attnscope::io_error); "" when it throws nothing and "<other exception>" when it throws something else (its text
@@ -22,4 +22,4 @@ std::string error_message(Call&& call) {
   return "";
 }
 
-}  // namespace attnscope_test
+}  // namespace attnscope::testing

@@ -11,7 +11,7 @@
 
 #include <zlib.h>
 
-namespace attnscope_test {
+namespace attnscope::testing {
 
 struct DecodedPng {
   int width = 0, height = 0, bit_depth = 0, color_type = 0;
@@ -84,4 +84,4 @@ inline DecodedPng decode_test_png(const std::string& png) {
   return result;
 }
 
-}  // namespace attnscope_test
+}  // namespace attnscope::testing

@@ -9,7 +9,7 @@
 #include "attnscope/core/random.hpp"
 #include "attnscope/core/types.hpp"
 
-namespace attnscope_test {
+namespace attnscope::testing {
 
 /// rows×cols matrix with entries N(0, 1)·scale, drawn row by row (logits, or any Gaussian test matrix).
 template <class Scalar = double>
@@ -43,4 +43,4 @@ inline std::vector<double> random_logit_vector(attnscope::Random& random, attnsc
   return z;
 }
 
-}  // namespace attnscope_test
+}  // namespace attnscope::testing

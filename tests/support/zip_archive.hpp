@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace attnscope_test {
+namespace attnscope::testing {
 
 namespace detail {
 inline void append_little_endian(std::string& out, std::uint64_t value, int bytes) {
@@ -79,4 +79,4 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-}  // namespace attnscope_test
+}  // namespace attnscope::testing

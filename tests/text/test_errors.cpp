@@ -15,7 +15,7 @@
 using namespace attnscope;
 using attnscope::testing::text_fixture;
 using attnscope::testing::text_scratch_dir;
-using attnscope_test::error_message;
+using attnscope::testing::error_message;
 using Catch::Matchers::Contains;
 using text::ByteLevelBpeTokenizer;
 

@@ -14,7 +14,7 @@
 
 #include "support/catch.hpp"
 
-namespace attnscope_test::cli {
+namespace attnscope::testing::cli {
 
 namespace fs = std::filesystem;
 
@@ -78,4 +78,4 @@ inline void check_failures(const std::vector<ExpectedFailure>& cases) {
   }
 }
 
-}  // namespace attnscope_test::cli
+}  // namespace attnscope::testing::cli

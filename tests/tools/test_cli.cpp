@@ -29,7 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using attnscope::RowMatrix;
-using namespace attnscope_test::cli;
+using namespace attnscope::testing::cli;
 
 std::string checkpoint() { return attnscope::testing::data_file("stories260K.bin"); }
 
@@ -197,7 +197,7 @@ TEST_CASE("report reads attention arrays of shape [heads, L, L] and [layers, hea
 
 TEST_CASE("normalize applies a map row-wise, -inf entries are masked, dtype is kept") {
   attnscope::Random random(17);
-  RowMatrix<double> logits = attnscope_test::random_logits(random, 12, 9, 3.0);
+  RowMatrix<double> logits = attnscope::testing::random_logits(random, 12, 9, 3.0);
   for (long i = 0; i < 12; ++i)
     for (long j = i + 1; j < 9; ++j) logits(i, j) = -std::numeric_limits<double>::infinity();  // causal
   const std::vector<double> values(logits.data(), logits.data() + logits.size());

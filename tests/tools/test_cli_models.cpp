@@ -16,7 +16,7 @@
 
 namespace {
 
-using namespace attnscope_test::cli;
+using namespace attnscope::testing::cli;
 
 std::string gpt2_wp_mini() { return attnscope::testing::data_file("gpt2-wp-mini"); }
 
@@ -68,23 +68,23 @@ TEST_CASE("tokenize: empty text, special tokens only with the flag", "[cli][toke
 TEST_CASE("capture --model equals the fixtures' independent PyTorch forward", "[cli][capture][models]") {
   for (const std::string name : {"gpt2", "llama", "qwen2"}) {
     INFO("fixture " << name);
-    const attnscope_test::HfReference reference = attnscope_test::read_hf_reference(name);
+    const attnscope::testing::HfReference reference = attnscope::testing::read_hf_reference(name);
     const std::string out = path_in_work_dir("capture_" + name + ".npz");
     // The reference tokens are the fixture tokenizer's encoding of sample.txt: --text-file must give the same ids.
-    const Run run = attnscope_command("capture --model " + attnscope_test::hf_fixture_folder(name) + " --text-file " +
-                                      attnscope_test::hf_fixture_sample_text() + " --out " + out);
+    const Run run = attnscope_command("capture --model " + attnscope::testing::hf_fixture_folder(name) + " --text-file " +
+                                      attnscope::testing::hf_fixture_sample_text() + " --out " + out);
     REQUIRE(run.exit_code == 0);
     const auto arrays = attnscope::io::read_npz(out);
     CHECK(arrays.at("tokens").to_vector<std::int64_t>() == reference.tokens);
-    CHECK(attnscope_test::hf_logits_error(arrays.at("logits").to_matrix<double>(), reference.logits) <=
-          attnscope_test::hf_logits_relative_tolerance);
+    CHECK(attnscope::testing::hf_logits_error(arrays.at("logits").to_matrix<double>(), reference.logits) <=
+          attnscope::testing::hf_logits_relative_tolerance);
     for (std::size_t layer = 0; layer < reference.attention.size(); ++layer) {
       const attnscope::io::Array& heads = arrays.at("layer" + std::to_string(layer) + ".attention");
       REQUIRE(heads.shape()[0] == static_cast<std::int64_t>(reference.attention[layer].size()));
       for (std::int64_t head = 0; head < heads.shape()[0]; ++head)
-        CHECK(attnscope_test::hf_attention_error(heads.slice_matrix<double>({head}),
+        CHECK(attnscope::testing::hf_attention_error(heads.slice_matrix<double>({head}),
                                                  reference.attention[layer][std::size_t(head)]) <=
-              attnscope_test::hf_attention_tolerance);
+              attnscope::testing::hf_attention_tolerance);
     }
     for (const char* member : {"layer0.q", "layer0.k", "layer0.v", "layer0.scores"}) CHECK(arrays.count(member) == 1);
   }
@@ -92,10 +92,10 @@ TEST_CASE("capture --model equals the fixtures' independent PyTorch forward", "[
 
 TEST_CASE("report --model --text-file: text to per-head report in one command", "[cli][report][models]") {
   const std::string csv = path_in_work_dir("report_llama.csv");
-  const Run run = attnscope_command("report --model " + attnscope_test::hf_fixture_folder("llama") + " --text-file " +
-                                    attnscope_test::hf_fixture_sample_text() + " --basic --csv " + csv);
+  const Run run = attnscope_command("report --model " + attnscope::testing::hf_fixture_folder("llama") + " --text-file " +
+                                    attnscope::testing::hf_fixture_sample_text() + " --basic --csv " + csv);
   REQUIRE(run.exit_code == 0);
-  const nlohmann::json config = nlohmann::json::parse(slurp(attnscope_test::hf_fixture_folder("llama") + "/config.json"));
+  const nlohmann::json config = nlohmann::json::parse(slurp(attnscope::testing::hf_fixture_folder("llama") + "/config.json"));
   const int heads = config.at("num_hidden_layers").get<int>() * config.at("num_attention_heads").get<int>();
   CHECK(contains(run.out, std::to_string(heads) + " heads"));
   // CSV: a header line, then one line per layer and head.
@@ -107,7 +107,7 @@ TEST_CASE("report --model --text-file: text to per-head report in one command", 
 }
 
 TEST_CASE("input longer than the model's positions: an error, or cut by --max-tokens and said so", "[cli][models]") {
-  const std::string folder = attnscope_test::hf_fixture_folder("gpt2");
+  const std::string folder = attnscope::testing::hf_fixture_folder("gpt2");
   const nlohmann::json config = nlohmann::json::parse(slurp(folder + "/config.json"));
   const int positions = config.at("n_positions").get<int>();
   std::vector<std::int64_t> ids;
@@ -131,10 +131,10 @@ TEST_CASE("model-folder errors name the problem", "[cli][models][errors]") {
   const std::string out = path_in_work_dir("bad_model.npz");
   const std::string llama2c = attnscope::testing::data_file("stories260K.bin");
   const std::vector<ExpectedFailure> cases = {
-      {"capture --model " + attnscope_test::hf_fixture_folder("gpt2") + " --out " + out, "needs input", 2},
-      {"capture --model " + attnscope_test::hf_fixture_folder("bad/unknown_model_type") + " --tokens 1 --out " + out,
+      {"capture --model " + attnscope::testing::hf_fixture_folder("gpt2") + " --out " + out, "needs input", 2},
+      {"capture --model " + attnscope::testing::hf_fixture_folder("bad/unknown_model_type") + " --tokens 1 --out " + out,
        "model_type", 1},
-      {"capture --model " + attnscope_test::hf_fixture_folder("bad/missing_shard") + " --tokens 1 --out " + out,
+      {"capture --model " + attnscope::testing::hf_fixture_folder("bad/missing_shard") + " --tokens 1 --out " + out,
        "missing_shard", 1},
       {"tokenize --model " + llama2c + " --text hi", "stories260K.bin", 1},
       {"tokenize --model " + gpt2_wp_mini(), "exactly one of --text, --text-file", 2},

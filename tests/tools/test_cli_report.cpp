@@ -1,4 +1,4 @@
-// Tests of `attnscope report` for real inputs (issue 13 §1-§3): strict row checks and --lenient, formats by content
+// Tests of `attnscope report` for real inputs: strict row checks and --lenient, formats by content
 // (torch.save, text, renamed files) in report / capture / normalize, batch and 5-D layouts, non-square attention,
 // scores and v beside attention in a plain NPZ, sink keys, max_attention without one-key rows, a reason for every
 // "-", --columns / --sort / the 100-column table, and the peak memory of a 2 GiB float16 file.
@@ -29,7 +29,7 @@
 namespace {
 
 using attnscope::RowMatrix;
-using namespace attnscope_test::cli;
+using namespace attnscope::testing::cli;
 
 // `heads` causal softmax heads of random scores (seeded), L × L each, stacked [heads, L, L] (float32), and the
 // scaled scores (future entries −inf) in the same layout.
@@ -136,11 +136,11 @@ TEST_CASE("report decides the format by content: renamed files, torch.save archi
   const std::string torch_file = path_in_work_dir("attention.pt"), text = path_in_work_dir("attention.txt");
   const std::string csv = path_in_work_dir("attention_table.csv"), unknown = path_in_work_dir("attention.npy.bin");
   const std::string other_zip = path_in_work_dir("not_npz.npz");
-  attnscope_test::write_bytes(torch_file, attnscope_test::torch_save_like_zip("attention"));
-  attnscope_test::write_bytes(text, "0.5 0.5\n0.25 0.75\n");
-  attnscope_test::write_bytes(csv, "a,b\n0.5,0.5\n");
-  attnscope_test::write_bytes(unknown, std::string("\x01\x02\x00\xff", 4) + std::string(64, '\x05'));
-  attnscope_test::write_bytes(other_zip, attnscope_test::stored_zip({{"notes.txt", "hello"}}));
+  attnscope::testing::write_bytes(torch_file, attnscope::testing::torch_save_like_zip("attention"));
+  attnscope::testing::write_bytes(text, "0.5 0.5\n0.25 0.75\n");
+  attnscope::testing::write_bytes(csv, "a,b\n0.5,0.5\n");
+  attnscope::testing::write_bytes(unknown, std::string("\x01\x02\x00\xff", 4) + std::string(64, '\x05'));
+  attnscope::testing::write_bytes(other_zip, attnscope::testing::stored_zip({{"notes.txt", "hello"}}));
   const std::string ckpt = attnscope::testing::data_file("stories260K.bin");
   check_failures({
       {"report " + torch_file, "np.save(path, t.detach().cpu().numpy())", 1},
@@ -382,7 +382,7 @@ TEST_CASE("report of a capture: separability_at_critical_n gives its reason for 
 TEST_CASE("report streams a 2 GiB [8, 8, 4096, 4096] float16 file one head at a time (peak RSS of the process)",
           "[cli][report][memory]") {
   // /usr/bin/time (Debian package `time`) reports the peak RSS of the command it runs, memory-mapped file pages
-  // included. Target (issue 13): peak <= 1.5 x the largest single layer's array = 1.5 x 256 MiB; the test requires
+  // included. Target: peak <= 1.5 x the largest single layer's array = 1.5 x 256 MiB; the test requires
   // that and the issue's 1 GB. The columns are limited to the O(L^2) standard ones without the Jacobian norms (the
   // secular solves are seconds per head), which read every weight of every head just as the others do.
   if (!std::filesystem::exists("/usr/bin/time")) {

@@ -21,9 +21,9 @@
 
 namespace {
 
-using attnscope_test::cli::contains;
-using attnscope_test::cli::path_in_work_dir;
-using RowstatsRun = attnscope_test::cli::Run;
+using attnscope::testing::cli::contains;
+using attnscope::testing::cli::path_in_work_dir;
+using RowstatsRun = attnscope::testing::cli::Run;
 
 std::string attnscope_binary() { return std::string(ATTNSCOPE_BINARY_DIR) + "/tools/attnscope"; }
 
@@ -36,12 +36,12 @@ RowstatsRun rowstats_shell(const std::string& command_line) {
   const int status = std::system(command.c_str());
   RowstatsRun run;
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = attnscope_test::cli::slurp(out);
-  run.err = attnscope_test::cli::slurp(err);
+  run.out = attnscope::testing::cli::slurp(out);
+  run.err = attnscope::testing::cli::slurp(err);
   return run;
 }
 
-RowstatsRun rowstats_command(const std::string& arguments) { return attnscope_test::cli::attnscope_command(arguments); }
+RowstatsRun rowstats_command(const std::string& arguments) { return attnscope::testing::cli::attnscope_command(arguments); }
 
 /// A capture-like Q/K file: layer{l}.q / layer{l}.k of shape [heads, length, dimension], float64, seeded.
 std::string write_query_key_file(const std::string& name, int layers, std::int64_t heads, std::int64_t length,
@@ -112,14 +112,14 @@ TEST_CASE("attnscope rowstats: layer and head selection, safetensors input and o
   REQUIRE(rowstats_command("merge --out " + converted + " " + input).exit_code == 0);
   REQUIRE(rowstats_command("rowstats " + converted + " --out " + path_in_work_dir("from_st.npz")).exit_code == 0);
   REQUIRE(rowstats_command("rowstats " + input + " --out " + path_in_work_dir("from_npz.npz")).exit_code == 0);
-  CHECK(attnscope_test::cli::slurp(path_in_work_dir("from_st.npz")) ==
-        attnscope_test::cli::slurp(path_in_work_dir("from_npz.npz")));
+  CHECK(attnscope::testing::cli::slurp(path_in_work_dir("from_st.npz")) ==
+        attnscope::testing::cli::slurp(path_in_work_dir("from_npz.npz")));
   for (const std::string command : {"rowstats", "merge"}) {
     const RowstatsRun help = rowstats_command(command + " --help");
     CHECK(help.exit_code == 0);
     CHECK(contains(help.out, "usage: attnscope " + command));
   }
-  attnscope_test::cli::check_failures({
+  attnscope::testing::cli::check_failures({
       {"rowstats " + input, "missing required option --out", 2},
       {"rowstats --out x.npz", "expected exactly one INPUT", 2},
       {"rowstats " + input + " --out x.txt", "--out must end in .npz or .safetensors", 2},
@@ -188,7 +188,7 @@ TEST_CASE("attnscope merge joins CSV tables and JSON reports and rejects mismatc
   std::ofstream(first) << "layer,head,entropy\n0,0,1.5\n0,1,2.5\n";
   std::ofstream(second) << "layer,head,entropy\n1,0,0.5\n";
   REQUIRE(rowstats_command("merge --out " + merged + " " + first + " " + second).exit_code == 0);
-  CHECK(attnscope_test::cli::slurp(merged) == "layer,head,entropy\n0,0,1.5\n0,1,2.5\n1,0,0.5\n");
+  CHECK(attnscope::testing::cli::slurp(merged) == "layer,head,entropy\n0,0,1.5\n0,1,2.5\n1,0,0.5\n");
   std::ofstream(second) << "layer,head,sink\n1,0,0.5\n";
   const RowstatsRun header = rowstats_command("merge --out " + merged + " " + first + " " + second);
   CHECK(header.exit_code == 1);
@@ -198,7 +198,7 @@ TEST_CASE("attnscope merge joins CSV tables and JSON reports and rejects mismatc
   std::ofstream(json_a) << R"({"columns": ["entropy"], "heads": [{"layer": 0, "head": 0, "entropy": 1.5}]})";
   std::ofstream(json_b) << R"({"columns": ["entropy"], "heads": [{"layer": 1, "head": 0, "entropy": 0.5}]})";
   REQUIRE(rowstats_command("merge --out " + json + " " + json_a + " " + json_b).exit_code == 0);
-  const std::string merged_json = attnscope_test::cli::slurp(json);
+  const std::string merged_json = attnscope::testing::cli::slurp(json);
   CHECK(contains(merged_json, "\"layer\": 1"));
   CHECK(contains(merged_json, "\"layer\": 0"));
   std::ofstream(json_b) << R"({"columns": ["sink"], "heads": []})";

@@ -15,9 +15,9 @@
 
 namespace {
 
-using attnscope_test::cli::attnscope_command;
-using attnscope_test::cli::contains;
-using attnscope_test::cli::path_in_work_dir;
+using attnscope::testing::cli::attnscope_command;
+using attnscope::testing::cli::contains;
+using attnscope::testing::cli::path_in_work_dir;
 
 const std::string stories_checkpoint = std::string(ATTNSCOPE_DATA) + "/stories260K.bin";
 
@@ -128,7 +128,7 @@ TEST_CASE("attnscope rowstats --checkpoint at L = 4096 stays far below one L x L
                               tokens_file + " --beyond-trained-length --no-jacobian --layers 4 --heads 7 --out " +
                               path_in_work_dir("model_rowstats_4096.npz") + " > /dev/null 2>&1";
   REQUIRE(std::system(command.c_str()) == 0);
-  const long peak_kb = std::stol(attnscope_test::cli::slurp(memory_file));
+  const long peak_kb = std::stol(attnscope::testing::cli::slurp(memory_file));
   INFO("peak RSS " << peak_kb << " KB");
   CHECK(peak_kb > 0);
   CHECK(peak_kb < 96 * 1024);

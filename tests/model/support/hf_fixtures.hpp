@@ -23,7 +23,7 @@ inline const model::Transformer& hf_fixture_model(const std::string& name) {
   static std::map<std::string, model::Transformer> models;
   auto found = models.find(name);
   if (found == models.end())
-    found = models.emplace(name, model::load_huggingface_model(attnscope_test::hf_fixture_folder(name))).first;
+    found = models.emplace(name, model::load_huggingface_model(attnscope::testing::hf_fixture_folder(name))).first;
   return found->second;
 }
 
@@ -49,7 +49,7 @@ inline std::string scratch_copy_of_fixture(const std::string& name, const std::s
   const fs::path target = fs::path(ATTNSCOPE_BINARY_DIR) / "model_test_folders" / case_name;
   fs::remove_all(target);
   fs::create_directories(target);
-  for (const auto& entry : fs::directory_iterator(attnscope_test::hf_fixture_folder(name)))
+  for (const auto& entry : fs::directory_iterator(attnscope::testing::hf_fixture_folder(name)))
     fs::copy_file(entry.path(), target / entry.path().filename());
   return target.string();
 }
