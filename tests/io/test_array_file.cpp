@@ -134,3 +134,24 @@ TEST_CASE("ArrayFile refuses missing, empty, unknown and truncated files naming 
   io::write_file(tensors, std::string(bytes.begin(), bytes.end()));
   CHECK(error_message<attnscope::io_error>([&] { io::ArrayFile file(tensors); }).find(tensors) != std::string::npos);
 }
+
+TEST_CASE("write_array_file writes NPZ or safetensors by extension, read back byte for byte") {
+  namespace io = attnscope::io;
+  const io::Array q = seeded_float_array(2602, {2, 3, 4});
+  const io::NamedArrays arrays{{"layer0.q", q}};
+  const std::string npz = array_file_test_path("write_array_file.npz");
+  const std::string tensors = array_file_test_path("write_array_file.safetensors");
+  io::write_array_file(npz, arrays, {{"map", "softmax"}}, io::Compression::deflated);
+  io::write_array_file(tensors, arrays, {{"map", "softmax"}});
+  const io::ArrayFile from_npz(npz), from_tensors(tensors);
+  CHECK(from_npz.format() == io::ArrayFileFormat::npz);
+  CHECK(from_tensors.format() == io::ArrayFileFormat::safetensors);
+  CHECK(from_npz.at("layer0.q").to_array().bytes() == q.bytes());
+  CHECK(from_tensors.at("layer0.q").to_array().bytes() == q.bytes());
+  CHECK_FALSE(from_npz.at("layer0.q").is_view());  // deflated member: a decoded copy
+  CHECK(from_npz.metadata().empty());              // NPZ has no metadata
+  CHECK(from_tensors.metadata().at("map") == "softmax");
+  const std::string npy = array_file_test_path("write_array_file.npy");
+  CHECK(attnscope::testing::error_message([&] { io::write_array_file(npy, arrays); }) ==
+        "attnscope::write_array_file: the path must end in .npz or .safetensors: " + npy);
+}
