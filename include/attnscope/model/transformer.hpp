@@ -26,6 +26,7 @@
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/model/config.hpp"
 #include "attnscope/model/detail/decoder_state.hpp"
+#include "attnscope/model/detail/linear.hpp"
 #include "attnscope/model/forward_options.hpp"
 #include "attnscope/model/layers.hpp"
 #include "attnscope/model/sampling.hpp"
@@ -354,9 +355,9 @@ class BasicTransformer {
       if (want.hidden_states) capture->hidden_states.push_back(residual);
       // Attention block: norm, q/k/v projections (+ biases), RoPE, per-head attention, wo (+ bias).
       const RowMatrix<Scalar> normed = norm(residual, layer.attention_norm, layer.attention_norm_bias);
-      queries.noalias() = normed * layer.wq.transpose();
+      detail::linear_into(queries, normed, layer.wq);
       add_bias(queries, layer.wq_bias);
-      RowMatrix<Scalar> new_keys = normed * layer.wk.transpose();
+      RowMatrix<Scalar> new_keys = detail::linear<Scalar>(normed, layer.wk);
       add_bias(new_keys, layer.wk_bias);
       if (rope) {
         apply_rotary(queries, head_size, rotary, convention);
@@ -365,7 +366,7 @@ class BasicTransformer {
       RowMatrix<Scalar>& keys = state.keys[std::size_t(l)];
       RowMatrix<Scalar>& values = state.values[std::size_t(l)];
       keys.middleRows(offset, rows) = new_keys;
-      values.middleRows(offset, rows).noalias() = normed * layer.wv.transpose();
+      detail::linear_into(values.middleRows(offset, rows), normed, layer.wv);
       if (layer.wv_bias.size() > 0) values.middleRows(offset, rows).rowwise() += layer.wv_bias.transpose();
 
       LayerCapture* layer_capture = want.any_head_capture() ? &capture->layers[std::size_t(l)] : nullptr;
@@ -403,21 +404,21 @@ class BasicTransformer {
           if (want.head_output) layer_capture->head_output.emplace_back(output);
         }
       }
-      residual.noalias() += head_outputs * layer.wo.transpose();
+      detail::linear_add(residual, head_outputs, layer.wo);
       add_bias(residual, layer.wo_bias);
       // Feed-forward block on norm(x).
       const RowMatrix<Scalar> normed_ffn = norm(residual, layer.ffn_norm, layer.ffn_norm_bias);
       if (c.feed_forward == FeedForwardKind::swiglu) {
         // w2(silu(w1 x) ⊙ w3 x) (run.c; Shazeer 2020 SwiGLU).
-        const RowMatrix<Scalar> gate = normed_ffn * layer.w1.transpose();
-        const RowMatrix<Scalar> up = normed_ffn * layer.w3.transpose();
-        residual.noalias() += swiglu_gate(gate, up) * layer.w2.transpose();
+        const RowMatrix<Scalar> gate = detail::linear<Scalar>(normed_ffn, layer.w1);
+        const RowMatrix<Scalar> up = detail::linear<Scalar>(normed_ffn, layer.w3);
+        detail::linear_add(residual, swiglu_gate(gate, up), layer.w2);
       } else {
         // w2 gelu_tanh(w1 x + b1) + b2 (GPT-2 MLP).
-        RowMatrix<Scalar> hidden = normed_ffn * layer.w1.transpose();
+        RowMatrix<Scalar> hidden = detail::linear<Scalar>(normed_ffn, layer.w1);
         add_bias(hidden, layer.w1_bias);
         gelu_tanh_in_place(hidden);
-        residual.noalias() += hidden * layer.w2.transpose();
+        detail::linear_add(residual, hidden, layer.w2);
       }
       add_bias(residual, layer.w2_bias);
     }
@@ -426,9 +427,9 @@ class BasicTransformer {
     // Final norm then the output head.
     if (last_logits_only) {
       const RowMatrix<Scalar> last_row = residual.bottomRows(1);
-      return norm(last_row, weights_.final_norm, weights_.final_norm_bias) * weights_.output_head().transpose();
+      return detail::linear<Scalar>(norm(last_row, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
     }
-    return norm(residual, weights_.final_norm, weights_.final_norm_bias) * weights_.output_head().transpose();
+    return detail::linear<Scalar>(norm(residual, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
   }
 };
 

@@ -10,33 +10,37 @@
 
 namespace attnscope::model {
 
+/// The type of every weight matrix (nn.Linear layout, out_features × in_features; embeddings vocab × dim). The
+/// forward pass multiplies by it only through model/detail/linear.hpp.
+using WeightMatrix = RowMatrix<float>;
+
 /// One transformer block. Matrices are nn.Linear weights (out_features × in_features), i.e. y = W x; bias vectors
 /// are empty when the configuration has none; norm biases exist for LayerNorm only.
 struct TransformerLayerWeights {
   Vector<float> attention_norm, attention_norm_bias;  // dim
-  RowMatrix<float> wq;  // query_dim × dim
-  RowMatrix<float> wk;  // kv_dim × dim
-  RowMatrix<float> wv;  // kv_dim × dim
-  RowMatrix<float> wo;  // dim × query_dim
+  WeightMatrix wq;  // query_dim × dim
+  WeightMatrix wk;  // kv_dim × dim
+  WeightMatrix wv;  // kv_dim × dim
+  WeightMatrix wo;  // dim × query_dim
   Vector<float> wq_bias, wk_bias, wv_bias, wo_bias;
   Vector<float> ffn_norm, ffn_norm_bias;  // dim
-  RowMatrix<float> w1;  // hidden_dim × dim (SwiGLU gate / GELU MLP input)
-  RowMatrix<float> w2;  // dim × hidden_dim (output)
-  RowMatrix<float> w3;  // hidden_dim × dim (SwiGLU up; empty for the GELU MLP)
+  WeightMatrix w1;  // hidden_dim × dim (SwiGLU gate / GELU MLP input)
+  WeightMatrix w2;  // dim × hidden_dim (output)
+  WeightMatrix w3;  // hidden_dim × dim (SwiGLU up; empty for the GELU MLP)
   Vector<float> w1_bias, w2_bias;
 };
 
 /// All tensors of a model, float32.
 struct TransformerWeights {
   TransformerConfig config;
-  RowMatrix<float> token_embedding;     // vocab × dim
-  RowMatrix<float> position_embedding;  // seq_len × dim for learned positions, else empty
+  WeightMatrix token_embedding;     // vocab × dim
+  WeightMatrix position_embedding;  // seq_len × dim for learned positions, else empty
   std::vector<TransformerLayerWeights> layers;
   Vector<float> final_norm, final_norm_bias;  // dim (bias: LayerNorm only)
-  RowMatrix<float> classifier;          // vocab × dim, empty when the head is tied to token_embedding
+  WeightMatrix classifier;          // vocab × dim, empty when the head is tied to token_embedding
 
   /// The output head: classifier, or token_embedding when tied.
-  const RowMatrix<float>& output_head() const { return config.tied_embeddings ? token_embedding : classifier; }
+  const WeightMatrix& output_head() const { return config.tied_embeddings ? token_embedding : classifier; }
 };
 
 }  // namespace attnscope::model
