@@ -5,8 +5,8 @@
 #include <limits>
 #include <vector>
 
-#include <Eigen/Eigenvalues>
 
+#include "attnscope/core/decompositions.hpp"
 #include "attnscope/capacity/gradient.hpp"
 #include "attnscope/core/random.hpp"
 #include "support/catch.hpp"
@@ -28,7 +28,7 @@ double jacobian_norm_by_eigensolver(const Eigen::VectorXd& logits, double temper
     jacobian(i, i) = alpha(i) * others;
   }
   jacobian /= temperature;
-  return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(jacobian).eigenvalues().cwiseAbs().maxCoeff();
+  return attnscope::detail::symmetric_eigen(jacobian, false).values.cwiseAbs().maxCoeff();
 }
 
 }  // namespace

@@ -7,9 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/Eigenvalues>
-#include <Eigen/SVD>
 
+#include "attnscope/core/decompositions.hpp"
 #include "attnscope/normalize.hpp"
 #include "attnscope/normalize/dense_reference.hpp"
 #include "normalize/normalize_test_helpers.hpp"
@@ -78,7 +77,7 @@ void check_against_finite_differences(const Map& map, const attnscope::testing::
 }
 
 double dense_spectral_norm(const RowMatrix<double>& jacobian) {
-  return Eigen::JacobiSVD<Eigen::MatrixXd>(Eigen::MatrixXd(jacobian)).singularValues()(0);
+  return attnscope::detail::singular_values_jacobi(Eigen::MatrixXd(jacobian))(0);
 }
 
 }  // namespace
@@ -229,8 +228,7 @@ TEST_CASE("two tied top logits exceed Corollary 3's 1/(4T) and reach 1/(2T) (doc
   RowMatrix<double> tied(1, 2);
   tied << 0.3, 0.3;
   const Eigen::VectorXd eigenvalues =
-      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(Eigen::MatrixXd(attnscope::jacobian(tied, attnscope::SoftmaxMap{})))
-          .eigenvalues();
+      attnscope::detail::symmetric_eigen(Eigen::MatrixXd(attnscope::jacobian(tied, attnscope::SoftmaxMap{})), false).values;
   CHECK(eigenvalues(0) == Approx(0).margin(1e-16));
   CHECK(eigenvalues(1) == Approx(0.5).epsilon(1e-15));
   for (double temperature : {0.01, 0.3, 1.0, 7.0, 100.0}) {
@@ -247,8 +245,8 @@ TEST_CASE("two tied top logits exceed Corollary 3's 1/(4T) and reach 1/(2T) (doc
   RowMatrix<double> sparse_row(1, 5);
   sparse_row << 1, 0.9, 0.8, -5, -6;
   const Eigen::VectorXd projector =
-      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(Eigen::MatrixXd(attnscope::jacobian(sparse_row, attnscope::SparsemaxMap{})))
-          .eigenvalues();
+      attnscope::detail::symmetric_eigen(Eigen::MatrixXd(attnscope::jacobian(sparse_row, attnscope::SparsemaxMap{})), false)
+          .values;
   for (Index k = 0; k < 5; ++k) CHECK(projector(k) == Approx(k < 3 ? 0.0 : 1.0).margin(1e-14));
 }
 
@@ -306,12 +304,12 @@ TEST_CASE("tridiagonal eigenpair (implicit QL) equals Eigen's dense eigensolver"
     Eigen::MatrixXd t = Eigen::MatrixXd::Zero(n, n);
     for (Index j = 0; j < n; ++j) t(j, j) = diagonal[static_cast<std::size_t>(j)];
     for (Index j = 0; j + 1 < n; ++j) t(j, j + 1) = t(j + 1, j) = off[static_cast<std::size_t>(j)];
-    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(t);
+    const attnscope::detail::SymmetricEigen<Eigen::MatrixXd> solver = attnscope::detail::symmetric_eigen(t);
     std::vector<double> vector;
     const double top = attnscope::detail::tridiagonal_largest_eigenpair(diagonal, off, n, vector);
     INFO("trial " << trial << " n = " << n);
     const double scale = t.cwiseAbs().maxCoeff();
-    CHECK(std::abs(top - solver.eigenvalues()(n - 1)) <= 1e-14 * n * scale);
+    CHECK(std::abs(top - solver.values(n - 1)) <= 1e-14 * n * scale);
     // eigenvector: unit length and residual ‖T y − λ y‖ at rounding level (it may differ from Eigen's in sign, or
     // within the eigenspace of a repeated top eigenvalue)
     const Eigen::Map<const Eigen::VectorXd> y(vector.data(), n);

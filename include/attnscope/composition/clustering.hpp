@@ -11,13 +11,13 @@
 #include <vector>
 
 #include <Eigen/Core>
-#include <Eigen/Eigenvalues>
 
 #include "attnscope/composition/channels.hpp"
 #include "attnscope/composition/correlation.hpp"
 #include "attnscope/composition/rows.hpp"
 #include "attnscope/composition/verdicts.hpp"
 #include "attnscope/core/check.hpp"
+#include "attnscope/core/decompositions.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
@@ -136,14 +136,14 @@ MdsEmbedding classical_mds(const Eigen::MatrixBase<Derived>& distances, Index di
                                                   "): ", d(i, j), " vs ", d(j, i));
   const Matrix centring = Matrix::Identity(n, n) - Matrix::Constant(n, n, 1.0 / n);
   const Matrix b = -0.5 * centring * d.cwiseProduct(d) * centring;
-  Eigen::SelfAdjointEigenSolver<Matrix> solver(b);
+  const attnscope::detail::SymmetricEigen<Matrix> solver = attnscope::detail::symmetric_eigen(b);
   MdsEmbedding out;
-  out.eigenvalues = solver.eigenvalues().reverse();
+  out.eigenvalues = solver.values.reverse();
   out.coordinates = RowMatrix<double>::Zero(n, dimensions);
   for (Index axis = 0; axis < dimensions; ++axis) {
     const double lambda = out.eigenvalues(axis);
     if (!(lambda > 0)) continue;
-    Eigen::Matrix<typename Matrix::Scalar, Eigen::Dynamic, 1> vector = solver.eigenvectors().col(n - 1 - axis);
+    Eigen::Matrix<typename Matrix::Scalar, Eigen::Dynamic, 1> vector = solver.vectors.col(n - 1 - axis);
     Index largest = 0;
     vector.cwiseAbs().maxCoeff(&largest);
     if (vector(largest) < 0) vector = -vector;

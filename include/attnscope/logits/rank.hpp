@@ -6,9 +6,9 @@
 #include <limits>
 
 #include <Eigen/Core>
-#include <Eigen/SVD>
 
 #include "attnscope/core/check.hpp"
+#include "attnscope/core/decompositions.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/normalize/entropy.hpp"
@@ -21,9 +21,7 @@ template <class Derived>
 Vector<double> singular_values(const Eigen::MatrixBase<Derived>& matrix) {
   attnscope::detail::require_nonempty("singular_values", matrix);
   attnscope::detail::require_finite("singular_values", matrix);
-  const Eigen::MatrixXd m = matrix.template cast<double>();
-  Eigen::BDCSVD<Eigen::MatrixXd> svd(m);
-  return svd.singularValues();
+  return attnscope::detail::singular_values_divide_and_conquer(Eigen::MatrixXd(matrix.template cast<double>()));
 }
 
 /// Spectral norm ‖M‖₂ = σ_1 (exact, from the SVD).

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include <Eigen/Core>
-#include <Eigen/SVD>
 
+#include "attnscope/core/decompositions.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/normalize/jacobian.hpp"
@@ -23,8 +23,8 @@ template <class Derived>
 typename Derived::Scalar dense_spectral_norm(const Eigen::MatrixBase<Derived>& matrix) {
   using Scalar = typename Derived::Scalar;
   using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
-  const Eigen::JacobiSVD<Matrix> svd{Matrix(matrix)};
-  return svd.singularValues().size() ? svd.singularValues()(0) : Scalar(0);
+  const Vector<Scalar> sigma = singular_values_jacobi(Matrix(matrix));
+  return sigma.size() ? sigma(0) : Scalar(0);
 }
 
 /// ‖J‖₂ of one row Jacobian by a dense SVD of J (the oracle for spectral_norm_lanczos).

@@ -1,0 +1,16 @@
+// The optional compiled part of attnscope: the explicit instantiations that headers declare `extern template` when
+// ATTNSCOPE_EXTERN_TEMPLATES is defined (CMake target attnscope::extern_templates). Linking it changes no result; it
+// only saves every translation unit that uses these templates from compiling them again.
+#ifndef ATTNSCOPE_EXTERN_TEMPLATES
+#define ATTNSCOPE_EXTERN_TEMPLATES
+#endif
+#include "attnscope/core/decompositions.hpp"
+
+namespace attnscope::detail {
+
+template Vector<double> singular_values_divide_and_conquer<Eigen::MatrixXd>(const Eigen::MatrixXd&);
+template Vector<double> singular_values_jacobi<Eigen::MatrixXd>(const Eigen::MatrixXd&);
+template Vector<float> singular_values_jacobi<Eigen::MatrixXf>(const Eigen::MatrixXf&);
+template SymmetricEigen<Eigen::MatrixXd> symmetric_eigen<Eigen::MatrixXd>(const Eigen::MatrixXd&, bool);
+
+}  // namespace attnscope::detail
