@@ -1,5 +1,5 @@
-// attnscope/model/transformer.hpp — one decoder-only transformer for every supported architecture (llama2.c,
-// GPT-2, Llama, Mistral, Qwen2): BasicTransformer runs the forward pass over a whole token sequence in matrix form with
+// attnscope/model/transformer.hpp — one decoder-only transformer for every supported architecture (llama2.c and the
+// Hugging Face families of docs/models.md): BasicTransformer runs the forward pass over a whole token sequence in matrix form with
 // per-layer, per-head capture, swappable attention normalization, head ablation, generation and likelihood;
 // forward_row_statistics is the streaming mode (exact per-row statistics, no L×L matrix). Every head's attention is
 // the one blockwise kernel of stream/attention.hpp. Configuration, weights, options and sampling live in
@@ -37,8 +37,10 @@
 namespace attnscope::model {
 
 /// A decoder-only transformer of any supported architecture. The forward pass processes a whole sequence with matrix
-/// products: per layer, x += wo·attention(norm(x)), x += ffn(norm(x)) (pre-norm residual blocks), then
-/// logits = head · norm(x). Which norm, position encoding, biases and feed-forward are used comes from the config.
+/// products: per layer, x += wo·attention(norm(x)), x += ffn(norm(x)) (pre-norm residual blocks; or with post-norms
+/// around the branches, on the branches only, or with both branches reading the same x), then
+/// logits = head · norm(x) (softcapped when configured). Which norms, position encoding and RoPE scaling, attention
+/// scale, softcap and per-layer window, biases and feed-forward are used comes from the config.
 /// Scalar is float (the type of TransformerWeights); use the alias Transformer.
 template <class Scalar>
 class BasicTransformer {
@@ -69,7 +71,7 @@ class BasicTransformer {
   /// every head's attention run by the blockwise kernel of stream/attention.hpp without capturing any L×L matrix:
   /// per block of query_block rows one GEMM of scaled scores against the keys the rows see, the softmax and the
   /// requested statistics from the same exponentials, and P·V. Per layer and head it returns the exact row statistics
-  /// of that head (causal, the config's sliding window, scale 1/√head_size, the statistics chosen in
+  /// of that head (causal, the layer's window, the model's scale and softcap, the statistics chosen in
   /// streaming.statistics). options: capture of q, k, v, head_output and hidden_states, and ablation work as in
   /// forward(); the attention is softmax only.
   /// Throws attnscope::invalid_argument, naming the problem, for: options.map or options.normalizer set; a capture

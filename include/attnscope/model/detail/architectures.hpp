@@ -7,7 +7,9 @@
 // header compiles no JSON accessor.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
