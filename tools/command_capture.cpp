@@ -30,7 +30,7 @@ when --generate N is given, and writes the capture layout: )" +
 
 Options:
   --model DIR         Hugging Face model folder: config.json, model.safetensors (or index + shards) and the
-                      tokenizer (tokenizer.json, or vocab.json + merges.txt); gpt2, llama, mistral, qwen2
+                      tokenizer (tokenizer.json, or vocab.json + merges.txt); model_type as in docs/models.md
   --checkpoint FILE   llama2.c checkpoint (version 0, 1 or 2; recognised by its header, not its extension)
   --tokens LIST       token ids separated by commas or spaces
   --tokens-file FILE  token ids separated by commas, spaces or newlines

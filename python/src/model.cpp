@@ -208,7 +208,7 @@ void bind_model(py::module_& parent) {
         "A directory is a Hugging Face folder (load_huggingface_model), anything else a llama2.c checkpoint.\n"
         "Raises OSError naming the file and the problem.");
   m.def("load_huggingface_model", &model::load_huggingface_model<>, "folder"_a,
-        "config.json + safetensors (one file or sharded; F32/F16/BF16) of model_type gpt2, llama, mistral, qwen2.");
+        "config.json + safetensors (one file or sharded; F32/F16/BF16) of a model_type listed in docs/models.md.");
 }
 
 }  // namespace attnscope_python

@@ -301,9 +301,10 @@ TEST_CASE("bad HF folders: unknown model_type, unsupported features, missing ten
              Contains("model_type 'bert' is not supported") && Contains(unknown + "/config.json"));
   CHECK_THAT(error_message<attnscope::io_error>([&] {
                attnscope::model::load_huggingface_model(
-                   broken_config("rope_scaling", "rope_scaling", {{"type", "linear"}, {"factor", 2.0}}));
+                   broken_config("rope_scaling", "rope_scaling", {{"type", "su"}, {"factor", 2.0}}));
              }),
-             Contains("rope_scaling") && Contains("not supported"));
+             Contains("config.json") && Contains("rope_scaling") && Contains("rope_type 'su'") &&
+                 Contains("not supported"));
   CHECK_THAT(error_message<attnscope::io_error>(
                  [&] { attnscope::model::load_huggingface_model(broken_config("activation", "hidden_act", "gelu")); }),
              Contains("hidden_act 'gelu'"));

@@ -142,7 +142,7 @@ void check_streaming_matches_dense(const Transformer& model, const std::vector<i
       const DenseStatisticsGap gap =
           compare_with_dense_head(result.row_statistics[std::size_t(l)][std::size_t(h)],
                                   dense_layer.scores[std::size_t(h)], dense_layer.attention[std::size_t(h)],
-                                  c.sliding_window);
+                                  c.window_of_layer(l));
       worst.visible_key_mismatches += gap.visible_key_mismatches;
       worst.max_scaled_logit = std::max(worst.max_scaled_logit, gap.max_scaled_logit);
       worst.log_partition = std::max(worst.log_partition, gap.log_partition);
@@ -185,7 +185,8 @@ TEST_CASE("streaming forward on stories260K (GQA 8/4) equals the dense forward: 
 }
 
 TEST_CASE("streaming forward on the HF fixtures (llama GQA, qwen2 biases, gpt2 LayerNorm) equals the dense forward") {
-  for (const std::string name : {"llama", "qwen2", "gpt2"}) {
+  for (const std::string name : {"llama", "qwen2", "gpt2", "llama_rope", "smollm", "qwen3", "gemma2", "gemma3", "phi3",
+                                 "gpt_neox", "olmo2"}) {
     INFO("fixture " << name);
     const Transformer& model = hf_fixture_model(name);
     const auto tokens = random_token_sequence(std::size_t(std::min(60, model.config().seq_len)), 300, 47);

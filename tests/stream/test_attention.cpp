@@ -2,7 +2,8 @@
 // double; causal, every key, causal and two-sided sliding windows, key masks, visible sink keys, explicit masks, query
 // rows at an offset; block sizes that do not divide L) its output equals the dense softmax(scale·Q Kᵀ)·V, the scores
 // and probabilities it writes into the caller's buffers equal the dense ones (−inf and exactly 0 where invisible), and
-// every statistic equals the dense normalize functions (row_entropy, softmax_jacobian_spectral_norm) or a direct sum.
+// every statistic equals the dense normalize functions (row_entropy, softmax_jacobian_spectral_norm) or a direct sum;
+// with a logit softcap c, all of it on the capped logits c·tanh(s/c).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -111,6 +112,11 @@ Dense dense_attention(const RowMatrix<Scalar>& q_in, const RowMatrix<Scalar>& k_
                           v = v_in.template cast<double>();
   Dense d;
   d.scores = (q * k.transpose()) * scale;
+  if (options.logit_softcap) {  // s ↦ c·tanh(s/c), entry by entry
+    const double cap = *options.logit_softcap;
+    for (Index i = 0; i < d.scores.rows(); ++i)
+      for (Index j = 0; j < d.scores.cols(); ++j) d.scores(i, j) = cap * std::tanh(d.scores(i, j) / cap);
+  }
   const Visibility visibility(mask);
   d.probabilities = attnscope::softmax(d.scores, 1.0, visibility);
   d.output = d.probabilities * v;
@@ -162,11 +168,13 @@ void check_against_dense(attnscope::Random& random, int trial, double relative, 
   options.top_k = {1, 1 + static_cast<Index>(random.below(static_cast<std::uint64_t>(cols) + 3))};
   if (random.uniform() < 0.3) options.scale = attnscope::testing::log_uniform(random, 0.1, 2.0);
   const double scale = options.scale ? *options.scale : 1.0 / std::sqrt(static_cast<double>(dimension));
+  if (trial % 3 == 1) options.logit_softcap = attnscope::testing::log_uniform(random, 0.3, 5.0);
   const Mask mask = visibility.dense(rows, cols);
   INFO("trial " << trial << ": " << rows << "x" << cols << ", d " << dimension << ", causal " << visibility.causal
                 << ", window " << visibility.window << ", offset " << visibility.offset << ", key mask "
                 << (visibility.key_mask.size() != 0) << ", sinks " << visibility.sinks.size() << ", explicit "
-                << visibility.explicit_mask << ", block " << options.block_rows);
+                << visibility.explicit_mask << ", block " << options.block_rows << ", softcap "
+                << options.logit_softcap.value_or(0));
   // the Visibility says what the entry-by-entry reference says
   REQUIRE((options.visibility.to_mask(rows, cols) == mask).all());
   for (Index i = 0; i < rows; ++i) REQUIRE(options.visibility.visible_count(i, cols) == mask.row(i).count());
@@ -284,6 +292,11 @@ TEST_CASE("stream attention: bad input throws naming the function and the value"
   options.visibility = attnscope::Causal{-1};
   CHECK(error_message([&] { attnscope::stream::attention(q, k, v, options); }) ==
         "attnscope::stream::attention: row 0 has no visible key (every key masked)");
+  options.visibility = attnscope::causal;
+  options.logit_softcap = 0.0;
+  CHECK(error_message([&] { attnscope::stream::attention(q, k, v, options); }) ==
+        "attnscope::stream::attention: logit_softcap must be finite and > 0, got 0");
+  options.logit_softcap.reset();
   RowMatrix<double> scores;
   options.visibility = Mask(Mask::Constant(5, 6, true));
   CHECK(error_message([&] { attnscope::stream::attention_scores<double>(q, k, scores, options); }) ==

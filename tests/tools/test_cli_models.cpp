@@ -66,7 +66,8 @@ TEST_CASE("tokenize: empty text, special tokens only with the flag", "[cli][toke
 }
 
 TEST_CASE("capture --model equals the fixtures' independent PyTorch forward", "[cli][capture][models]") {
-  for (const std::string name : {"gpt2", "llama", "qwen2"}) {
+  for (const std::string name : {"gpt2", "llama", "qwen2", "llama_rope", "smollm", "qwen3", "gemma2", "gemma3", "phi3",
+                                 "gpt_neox", "olmo2"}) {
     INFO("fixture " << name);
     const attnscope::testing::HfReference reference = attnscope::testing::read_hf_reference(name);
     const std::string out = path_in_work_dir("capture_" + name + ".npz");

@@ -2,7 +2,9 @@
 // stories260K it writes the statistics that `rowstats` computes from the q/k that `attnscope capture` writes for the
 // same tokens (dense forward); inputs beyond the trained length need --beyond-trained-length and say so; options
 // that belong to the model or to a Q/K file are refused.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "attnscope/io/npz.hpp"
+#include "fixtures/hf_reference.hpp"
 #include "support/catch.hpp"
 #include "tools/cli_runner.hpp"
 
@@ -63,6 +66,53 @@ TEST_CASE("attnscope rowstats --checkpoint equals rowstats of the q/k that captu
                                std::string(name) == "max_attention";
       CHECK((actual - expected).cwiseAbs().maxCoeff() <= (probability ? 2e-5 : 2e-4));
     }
+  }
+}
+
+TEST_CASE("attnscope rowstats --model on every Hugging Face fixture equals the statistics of capture --model") {
+  // The streaming forward (rowstats) against the dense capture of the same text: per layer, head and row, the max
+  // scaled logit and log-partition from the captured scores (−inf where invisible: windows, softcaps and logit
+  // scales included), the entropy and max weight from the captured attention. Tolerances as above.
+  for (const std::string name : {"gpt2", "llama", "qwen2", "llama_rope", "smollm", "qwen3", "gemma2", "gemma3", "phi3",
+                                 "gpt_neox", "olmo2"}) {
+    INFO("fixture " << name);
+    const std::string folder = attnscope::testing::hf_fixture_folder(name);
+    const std::string text = " --text-file " + attnscope::testing::hf_fixture_sample_text();
+    const std::string captured = path_in_work_dir("family_capture_" + name + ".npz");
+    const std::string statistics = path_in_work_dir("family_rowstats_" + name + ".npz");
+    REQUIRE(attnscope_command("capture --model " + folder + text + " --out " + captured).exit_code == 0);
+    REQUIRE(attnscope_command("rowstats --model " + folder + text + " --out " + statistics).exit_code == 0);
+    const auto dense = attnscope::io::read_npz(captured);
+    const auto rows = attnscope::io::read_npz(statistics);
+    double worst_logit = 0, worst_probability = 0;
+    for (int layer = 0; dense.count("layer" + std::to_string(layer) + ".scores") != 0; ++layer) {
+      const std::string prefix = "layer" + std::to_string(layer) + ".";
+      const attnscope::io::Array& scores = dense.at(prefix + "scores");
+      const attnscope::io::Array& attention = dense.at(prefix + "attention");
+      const auto entropy = rows.at(prefix + "entropy").slice_matrix<double>({});
+      const auto max_logit = rows.at(prefix + "max_scaled_logit").slice_matrix<double>({});
+      const auto log_partition = rows.at(prefix + "log_partition").slice_matrix<double>({});
+      const auto max_weight = rows.at(prefix + "max_attention").slice_matrix<double>({});
+      for (std::int64_t head = 0; head < scores.shape()[0]; ++head) {
+        const auto s = scores.slice_matrix<double>({head});
+        const auto p = attention.slice_matrix<double>({head});
+        for (Eigen::Index i = 0; i < s.rows(); ++i) {
+          double top = -INFINITY, sum = 0, h = 0;
+          for (Eigen::Index j = 0; j < s.cols(); ++j)
+            if (std::isfinite(s(i, j))) top = std::max(top, s(i, j));
+          for (Eigen::Index j = 0; j < s.cols(); ++j) {
+            if (std::isfinite(s(i, j))) sum += std::exp(s(i, j) - top);
+            if (p(i, j) > 0) h -= p(i, j) * std::log(p(i, j));
+          }
+          worst_logit = std::max({worst_logit, std::abs(max_logit(head, i) - top),
+                                  std::abs(log_partition(head, i) - (top + std::log(sum))),
+                                  std::abs(entropy(head, i) - h)});
+          worst_probability = std::max(worst_probability, std::abs(max_weight(head, i) - p.row(i).maxCoeff()));
+        }
+      }
+    }
+    CHECK(worst_logit <= 2e-4);
+    CHECK(worst_probability <= 2e-5);
   }
 }
 

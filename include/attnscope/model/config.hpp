@@ -1,9 +1,13 @@
 // attnscope/model/config.hpp — the hyper-parameters and architectural choices of a decoder-only transformer
-// (norm, position encoding, biases, feed-forward, sliding window), and their validation.
+// (norm kind and placement, q/k norms, position encoding and RoPE scaling, attention scale, softcaps and per-layer
+// windows, feed-forward, residual form, embedding scale), and their validation.
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attnscope/core/error.hpp"
 
@@ -11,8 +15,23 @@ namespace attnscope::model {
 
 /// Normalization of the residual stream before each block and before the output head.
 enum class NormKind {
-  rms_norm,    // w ⊙ x / √(mean(x²) + ε) (Zhang & Sennrich 2019; llama2.c, Llama, Mistral, Qwen2)
-  layer_norm,  // w ⊙ (x − mean) / √(var + ε) + b (Ba et al. 2016; GPT-2)
+  rms_norm,              // w ⊙ x / √(mean(x²) + ε) (Zhang & Sennrich 2019; llama2.c, Llama, Mistral, Qwen2)
+  layer_norm,            // w ⊙ (x − mean) / √(var + ε) + b (Ba et al. 2016; GPT-2, GPT-NeoX)
+  rms_norm_unit_offset,  // (1 + w) ⊙ x / √(mean(x²) + ε): the stored weight is an offset from 1 (Gemma 2/3)
+};
+
+/// Where the norms of a block sit relative to its residual branch.
+enum class NormPlacement {
+  pre,       // x += f(norm(x)) (GPT-2, Llama, ...)
+  sandwich,  // x += post_norm(f(norm(x))) (Gemma 2/3: pre- and post-norms around attention and the MLP)
+  post,      // x += post_norm(f(x)) (OLMo 2: the norm is on the branch's output, inside the residual branch)
+};
+
+/// Norms of the queries and keys after their projections, before RoPE (with the config's norm kind and ε).
+enum class QueryKeyNorm {
+  none,
+  per_head,    // one weight of head_dim shared by every head, each head normalised on its own (Qwen3, Gemma 3)
+  full_width,  // over the whole projection: q of query_dim, k of kv_dim (OLMo 2)
 };
 
 /// How positions enter the model.
@@ -24,8 +43,38 @@ enum class PositionEncoding {
 
 /// The feed-forward block.
 enum class FeedForwardKind {
-  swiglu,     // w2(silu(w1 x) ⊙ w3 x) (Shazeer 2020)
-  gelu_tanh,  // w2 gelu_tanh(w1 x + b1) + b2 (GPT-2 "gelu_new")
+  swiglu,      // w2(silu(w1 x) ⊙ w3 x) (Shazeer 2020)
+  gelu_tanh,   // w2 gelu_tanh(w1 x + b1) + b2 (GPT-2 "gelu_new")
+  geglu_tanh,  // w2(gelu_tanh(w1 x) ⊙ w3 x) (Shazeer 2020 GEGLU with the tanh GELU; Gemma "gelu_pytorch_tanh")
+  gelu_erf,    // w2 gelu(w1 x + b1) + b2 with the exact GELU x·Φ(x) (GPT-NeoX "gelu")
+};
+
+/// Whether a feed-forward kind is gated (has the up projection w3).
+inline bool is_gated(FeedForwardKind kind) {
+  return kind == FeedForwardKind::swiglu || kind == FeedForwardKind::geglu_tanh;
+}
+
+/// How RoPE's inverse frequencies are rescaled for long contexts (Hugging Face `rope_scaling.rope_type`).
+enum class RopeScalingKind {
+  none,      // θ^(−2i/d)
+  linear,    // divided by factor (Chen et al. 2023, position interpolation)
+  dynamic,   // NTK-aware: θ' = θ·(factor·L/L₀ − (factor − 1))^(d/(d−2)) when the length L exceeds L₀
+  yarn,      // YaRN (Peng et al. 2023, arXiv:2309.00071): per-frequency ramp between interpolation and extrapolation
+  llama3,    // Llama 3.1: long wavelengths divided by factor, short ones kept, a smooth blend between
+  longrope,  // LongRoPE (Ding et al. 2024): per-frequency factors, the long set beyond L₀ (Phi-3)
+};
+
+/// The parameters of a RoPE scaling (see model/rope.hpp for the formulas).
+struct RopeScaling {
+  RopeScalingKind kind = RopeScalingKind::none;
+  double factor = 1;                      // linear, dynamic, yarn, llama3
+  int original_max_positions = 0;         // L₀: dynamic, yarn, llama3, longrope
+  double low_frequency_factor = 1;        // llama3
+  double high_frequency_factor = 4;       // llama3
+  double beta_fast = 32, beta_slow = 1;   // yarn
+  bool truncate = true;                   // yarn: the correction range rounded outward to whole dimensions
+  double attention_factor = 1;            // multiplies cos and sin (yarn, longrope)
+  std::vector<double> short_factor, long_factor;  // longrope, one per rotated pair
 };
 
 /// Hyper-parameters and architectural choices of a decoder-only transformer.
@@ -49,8 +98,27 @@ struct TransformerConfig {
   bool feed_forward_bias = false;    // w1 and w2 have biases (GPT-2)
   bool tied_embeddings = true;       // the output head is the token embedding
   int sliding_window = 0;            // > 0: query p sees keys p − window + 1 .. p only (Mistral); 0 = full causal
+  // Per-layer windows: empty means every layer uses sliding_window; otherwise one entry per layer (0 = full causal),
+  // e.g. Gemma's alternating local and global layers, Qwen2's layers from max_window_layers on.
+  std::vector<int> layer_sliding_window;
+  NormPlacement norm_placement = NormPlacement::pre;
+  QueryKeyNorm query_key_norm = QueryKeyNorm::none;
+  int rotary_dim = 0;                // RoPE rotates the first rotary_dim coordinates of each head; 0 = all (GPT-NeoX
+                                     // rotary_pct, Phi partial_rotary_factor)
+  RopeScaling rope_scaling;          // applies to the layers with rope_theta
+  double rope_local_theta = 0;       // > 0: the RoPE base of sliding-window layers, unscaled (Gemma 3)
+  double attention_scale = 0;        // > 0: the logit scale instead of 1/√head_dim (Gemma query_pre_attn_scalar^−½)
+  double attention_softcap = 0;      // > 0: logits c·tanh(s/c) before the softmax (Gemma 2)
+  double final_logit_softcap = 0;    // > 0: output logits c·tanh(z/c) (Gemma 2/3)
+  float embedding_scale = 1;         // token embeddings are multiplied by it (Gemma: √dim, in float32)
+  bool parallel_residual = false;    // x + attn(norm₁ x) + mlp(norm₂ x) from the same x (GPT-NeoX)
 
   int head_size() const { return head_dim; }
+  int rotary_size() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  /// The window of layer `layer` (0 = full causal).
+  int window_of_layer(int layer) const {
+    return layer_sliding_window.empty() ? sliding_window : layer_sliding_window[std::size_t(layer)];
+  }
   int query_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
 };
@@ -77,6 +145,55 @@ inline std::string transformer_config_problem(const TransformerConfig& c) {
       return attnscope::detail::concat("rope_theta = ", c.rope_theta, " must be finite and > 0");
   }
   if (c.sliding_window < 0) return attnscope::detail::concat("sliding_window = ", c.sliding_window, " must be >= 0");
+  if (!c.layer_sliding_window.empty()) {
+    if (c.layer_sliding_window.size() != std::size_t(c.n_layers))
+      return attnscope::detail::concat("layer_sliding_window has ", c.layer_sliding_window.size(),
+                                       " entries for n_layers = ", c.n_layers);
+    for (std::size_t l = 0; l < c.layer_sliding_window.size(); ++l)
+      if (c.layer_sliding_window[l] < 0)
+        return attnscope::detail::concat("layer_sliding_window[", l, "] = ", c.layer_sliding_window[l], " must be >= 0");
+  }
+  if (c.position_encoding != PositionEncoding::learned) {
+    if (c.rotary_dim < 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)
+      return attnscope::detail::concat("rotary_dim = ", c.rotary_dim, " must be even and in [0, head_dim = ",
+                                       c.head_dim, "]");
+    if (c.rope_local_theta < 0 || !std::isfinite(c.rope_local_theta))
+      return attnscope::detail::concat("rope_local_theta = ", c.rope_local_theta, " must be finite and >= 0");
+  }
+  for (const auto& [name, value] : {std::pair<const char*, double>{"attention_scale", c.attention_scale},
+                                    {"attention_softcap", c.attention_softcap},
+                                    {"final_logit_softcap", c.final_logit_softcap}})
+    if (value < 0 || !std::isfinite(value))
+      return attnscope::detail::concat(name, " = ", value, " must be finite and >= 0 (0: not used)");
+  if (!(c.embedding_scale > 0) || !std::isfinite(c.embedding_scale))
+    return attnscope::detail::concat("embedding_scale = ", c.embedding_scale, " must be finite and > 0");
+  if (c.position_encoding != PositionEncoding::learned && c.rope_scaling.kind != RopeScalingKind::none) {
+    const RopeScaling& r = c.rope_scaling;
+    if (!(r.factor > 0) || !std::isfinite(r.factor))
+      return attnscope::detail::concat("rope_scaling.factor = ", r.factor, " must be finite and > 0");
+    if (!(r.attention_factor > 0) || !std::isfinite(r.attention_factor))
+      return attnscope::detail::concat("rope_scaling.attention_factor = ", r.attention_factor,
+                                       " must be finite and > 0");
+    if (r.kind != RopeScalingKind::linear && r.original_max_positions <= 0)
+      return attnscope::detail::concat("rope_scaling.original_max_positions = ", r.original_max_positions,
+                                       " must be > 0");
+    if (r.kind == RopeScalingKind::llama3 && !(r.high_frequency_factor > r.low_frequency_factor))
+      return attnscope::detail::concat("rope_scaling: high_frequency_factor = ", r.high_frequency_factor,
+                                       " must exceed low_frequency_factor = ", r.low_frequency_factor);
+    if (r.kind == RopeScalingKind::longrope) {
+      const std::size_t pairs = std::size_t(c.rotary_size() / 2);
+      if (r.short_factor.size() != pairs || r.long_factor.size() != pairs)
+        return attnscope::detail::concat("rope_scaling: short_factor and long_factor have ", r.short_factor.size(),
+                                         " and ", r.long_factor.size(), " entries, expected ", pairs,
+                                         " (one per rotated pair)");
+      for (const auto* factors : {&r.short_factor, &r.long_factor})
+        for (const double value : *factors)
+          if (!(value > 0) || !std::isfinite(value))
+            return attnscope::detail::concat("rope_scaling: a longrope factor is ", value, ", must be finite and > 0");
+    }
+  }
+  if (c.parallel_residual && c.norm_placement != NormPlacement::pre)
+    return "parallel_residual needs norm_placement pre";
   return {};
 }
 

@@ -1,6 +1,9 @@
-// attnscope/model/huggingface.hpp — Hugging Face model folders (config.json + safetensors) as a model::Transformer:
-// GPT-2, Llama, Mistral and Qwen2 checkpoints mapped to the shared TransformerWeights. Supported architectures and
-// exactly what each implements: docs/models.md. Needs nlohmann-json (link attnscope::io).
+// attnscope/model/huggingface.hpp — Hugging Face model folders (config.json + safetensors) as a model::Transformer.
+// Each supported model_type is one table (model/detail/architectures.hpp): a config reader that fills a
+// TransformerConfig (refusing every field value it does not implement) and the names of its tensors; one generic
+// reader loads the tensors those name, splits fused projections, and refuses a folder holding any tensor that is
+// neither used nor a known buffer. Supported architectures and exactly what each implements: docs/models.md.
+// Needs nlohmann-json (link attnscope::io).
 //
 // The readers are templates on the JSON type config.json is parsed into (default nlohmann::json, never given by
 // callers), so that including this header compiles no JSON accessor: the loader is compiled only where it is called.
@@ -8,14 +11,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/io/huggingface.hpp"
+#include "attnscope/model/detail/architectures.hpp"
 #include "attnscope/model/transformer.hpp"
 
 namespace attnscope::model {
@@ -79,10 +85,20 @@ class HuggingFaceReader {
     return value.template get<std::string>();
   }
 
+  /// A number field (integer or not) or `fallback` when absent/null.
+  double number(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    const auto& value = config().at(key);
+    if (!value.is_number() || !std::isfinite(value.template get<double>()))
+      fail_config(attnscope::detail::concat("field '", key, "' = ", value.dump(), " is not a finite number"));
+    return value.template get<double>();
+  }
+
   /// Tensor `name` as rows × cols float32; io_error naming the folder and the tensor when missing or mis-shaped.
   RowMatrix<float> matrix(const std::string& name, Index rows, Index cols) const {
     require(name);
     try {
+      used_.insert(files_.resolve_name(name));
       return files_.matrix_float32(name, rows, cols);
     } catch (const std::exception& error) {
       rethrow(name, error);
@@ -93,6 +109,7 @@ class HuggingFaceReader {
   Vector<float> vector(const std::string& name, Index size) const {
     require(name);
     try {
+      used_.insert(files_.resolve_name(name));
       return files_.vector_float32(name, size);
     } catch (const std::exception& error) {
       rethrow(name, error);
@@ -101,9 +118,27 @@ class HuggingFaceReader {
 
   bool has_tensor(const std::string& name) const { return files_.has_tensor(name); }
 
+  /// Throws an io_error naming the first stored tensor that no matrix()/vector() call read and whose name does not end
+  /// in one of `buffers` (known non-weight buffers such as GPT-2's `.attn.bias`): an unexpected tensor means the
+  /// folder is not what config.json says, and ignoring it could run a mis-mapped model silently wrong.
+  void require_all_used(const std::vector<std::string>& buffers) const {
+    for (const std::string& name : files_.tensor_names()) {
+      if (used_.count(name) != 0) continue;
+      const bool buffer = std::any_of(buffers.begin(), buffers.end(), [&](const std::string& suffix) {
+        return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      });
+      if (!buffer)
+        attnscope::detail::throw_io_error("load_huggingface_model", folder_, "tensor '", name,
+                                          "' is not used by config.json's model_type '", text("model_type", "?"),
+                                          "' (an unexpected tensor: the folder does not hold the model config.json ",
+                                          "describes, or a feature it uses is not implemented)");
+    }
+  }
+
  private:
   std::string folder_;
   io::BasicHuggingFaceFolder<Json> files_;
+  mutable std::set<std::string> used_;  // stored names read so far
 
   void require(const std::string& name) const {
     if (!files_.has_tensor(name))
@@ -116,146 +151,111 @@ class HuggingFaceReader {
   }
 };
 
-/// Rejects config.json features this implementation does not compute (so a model never runs silently wrong).
-template <class Reader>
-void reject_unsupported(const Reader& reader) {
-  if (reader.has("rope_scaling"))
-    reader.fail_config("rope_scaling = " + reader.config().at("rope_scaling").dump() +
-                       " is not supported (only plain RoPE, see docs/models.md)");
+/// The rows of a fused out × in weight (or the entries of a fused bias) that belong to one of its parts: `blocks` runs
+/// of `count` rows starting at first, first + stride, first + 2·stride, … (blocks = 1: one contiguous row range, as
+/// Phi-3's qkv_proj and gate_up_proj; GPT-NeoX's per-head q|k|v: one run per head).
+template <class Fused>
+Fused fused_rows(const Fused& fused, Index first, Index count, Index stride = 0, Index blocks = 1) {
+  Fused part(count * blocks, fused.cols());
+  for (Index b = 0; b < blocks; ++b) part.middleRows(b * count, count) = fused.middleRows(first + b * stride, count);
+  return part;
 }
 
-/// GPT-2 (transformers GPT2LMHeadModel): learned positions, LayerNorm, fused Conv1D q|k|v stored [in, out].
+/// Reads the weights an architecture table names (model/detail/architectures.hpp) in the layout its config asks for,
+/// then refuses any stored tensor left unread that is not one of the table's known buffers.
 template <class Reader>
-TransformerWeights read_gpt2(const Reader& reader) {
-  reject_unsupported(reader);
-  TransformerConfig c;
-  c.architecture = "gpt2";
-  c.dim = reader.positive_integer("n_embd");
-  c.n_layers = reader.positive_integer("n_layer");
-  c.n_heads = c.n_kv_heads = reader.positive_integer("n_head");
-  if (c.dim % c.n_heads != 0)
-    reader.fail_config(attnscope::detail::concat("n_embd = ", c.dim, " is not divisible by n_head = ", c.n_heads));
-  c.head_dim = c.dim / c.n_heads;
-  c.hidden_dim = reader.positive_integer("n_inner", 4 * c.dim);
-  c.vocab_size = reader.positive_integer("vocab_size");
-  c.seq_len = reader.positive_integer("n_positions");
-  c.norm = NormKind::layer_norm;
-  c.norm_epsilon = static_cast<float>(reader.positive_number("layer_norm_epsilon", 1e-5));
-  c.position_encoding = PositionEncoding::learned;
-  c.attention_qkv_bias = c.attention_output_bias = c.feed_forward_bias = true;
-  c.feed_forward = FeedForwardKind::gelu_tanh;
-  c.tied_embeddings = reader.boolean("tie_word_embeddings", true);
-  const std::string activation = reader.text("activation_function", "gelu_new");
-  if (activation != "gelu_new" && activation != "gelu_pytorch_tanh")
-    reader.fail_config("activation_function '" + activation +
-                       "' is not supported (only gelu_new / gelu_pytorch_tanh, the tanh approximation)");
-  if (!reader.boolean("scale_attn_weights", true))
-    reader.fail_config("scale_attn_weights = false is not supported (scores are divided by sqrt(head_size))");
-  if (reader.boolean("scale_attn_by_inverse_layer_idx", false))
-    reader.fail_config("scale_attn_by_inverse_layer_idx = true is not supported");
-  if (reader.boolean("add_cross_attention", false)) reader.fail_config("add_cross_attention = true is not supported");
-
-  const Index dim = c.dim, hidden = c.hidden_dim;
-  TransformerWeights w;
-  w.token_embedding = reader.matrix("wte.weight", c.vocab_size, dim);
-  w.position_embedding = reader.matrix("wpe.weight", c.seq_len, dim);
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string at = "h." + std::to_string(l) + ".";
-    TransformerLayerWeights layer;
-    layer.attention_norm = reader.vector(at + "ln_1.weight", dim);
-    layer.attention_norm_bias = reader.vector(at + "ln_1.bias", dim);
-    // Conv1D stores [in, out] (y = x W + b): transpose each part to the nn.Linear [out, in] layout.
-    const RowMatrix<float> fused = reader.matrix(at + "attn.c_attn.weight", dim, 3 * dim);
-    const Vector<float> fused_bias = reader.vector(at + "attn.c_attn.bias", 3 * dim);
-    layer.wq = fused.middleCols(0, dim).transpose();
-    layer.wk = fused.middleCols(dim, dim).transpose();
-    layer.wv = fused.middleCols(2 * dim, dim).transpose();
-    layer.wq_bias = fused_bias.segment(0, dim);
-    layer.wk_bias = fused_bias.segment(dim, dim);
-    layer.wv_bias = fused_bias.segment(2 * dim, dim);
-    layer.wo = reader.matrix(at + "attn.c_proj.weight", dim, dim).transpose();
-    layer.wo_bias = reader.vector(at + "attn.c_proj.bias", dim);
-    layer.ffn_norm = reader.vector(at + "ln_2.weight", dim);
-    layer.ffn_norm_bias = reader.vector(at + "ln_2.bias", dim);
-    layer.w1 = reader.matrix(at + "mlp.c_fc.weight", dim, hidden).transpose();
-    layer.w1_bias = reader.vector(at + "mlp.c_fc.bias", hidden);
-    layer.w2 = reader.matrix(at + "mlp.c_proj.weight", hidden, dim).transpose();
-    layer.w2_bias = reader.vector(at + "mlp.c_proj.bias", dim);
-    w.layers.push_back(std::move(layer));
-  }
-  w.final_norm = reader.vector("ln_f.weight", dim);
-  w.final_norm_bias = reader.vector("ln_f.bias", dim);
-  if (!c.tied_embeddings) w.classifier = reader.matrix("lm_head.weight", c.vocab_size, dim);
-  w.config = std::move(c);
-  return w;
-}
-
-/// Llama, Mistral and Qwen2 (transformers LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM): RMSNorm,
-/// rotate-half RoPE, grouped-query attention, SwiGLU; Qwen2 adds q/k/v biases, Mistral a sliding window.
-template <class Reader>
-TransformerWeights read_llama_family(const Reader& reader, const std::string& model_type) {
-  reject_unsupported(reader);
-  TransformerConfig c;
-  c.architecture = model_type;
-  c.dim = reader.positive_integer("hidden_size");
-  c.hidden_dim = reader.positive_integer("intermediate_size");
-  c.n_layers = reader.positive_integer("num_hidden_layers");
-  c.n_heads = reader.positive_integer("num_attention_heads");
-  c.n_kv_heads = reader.positive_integer("num_key_value_heads", c.n_heads);
-  if (c.n_heads % c.n_kv_heads != 0)
-    reader.fail_config(attnscope::detail::concat("num_key_value_heads = ", c.n_kv_heads,
-                                                 " does not divide num_attention_heads = ", c.n_heads));
-  if (!reader.has("head_dim") && c.dim % c.n_heads != 0)
-    reader.fail_config(
-        attnscope::detail::concat("hidden_size = ", c.dim, " is not divisible by num_attention_heads = ", c.n_heads));
-  c.head_dim = reader.positive_integer("head_dim", c.dim / std::max(c.n_heads, 1));
-  if (c.head_dim % 2 != 0) reader.fail_config(attnscope::detail::concat("head_dim = ", c.head_dim, " is odd"));
-  c.vocab_size = reader.positive_integer("vocab_size");
-  c.seq_len = reader.positive_integer("max_position_embeddings");
-  c.norm = NormKind::rms_norm;
-  c.norm_epsilon = static_cast<float>(reader.positive_number("rms_norm_eps", 1e-6));
-  c.position_encoding = PositionEncoding::rope_rotate_half;
-  c.rope_theta = reader.positive_number("rope_theta", 10000.0);
-  c.feed_forward = FeedForwardKind::swiglu;
-  c.tied_embeddings = reader.boolean("tie_word_embeddings", false);
-  const std::string activation = reader.text("hidden_act", "silu");
-  if (activation != "silu") reader.fail_config("hidden_act '" + activation + "' is not supported (only silu)");
-  if (model_type == "qwen2") {
-    c.attention_qkv_bias = true;
-    if (reader.boolean("use_sliding_window", false))
-      reader.fail_config("use_sliding_window = true is not supported for qwen2");
-  } else if (model_type == "llama") {
-    if (reader.boolean("attention_bias", false)) reader.fail_config("attention_bias = true is not supported");
-    if (reader.boolean("mlp_bias", false)) reader.fail_config("mlp_bias = true is not supported");
-  } else if (model_type == "mistral" && reader.has("sliding_window")) {
-    c.sliding_window = reader.positive_integer("sliding_window");
-  }
-
+TransformerWeights read_architecture(const Reader& reader, Architecture architecture) {
+  const TransformerConfig& c = architecture.config;
+  const TensorNames& n = architecture.names;
   const Index dim = c.dim, hidden = c.hidden_dim, query_dim = c.query_dim(), kv_dim = c.kv_dim();
+  const bool pre_norms = c.norm_placement != NormPlacement::post, post_norms = c.norm_placement != NormPlacement::pre;
+  const bool layer_norm = c.norm == NormKind::layer_norm, gated = is_gated(c.feed_forward);
+  const Index q_norm_size = c.query_key_norm == QueryKeyNorm::per_head ? c.head_dim : query_dim;
+  const Index k_norm_size = c.query_key_norm == QueryKeyNorm::per_head ? c.head_dim : kv_dim;
+  // an nn.Linear weight (out × in), or a Conv1D one stored in × out (GPT-2) turned into out × in
+  const auto linear_weight = [&](const std::string& name, Index out, Index in) -> WeightMatrix {
+    if (n.conv1d) return reader.matrix(name, in, out).transpose();
+    return reader.matrix(name, out, in);
+  };
   TransformerWeights w;
-  w.token_embedding = reader.matrix("embed_tokens.weight", c.vocab_size, dim);
+  w.token_embedding = reader.matrix(n.embedding, c.vocab_size, dim);
+  if (c.position_encoding == PositionEncoding::learned)
+    w.position_embedding = reader.matrix(n.position_embedding, c.seq_len, dim);
   for (int l = 0; l < c.n_layers; ++l) {
-    const std::string at = "layers." + std::to_string(l) + ".";
+    const std::string at = n.layer_prefix + std::to_string(l) + ".";
     TransformerLayerWeights layer;
-    layer.attention_norm = reader.vector(at + "input_layernorm.weight", dim);
-    layer.wq = reader.matrix(at + "self_attn.q_proj.weight", query_dim, dim);
-    layer.wk = reader.matrix(at + "self_attn.k_proj.weight", kv_dim, dim);
-    layer.wv = reader.matrix(at + "self_attn.v_proj.weight", kv_dim, dim);
-    layer.wo = reader.matrix(at + "self_attn.o_proj.weight", dim, query_dim);
-    if (c.attention_qkv_bias) {
-      layer.wq_bias = reader.vector(at + "self_attn.q_proj.bias", query_dim);
-      layer.wk_bias = reader.vector(at + "self_attn.k_proj.bias", kv_dim);
-      layer.wv_bias = reader.vector(at + "self_attn.v_proj.bias", kv_dim);
+    if (pre_norms) {
+      layer.attention_norm = reader.vector(at + n.attention_norm, dim);
+      if (layer_norm) layer.attention_norm_bias = reader.vector(at + n.attention_norm_bias, dim);
     }
-    layer.ffn_norm = reader.vector(at + "post_attention_layernorm.weight", dim);
-    layer.w1 = reader.matrix(at + "mlp.gate_proj.weight", hidden, dim);
-    layer.w3 = reader.matrix(at + "mlp.up_proj.weight", hidden, dim);
-    layer.w2 = reader.matrix(at + "mlp.down_proj.weight", dim, hidden);
+    if (post_norms) layer.post_attention_norm = reader.vector(at + n.post_attention_norm, dim);
+    if (!n.qkv.empty()) {
+      const WeightMatrix fused = linear_weight(at + n.qkv, query_dim + 2 * kv_dim, dim);
+      Vector<float> fused_bias;
+      if (c.attention_qkv_bias) fused_bias = reader.vector(at + n.qkv_bias, query_dim + 2 * kv_dim);
+      if (n.qkv_layout == FusedQkvLayout::per_head) {  // rows of head h: [q_h k_h v_h], each head_dim
+        const Index d = c.head_dim, heads = c.n_heads;
+        layer.wq = fused_rows(fused, 0, d, 3 * d, heads);
+        layer.wk = fused_rows(fused, d, d, 3 * d, heads);
+        layer.wv = fused_rows(fused, 2 * d, d, 3 * d, heads);
+        if (c.attention_qkv_bias) {
+          layer.wq_bias = fused_rows(fused_bias, 0, d, 3 * d, heads);
+          layer.wk_bias = fused_rows(fused_bias, d, d, 3 * d, heads);
+          layer.wv_bias = fused_rows(fused_bias, 2 * d, d, 3 * d, heads);
+        }
+      } else {  // rows: all q, all k, all v
+        layer.wq = fused_rows(fused, 0, query_dim);
+        layer.wk = fused_rows(fused, query_dim, kv_dim);
+        layer.wv = fused_rows(fused, query_dim + kv_dim, kv_dim);
+        if (c.attention_qkv_bias) {
+          layer.wq_bias = fused_rows(fused_bias, 0, query_dim);
+          layer.wk_bias = fused_rows(fused_bias, query_dim, kv_dim);
+          layer.wv_bias = fused_rows(fused_bias, query_dim + kv_dim, kv_dim);
+        }
+      }
+    } else {
+      layer.wq = linear_weight(at + n.q, query_dim, dim);
+      layer.wk = linear_weight(at + n.k, kv_dim, dim);
+      layer.wv = linear_weight(at + n.v, kv_dim, dim);
+      if (c.attention_qkv_bias) {
+        layer.wq_bias = reader.vector(at + n.q_bias, query_dim);
+        layer.wk_bias = reader.vector(at + n.k_bias, kv_dim);
+        layer.wv_bias = reader.vector(at + n.v_bias, kv_dim);
+      }
+    }
+    layer.wo = linear_weight(at + n.o, dim, query_dim);
+    if (c.attention_output_bias) layer.wo_bias = reader.vector(at + n.o_bias, dim);
+    if (c.query_key_norm != QueryKeyNorm::none) {
+      layer.q_norm = reader.vector(at + n.q_norm, q_norm_size);
+      layer.k_norm = reader.vector(at + n.k_norm, k_norm_size);
+    }
+    if (pre_norms) {
+      layer.ffn_norm = reader.vector(at + n.ffn_norm, dim);
+      if (layer_norm) layer.ffn_norm_bias = reader.vector(at + n.ffn_norm_bias, dim);
+    }
+    if (post_norms) layer.post_ffn_norm = reader.vector(at + n.post_ffn_norm, dim);
+    if (!n.gate_up.empty()) {  // rows: gate, then up
+      const WeightMatrix fused = linear_weight(at + n.gate_up, 2 * hidden, dim);
+      layer.w1 = fused_rows(fused, 0, hidden);
+      layer.w3 = fused_rows(fused, hidden, hidden);
+    } else {
+      layer.w1 = linear_weight(at + n.gate, hidden, dim);
+      if (gated) layer.w3 = linear_weight(at + n.up, hidden, dim);
+    }
+    layer.w2 = linear_weight(at + n.down, dim, hidden);
+    if (c.feed_forward_bias) {
+      layer.w1_bias = reader.vector(at + n.gate_bias, hidden);
+      layer.w2_bias = reader.vector(at + n.down_bias, dim);
+    }
     w.layers.push_back(std::move(layer));
   }
-  w.final_norm = reader.vector("norm.weight", dim);
-  if (!c.tied_embeddings) w.classifier = reader.matrix("lm_head.weight", c.vocab_size, dim);
-  w.config = std::move(c);
+  w.final_norm = reader.vector(n.final_norm, dim);
+  if (layer_norm) w.final_norm_bias = reader.vector(n.final_norm_bias, dim);
+  std::vector<std::string> tolerated = n.buffers;
+  if (!c.tied_embeddings) w.classifier = reader.matrix(n.output_head, c.vocab_size, dim);
+  else tolerated.push_back(n.output_head);  // a tied checkpoint may store its head too; the tie decides
+  reader.require_all_used(tolerated);
+  w.config = std::move(architecture.config);
   return w;
 }
 
@@ -263,18 +263,30 @@ TransformerWeights read_llama_family(const Reader& reader, const std::string& mo
 
 /// Reads the TransformerWeights of a Hugging Face model folder (config.json plus model.safetensors, or
 /// model.safetensors.index.json and its shards; F32, F16 or BF16 tensors are converted to float32) for model_type
-/// gpt2, llama, mistral or qwen2 (docs/models.md). Throws attnscope::io_error naming the folder and config.json or
-/// the tensor for: an unreadable folder, a missing or unsupported model_type, a config feature not implemented
-/// (rope_scaling, another activation, ...), a missing tensor, a tensor whose shape disagrees with config.json.
+/// gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, gpt_neox or olmo2 (docs/models.md). Throws
+/// attnscope::io_error naming the folder and config.json or the tensor for: an unreadable folder, a missing or
+/// unsupported model_type, a config feature not implemented (an unknown rope_type, another activation, ...), a
+/// missing tensor, a tensor whose shape disagrees with config.json, a stored tensor the architecture does not use.
 template <class Json = nlohmann::json>
 TransformerWeights read_huggingface_weights(const std::string& folder) {
   const detail::HuggingFaceReader<Json> reader(folder);
   if (!reader.has("model_type")) reader.fail_config("missing field 'model_type'");
   const std::string model_type = reader.text("model_type", "");
-  if (model_type == "gpt2") return detail::read_gpt2(reader);
+  if (model_type == "gpt2") return detail::read_architecture(reader, detail::gpt2_architecture(reader));
   if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2")
-    return detail::read_llama_family(reader, model_type);
-  reader.fail_config("model_type '" + model_type + "' is not supported (supported: gpt2, llama, mistral, qwen2)");
+    return detail::read_architecture(reader, detail::llama_architecture(reader, model_type));
+  if (model_type == "qwen3") return detail::read_architecture(reader, detail::qwen3_architecture(reader));
+  if (model_type == "gemma2" || model_type == "gemma3_text")
+    return detail::read_architecture(reader, detail::gemma_architecture(reader, model_type));
+  if (model_type == "phi3") return detail::read_architecture(reader, detail::phi3_architecture(reader));
+  if (model_type == "gpt_neox") return detail::read_architecture(reader, detail::gpt_neox_architecture(reader));
+  if (model_type == "olmo2") return detail::read_architecture(reader, detail::olmo2_architecture(reader));
+  if (model_type == "gemma3")
+    reader.fail_config("model_type 'gemma3' (the image-text model) is not supported: only the text decoder "
+                       "(model_type 'gemma3_text') is");
+  reader.fail_config("model_type '" + model_type +
+                     "' is not supported (supported: gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, "
+                     "gpt_neox, olmo2)");
 }
 
 /// A Hugging Face model folder as a Transformer (read_huggingface_weights, then the Transformer's own checks).

@@ -10,6 +10,7 @@
 #include "attnscope/core/check.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
+#include "attnscope/model/rope.hpp"
 
 namespace attnscope::model {
 
@@ -49,42 +50,65 @@ struct RotaryTable {
   RowMatrix<float> cosine, sine;  // count × head_size/2
 };
 
-/// The RotaryTable of positions [first_position, first_position + count) for heads of size head_size and base θ.
-/// Throws attnscope::invalid_argument for an odd or non-positive head_size, a negative position or count, or θ not
-/// finite and > 0. O(count·head_size) cosines and sines.
+/// The RotaryTable of positions [first_position, first_position + count) for the pairs of `frequencies`:
+/// cos and sin of position · inverse_frequency_i (in float, as Hugging Face), both multiplied by the attention
+/// factor (1 unless a YaRN or LongRoPE scaling sets it). Throws attnscope::invalid_argument for a negative position or
+/// count, or a non-finite or non-positive frequency or factor. O(count·pairs) cosines and sines.
 template <class Table = RotaryTable>
-Table rotary_table(Index first_position, Index count, Index head_size, double theta = 10000.0) {
+Table rotary_table(Index first_position, Index count, const RopeFrequencies& frequencies) {
   const char* fn = "rotary_table";
-  if (head_size <= 0 || head_size % 2 != 0)
-    attnscope::detail::throw_invalid_argument(fn, "head_size ", head_size, " must be even and > 0");
   if (first_position < 0 || count < 0)
     attnscope::detail::throw_invalid_argument(fn, "first_position ", first_position, " and count ", count, " must be >= 0");
-  attnscope::detail::require_positive(fn, "theta", theta);
-  const Index pairs = head_size / 2;
+  if (!(frequencies.attention_factor > 0) || !std::isfinite(frequencies.attention_factor))
+    attnscope::detail::throw_invalid_argument(fn, "attention_factor ", frequencies.attention_factor,
+                                              " must be finite and > 0");
+  const Index pairs = static_cast<Index>(frequencies.inverse_frequency.size());
   Table table{RowMatrix<float>(count, pairs), RowMatrix<float>(count, pairs)};
+  const float factor = frequencies.attention_factor;
   for (Index i = 0; i < pairs; ++i) {
-    const float frequency = 1.0f / std::pow(static_cast<float>(theta),
-                                            static_cast<float>(2 * i) / static_cast<float>(head_size));
+    const float frequency = frequencies.inverse_frequency[std::size_t(i)];
+    if (!(frequency > 0) || !std::isfinite(frequency))
+      attnscope::detail::throw_invalid_argument(fn, "inverse frequency ", i, " is ", frequency,
+                                                ", must be finite and > 0");
     for (Index r = 0; r < count; ++r) {
       const float angle = static_cast<float>(first_position + r) * frequency;
       table.cosine(r, i) = std::cos(angle);
       table.sine(r, i) = std::sin(angle);
+      if (factor != 1.0f) {
+        table.cosine(r, i) *= factor;
+        table.sine(r, i) *= factor;
+      }
     }
   }
   return table;
 }
 
+/// The RotaryTable of positions [first_position, first_position + count) for heads of size head_size and base θ
+/// (plain RoPE over the whole head). Throws attnscope::invalid_argument for an odd or non-positive head_size, a
+/// negative position or count, or θ not finite and > 0. O(count·head_size) cosines and sines.
+template <class Table = RotaryTable>
+Table rotary_table(Index first_position, Index count, Index head_size, double theta = 10000.0) {
+  const char* fn = "rotary_table";
+  if (head_size <= 0 || head_size % 2 != 0)
+    attnscope::detail::throw_invalid_argument(fn, "head_size ", head_size, " must be even and > 0");
+  attnscope::detail::require_positive(fn, "theta", theta);
+  RopeFrequencies frequencies;
+  frequencies.inverse_frequency = plain_rope_frequencies(head_size, theta);
+  return rotary_table<Table>(first_position, count, frequencies);
+}
+
 /// Applies RoPE in place: row r of `rows` (several heads of head_size columns side by side) is rotated with row r of
-/// `table`; pair i of each head is (2i, 2i+1) or (i, i + head_size/2) by `convention`; (a, b) becomes
-/// (a·cos − b·sin, a·sin + b·cos). Throws on a table with other row count or pair count, or a width that head_size
-/// does not divide. O(rows·cols).
+/// `table`; with P = the table's pairs (≤ head_size/2), pair i of each head is (2i, 2i+1) or (i, i + P) by
+/// `convention`, and the coordinates from 2P on are left as they are (partial rotary, GPT-NeoX `rotary_pct`);
+/// (a, b) becomes (a·cos − b·sin, a·sin + b·cos). Throws on a table with other row count or more pairs than
+/// head_size/2, or a width that head_size does not divide. O(rows·cols).
 template <class Scalar>
 void apply_rotary(RowMatrix<Scalar>& rows, Index head_size, const RotaryTable& table, RopeConvention convention) {
   if (head_size <= 0 || head_size % 2 != 0 || rows.cols() % head_size != 0)
     attnscope::detail::throw_invalid_argument("apply_rotary", "head_size ", head_size, " must be even, > 0 and divide the width ",
                                    rows.cols());
-  const Index pairs = head_size / 2;
-  if (table.cosine.rows() != rows.rows() || table.cosine.cols() != pairs || table.sine.rows() != rows.rows() ||
+  const Index pairs = table.cosine.cols();
+  if (table.cosine.rows() != rows.rows() || pairs > head_size / 2 || pairs < 1 || table.sine.rows() != rows.rows() ||
       table.sine.cols() != pairs)
     attnscope::detail::throw_invalid_argument("apply_rotary", "table of ", table.cosine.rows(), "x", table.cosine.cols(),
                                    " does not fit ", rows.rows(), " rows with ", pairs, " pairs per head");
@@ -148,6 +172,25 @@ void gelu_tanh_in_place(RowMatrix<Scalar>& values) {
   const Scalar scale = Scalar(0.7978845608028654);  // √(2/π)
   auto x = values.array();
   x = Scalar(0.5) * x * (Scalar(1) + (scale * (x + Scalar(0.044715) * x.cube())).tanh());
+}
+
+/// The exact GELU in place, x ↦ x·Φ(x) = x/2 · (1 + erf(x/√2)) (Hendrycks & Gimpel 2016, eq. 1; torch's default
+/// `gelu`, GPT-NeoX "gelu"), element by element with std::erf. O(size).
+template <class Scalar>
+void gelu_erf_in_place(RowMatrix<Scalar>& values) {
+  const Scalar inverse_sqrt2 = Scalar(0.7071067811865476);
+  for (Index i = 0; i < values.size(); ++i) {
+    const Scalar x = values.data()[i];
+    values.data()[i] = Scalar(0.5) * x * (Scalar(1) + std::erf(x * inverse_sqrt2));
+  }
+}
+
+/// Tanh softcapping in place, z ↦ c·tanh(z/c) (Gemma 2 report, §2: attention and final logits), c > 0. O(size).
+template <class Scalar>
+void softcap_in_place(RowMatrix<Scalar>& values, double cap) {
+  attnscope::detail::require_positive("softcap_in_place", "cap", cap);
+  const Scalar c = static_cast<Scalar>(cap);
+  values.array() = c * (values.array() / c).tanh();
 }
 
 /// SwiGLU gate (Shazeer 2020, "GLU Variants Improve Transformer", FFN_SwiGLU; run.c): silu(a) ⊙ b with

@@ -1,5 +1,5 @@
-// attnscope/model/transformer.hpp — one decoder-only transformer for every supported architecture (llama2.c,
-// GPT-2, Llama, Mistral, Qwen2): BasicTransformer runs the forward pass over a whole token sequence in matrix form with
+// attnscope/model/transformer.hpp — one decoder-only transformer for every supported architecture (llama2.c and the
+// Hugging Face families of docs/models.md): BasicTransformer runs the forward pass over a whole token sequence in matrix form with
 // per-layer, per-head capture, swappable attention normalization, head ablation, generation and likelihood;
 // forward_row_statistics is the streaming mode (exact per-row statistics, no L×L matrix). Every head's attention is
 // the one blockwise kernel of stream/attention.hpp. Configuration, weights, options and sampling live in
@@ -37,8 +37,10 @@
 namespace attnscope::model {
 
 /// A decoder-only transformer of any supported architecture. The forward pass processes a whole sequence with matrix
-/// products: per layer, x += wo·attention(norm(x)), x += ffn(norm(x)) (pre-norm residual blocks), then
-/// logits = head · norm(x). Which norm, position encoding, biases and feed-forward are used comes from the config.
+/// products: per layer, x += wo·attention(norm(x)), x += ffn(norm(x)) (pre-norm residual blocks; or with post-norms
+/// around the branches, on the branches only, or with both branches reading the same x), then
+/// logits = head · norm(x) (softcapped when configured). Which norms, position encoding and RoPE scaling, attention
+/// scale, softcap and per-layer window, biases and feed-forward are used comes from the config.
 /// Scalar is float (the type of TransformerWeights); use the alias Transformer.
 template <class Scalar>
 class BasicTransformer {
@@ -69,7 +71,7 @@ class BasicTransformer {
   /// every head's attention run by the blockwise kernel of stream/attention.hpp without capturing any L×L matrix:
   /// per block of query_block rows one GEMM of scaled scores against the keys the rows see, the softmax and the
   /// requested statistics from the same exponentials, and P·V. Per layer and head it returns the exact row statistics
-  /// of that head (causal, the config's sliding window, scale 1/√head_size, the statistics chosen in
+  /// of that head (causal, the layer's window, the model's scale and softcap, the statistics chosen in
   /// streaming.statistics). options: capture of q, k, v, head_output and hidden_states, and ablation work as in
   /// forward(); the attention is softmax only.
   /// Throws attnscope::invalid_argument, naming the problem, for: options.map or options.normalizer set; a capture
@@ -91,10 +93,10 @@ class BasicTransformer {
                                                 "which the streaming forward never forms; use forward()");
     const stream::RowStatisticsOptions& statistics = streaming.statistics;
     if (statistics.visibility.kind() != Visibility::Kind::causal_prefix || statistics.visibility.causal_offset() != 0 ||
-        statistics.scale)
-      attnscope::detail::throw_invalid_argument(fn, "streaming.statistics.visibility and scale are set by the model ",
-                                                "(causal, sliding_window, 1/sqrt(head_size)); leave them at their ",
-                                                "defaults");
+        statistics.scale || statistics.logit_softcap)
+      attnscope::detail::throw_invalid_argument(fn, "streaming.statistics.visibility, scale and logit_softcap are set ",
+                                                "by the model (causal, each layer's window, its attention scale and ",
+                                                "softcap); leave them at their defaults");
     if (streaming.query_block <= 0 || streaming.key_block <= 0)
       attnscope::detail::throw_invalid_argument(fn, "query_block = ", streaming.query_block, " and key_block = ",
                                                 streaming.key_block, " must be >= 1");
@@ -204,7 +206,12 @@ class BasicTransformer {
     if (const std::string problem = detail::transformer_config_problem(c); !problem.empty())
       attnscope::detail::throw_invalid_argument(fn, "invalid configuration: ", problem);
     const Index dim = c.dim, hidden = c.hidden_dim, query_dim = c.query_dim(), kv_dim = c.kv_dim();
-    const bool layer_norm = c.norm == NormKind::layer_norm, swiglu = c.feed_forward == FeedForwardKind::swiglu;
+    const bool layer_norm = c.norm == NormKind::layer_norm, gated = is_gated(c.feed_forward);
+    const bool pre_norms = c.norm_placement != NormPlacement::post, post_norms = c.norm_placement != NormPlacement::pre;
+    const Index q_norm_size = c.query_key_norm == QueryKeyNorm::per_head ? c.head_dim
+                              : c.query_key_norm == QueryKeyNorm::full_width ? query_dim : 0;
+    const Index k_norm_size = c.query_key_norm == QueryKeyNorm::per_head ? c.head_dim
+                              : c.query_key_norm == QueryKeyNorm::full_width ? kv_dim : 0;
     auto shape = [&](const std::string& name, Index rows, Index cols, Index want_rows, Index want_cols) {
       if (rows != want_rows || cols != want_cols)
         attnscope::detail::throw_invalid_argument(fn, name, " has shape ", rows, "x", cols, ", expected ", want_rows,
@@ -224,16 +231,23 @@ class BasicTransformer {
     check_matrix("classifier", weights_.classifier, c.tied_embeddings ? 0 : c.vocab_size, c.tied_embeddings ? 0 : dim);
     check_vector("final_norm", weights_.final_norm, dim);
     check_vector("final_norm_bias", weights_.final_norm_bias, layer_norm ? dim : 0);
+    if (layer_norm && (c.norm_placement != NormPlacement::pre || c.query_key_norm != QueryKeyNorm::none))
+      attnscope::detail::throw_invalid_argument(fn, "LayerNorm is implemented for pre-norm blocks without q/k norms "
+                                                "only (the post and q/k norms have no bias)");
     if (weights_.layers.size() != static_cast<std::size_t>(c.n_layers))
       attnscope::detail::throw_invalid_argument(fn, "have ", weights_.layers.size(), " layers, config says ",
                                                 c.n_layers);
     for (std::size_t l = 0; l < weights_.layers.size(); ++l) {
       const auto& layer = weights_.layers[l];
       const std::string at = attnscope::detail::concat("layers[", l, "].");
-      check_vector(at + "attention_norm", layer.attention_norm, dim);
-      check_vector(at + "attention_norm_bias", layer.attention_norm_bias, layer_norm ? dim : 0);
-      check_vector(at + "ffn_norm", layer.ffn_norm, dim);
-      check_vector(at + "ffn_norm_bias", layer.ffn_norm_bias, layer_norm ? dim : 0);
+      check_vector(at + "attention_norm", layer.attention_norm, pre_norms ? dim : 0);
+      check_vector(at + "attention_norm_bias", layer.attention_norm_bias, pre_norms && layer_norm ? dim : 0);
+      check_vector(at + "ffn_norm", layer.ffn_norm, pre_norms ? dim : 0);
+      check_vector(at + "ffn_norm_bias", layer.ffn_norm_bias, pre_norms && layer_norm ? dim : 0);
+      check_vector(at + "post_attention_norm", layer.post_attention_norm, post_norms ? dim : 0);
+      check_vector(at + "post_ffn_norm", layer.post_ffn_norm, post_norms ? dim : 0);
+      check_vector(at + "q_norm", layer.q_norm, q_norm_size);
+      check_vector(at + "k_norm", layer.k_norm, k_norm_size);
       check_matrix(at + "wq", layer.wq, query_dim, dim);
       check_matrix(at + "wk", layer.wk, kv_dim, dim);
       check_matrix(at + "wv", layer.wv, kv_dim, dim);
@@ -244,7 +258,7 @@ class BasicTransformer {
       check_vector(at + "wo_bias", layer.wo_bias, c.attention_output_bias ? dim : 0);
       check_matrix(at + "w1", layer.w1, hidden, dim);
       check_matrix(at + "w2", layer.w2, dim, hidden);
-      check_matrix(at + "w3", layer.w3, swiglu ? hidden : 0, swiglu ? dim : 0);
+      check_matrix(at + "w3", layer.w3, gated ? hidden : 0, gated ? dim : 0);
       check_vector(at + "w1_bias", layer.w1_bias, c.feed_forward_bias ? hidden : 0);
       check_vector(at + "w2_bias", layer.w2_bias, c.feed_forward_bias ? dim : 0);
     }
@@ -281,10 +295,9 @@ class BasicTransformer {
     return detail::start_decoder_state<Scalar>(capacity, c.n_layers, c.kv_dim(), c.n_heads, c.head_dim);
   }
 
-  // Keys query row i (at position offset + i) may see: causal, or a causal window of sliding_window keys (causal
-  // when the window covers every position so far).
-  Visibility visibility(Index rows, Index offset) const {
-    const Index window = config().sliding_window;
+  // Keys query row i (at position offset + i) may see in a layer with this window: causal, or a causal window of
+  // `window` keys counting the query itself (causal when the window covers every position so far).
+  static Visibility visibility(Index rows, Index offset, Index window) {
     if (window <= 0 || offset + rows <= window) return Causal{offset};
     return SlidingWindow{window, true, offset};
   }
@@ -308,9 +321,59 @@ class BasicTransformer {
       }
   }
 
-  RowMatrix<Scalar> norm(const RowMatrix<Scalar>& rows, const Vector<Scalar>& weight, const Vector<Scalar>& bias) const {
+  template <class Rows>
+  RowMatrix<Scalar> norm(const Rows& rows, const Vector<Scalar>& weight, const Vector<Scalar>& bias) const {
     if (config().norm == NormKind::layer_norm) return layer_norm(rows, weight, bias, config().norm_epsilon);
+    if (config().norm == NormKind::rms_norm_unit_offset)
+      return rms_norm(rows, (weight.array() + Scalar(1)).matrix(), config().norm_epsilon);
     return rms_norm(rows, weight, config().norm_epsilon);
+  }
+
+  // The q or k norm in place: over each head of head_size columns (per_head) or the whole row (full_width).
+  void query_key_norm(RowMatrix<Scalar>& rows, const Vector<Scalar>& weight) const {
+    if (config().query_key_norm == QueryKeyNorm::none) return;
+    if (config().query_key_norm == QueryKeyNorm::full_width) {
+      rows = norm(rows, weight, Vector<Scalar>());
+      return;
+    }
+    const Index head_size = config().head_dim, heads = rows.cols() / head_size;
+    Eigen::Map<RowMatrix<Scalar>> per_head(rows.data(), rows.rows() * heads, head_size);
+    per_head = norm(per_head, weight, Vector<Scalar>());
+  }
+
+  // The residual update of one branch from its last activation `input` and output projection `w`:
+  // pre-norm residual += input·wᵀ + bias; sandwich and post placements residual += post_norm(input·wᵀ + bias).
+  void add_branch(RowMatrix<Scalar>& residual, const RowMatrix<Scalar>& input, const WeightMatrix& w,
+                  const Vector<Scalar>& bias, const Vector<Scalar>& post_norm) const {
+    if (config().norm_placement == NormPlacement::pre) {
+      detail::linear_add(residual, input, w);
+      add_bias(residual, bias);
+      return;
+    }
+    RowMatrix<Scalar> branch = detail::linear<Scalar>(input, w);
+    add_bias(branch, bias);
+    residual += norm(branch, post_norm, Vector<Scalar>());
+  }
+
+  // The feed-forward branch's hidden activation on its (normed) input, before the output projection w2: gated
+  // (SwiGLU, GeGLU) or plain GELU (tanh or exact) of w1 x + b1.
+  RowMatrix<Scalar> feed_forward_hidden(const RowMatrix<Scalar>& input, const TransformerLayerWeights& layer) const {
+    const FeedForwardKind kind = config().feed_forward;
+    RowMatrix<Scalar> hidden = detail::linear<Scalar>(input, layer.w1);
+    add_bias(hidden, layer.w1_bias);
+    if (kind == FeedForwardKind::swiglu) {
+      // silu(w1 x) ⊙ w3 x (run.c; Shazeer 2020 SwiGLU)
+      hidden = swiglu_gate(hidden, detail::linear<Scalar>(input, layer.w3));
+    } else if (kind == FeedForwardKind::geglu_tanh) {
+      // gelu_tanh(w1 x) ⊙ w3 x (Shazeer 2020 GEGLU; Gemma)
+      gelu_tanh_in_place(hidden);
+      hidden.array() *= detail::linear<Scalar>(input, layer.w3).array();
+    } else if (kind == FeedForwardKind::gelu_erf) {
+      gelu_erf_in_place(hidden);  // gelu(w1 x + b1) (GPT-NeoX)
+    } else {
+      gelu_tanh_in_place(hidden);  // gelu_tanh(w1 x + b1) (GPT-2 MLP)
+    }
+    return hidden;
   }
 
   static void add_bias(RowMatrix<Scalar>& rows, const Vector<Scalar>& bias) {
@@ -329,39 +392,54 @@ class BasicTransformer {
     const Index head_size = c.head_dim, heads_per_kv = c.n_heads / c.n_kv_heads;
     const CaptureOptions want = capture ? options.capture : CaptureOptions{};
     if (capture && want.any_head_capture()) capture->layers.resize(std::size_t(c.n_layers));
-    const Visibility visible = visibility(rows, offset);
-    // the attention kernel's settings: the model's visibility and scale 1/√head_size (Vaswani et al. 2017, eq. 1;
-    // run.c divides the scores by sqrtf(head_size)), the streaming statistics' choices
+    // the attention kernel's settings: the layer's visibility and the scale (1/√head_size by default: Vaswani et al.
+    // 2017, eq. 1; run.c divides the scores by sqrtf(head_size)), the softcap, the streaming statistics' choices
     stream::RowStatisticsOptions kernel_options = streaming ? streaming->options->statistics
                                                             : stream::RowStatisticsOptions{};
-    kernel_options.visibility = visible;
-    kernel_options.scale = 1.0 / std::sqrt(static_cast<double>(head_size));
+    kernel_options.scale = c.attention_scale > 0 ? c.attention_scale : 1.0 / std::sqrt(static_cast<double>(head_size));
+    if (c.attention_softcap > 0) kernel_options.logit_softcap = c.attention_softcap;
     if (streaming) kernel_options.block_rows = streaming->options->query_block;
     const bool softmax = !options.map && !options.normalizer;
     const bool rope = c.position_encoding != PositionEncoding::learned;
     const RopeConvention convention = c.position_encoding == PositionEncoding::rope_interleaved
                                           ? RopeConvention::interleaved
                                           : RopeConvention::rotate_half;
-    const RotaryTable rotary = rope ? rotary_table(offset, rows, head_size, c.rope_theta) : RotaryTable{};
+    // RoPE tables: the global one, and the sliding-window layers' own when they have their own base (Gemma 3)
+    const RotaryTable rotary = rope ? rotary_table(offset, rows, rope_frequencies(c, total)) : RotaryTable{};
+    const bool local_rope = rope && c.rope_local_theta > 0;
+    const RotaryTable local_rotary = local_rope ? rotary_table(offset, rows, rope_frequencies(c, total, true))
+                                               : RotaryTable{};
 
     RowMatrix<Scalar> residual(rows, c.dim);
     for (Index r = 0; r < rows; ++r) residual.row(r) = weights_.token_embedding.row(tokens[std::size_t(r)]);
+    if (c.embedding_scale != 1.0f) residual *= c.embedding_scale;              // Gemma: √dim
     if (!rope) residual += weights_.position_embedding.middleRows(offset, rows);  // GPT-2: wte + wpe
 
+    const bool pre_norm = c.norm_placement != NormPlacement::post;
     RowMatrix<Scalar> queries(rows, c.query_dim()), head_outputs(rows, c.query_dim());
     RowMatrix<Scalar> scores, attention_buffer;  // reused across heads unless captured
     for (int l = 0; l < c.n_layers; ++l) {
       const auto& layer = weights_.layers[std::size_t(l)];
       if (want.hidden_states) capture->hidden_states.push_back(residual);
-      // Attention block: norm, q/k/v projections (+ biases), RoPE, per-head attention, wo (+ bias).
-      const RowMatrix<Scalar> normed = norm(residual, layer.attention_norm, layer.attention_norm_bias);
+      const Index window = c.window_of_layer(l);
+      const Visibility visible = visibility(rows, offset, window);
+      kernel_options.visibility = visible;
+      // Attention block: norm, q/k/v projections (+ biases), q/k norms, RoPE, per-head attention, wo (+ bias).
+      const RowMatrix<Scalar> normed =
+          pre_norm ? norm(residual, layer.attention_norm, layer.attention_norm_bias) : residual;
+      // parallel residual (GPT-NeoX): the feed-forward reads the same x as attention
+      const RowMatrix<Scalar> parallel_ffn_input =
+          c.parallel_residual ? norm(residual, layer.ffn_norm, layer.ffn_norm_bias) : RowMatrix<Scalar>();
       detail::linear_into(queries, normed, layer.wq);
       add_bias(queries, layer.wq_bias);
       RowMatrix<Scalar> new_keys = detail::linear<Scalar>(normed, layer.wk);
       add_bias(new_keys, layer.wk_bias);
+      query_key_norm(queries, layer.q_norm);
+      query_key_norm(new_keys, layer.k_norm);
       if (rope) {
-        apply_rotary(queries, head_size, rotary, convention);
-        apply_rotary(new_keys, head_size, rotary, convention);
+        const RotaryTable& table = local_rope && window > 0 ? local_rotary : rotary;
+        apply_rotary(queries, head_size, table, convention);
+        apply_rotary(new_keys, head_size, table, convention);
       }
       RowMatrix<Scalar>& keys = state.keys[std::size_t(l)];
       RowMatrix<Scalar>& values = state.values[std::size_t(l)];
@@ -404,32 +482,26 @@ class BasicTransformer {
           if (want.head_output) layer_capture->head_output.emplace_back(output);
         }
       }
-      detail::linear_add(residual, head_outputs, layer.wo);
-      add_bias(residual, layer.wo_bias);
-      // Feed-forward block on norm(x).
-      const RowMatrix<Scalar> normed_ffn = norm(residual, layer.ffn_norm, layer.ffn_norm_bias);
-      if (c.feed_forward == FeedForwardKind::swiglu) {
-        // w2(silu(w1 x) ⊙ w3 x) (run.c; Shazeer 2020 SwiGLU).
-        const RowMatrix<Scalar> gate = detail::linear<Scalar>(normed_ffn, layer.w1);
-        const RowMatrix<Scalar> up = detail::linear<Scalar>(normed_ffn, layer.w3);
-        detail::linear_add(residual, swiglu_gate(gate, up), layer.w2);
-      } else {
-        // w2 gelu_tanh(w1 x + b1) + b2 (GPT-2 MLP).
-        RowMatrix<Scalar> hidden = detail::linear<Scalar>(normed_ffn, layer.w1);
-        add_bias(hidden, layer.w1_bias);
-        gelu_tanh_in_place(hidden);
-        detail::linear_add(residual, hidden, layer.w2);
-      }
-      add_bias(residual, layer.w2_bias);
+      add_branch(residual, head_outputs, layer.wo, layer.wo_bias, layer.post_attention_norm);
+      // Feed-forward block on norm(x) (x before the attention update with a parallel residual).
+      const RowMatrix<Scalar> hidden =
+          c.parallel_residual ? feed_forward_hidden(parallel_ffn_input, layer)
+          : pre_norm          ? feed_forward_hidden(norm(residual, layer.ffn_norm, layer.ffn_norm_bias), layer)
+                              : feed_forward_hidden(residual, layer);
+      add_branch(residual, hidden, layer.w2, layer.w2_bias, layer.post_ffn_norm);
     }
     state.length = total;
     if (want.hidden_states) capture->hidden_states.push_back(residual);
     // Final norm then the output head.
+    RowMatrix<Scalar> logits;
     if (last_logits_only) {
       const RowMatrix<Scalar> last_row = residual.bottomRows(1);
-      return detail::linear<Scalar>(norm(last_row, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
+      logits = detail::linear<Scalar>(norm(last_row, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
+    } else {
+      logits = detail::linear<Scalar>(norm(residual, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
     }
-    return detail::linear<Scalar>(norm(residual, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
+    if (c.final_logit_softcap > 0) softcap_in_place(logits, c.final_logit_softcap);  // Gemma: c·tanh(z/c)
+    return logits;
   }
 };
 

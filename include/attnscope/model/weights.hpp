@@ -15,7 +15,9 @@ namespace attnscope::model {
 using WeightMatrix = RowMatrix<float>;
 
 /// One transformer block. Matrices are nn.Linear weights (out_features × in_features), i.e. y = W x; bias vectors
-/// are empty when the configuration has none; norm biases exist for LayerNorm only.
+/// are empty when the configuration has none; norm biases exist for LayerNorm only. Which norms exist follows the
+/// config's norm_placement (pre: attention_norm, ffn_norm; sandwich: all four; post: the two post norms) and
+/// query_key_norm.
 struct TransformerLayerWeights {
   Vector<float> attention_norm, attention_norm_bias;  // dim
   WeightMatrix wq;  // query_dim × dim
@@ -26,8 +28,10 @@ struct TransformerLayerWeights {
   Vector<float> ffn_norm, ffn_norm_bias;  // dim
   WeightMatrix w1;  // hidden_dim × dim (SwiGLU gate / GELU MLP input)
   WeightMatrix w2;  // dim × hidden_dim (output)
-  WeightMatrix w3;  // hidden_dim × dim (SwiGLU up; empty for the GELU MLP)
+  WeightMatrix w3;  // hidden_dim × dim (SwiGLU/GeGLU up; empty for the ungated GELU MLPs)
   Vector<float> w1_bias, w2_bias;
+  Vector<float> post_attention_norm, post_ffn_norm;  // dim (sandwich and post placements)
+  Vector<float> q_norm, k_norm;  // head_dim each (per head) or query_dim / kv_dim (full width)
 };
 
 /// All tensors of a model, float32.

@@ -23,6 +23,9 @@ struct RowStatisticsOptions {
   Visibility visibility = causal;
   /// Logit scale; unset: 1/√d.
   std::optional<double> scale;
+  /// Logit softcap c > 0: every scaled logit s becomes c·tanh(s/c) before the softmax (Gemma 2 report, §2); the
+  /// scores, max_scaled_logit and log_partition are then of the capped logits. Unset: no cap.
+  std::optional<double> logit_softcap;
   /// Keys whose weights form the sink mass (each in [0, L)); masked or invisible sinks contribute nothing.
   std::vector<Index> sink_keys{0};
   /// Whether max_weight skips the sink keys (a row whose visible keys are all sinks then gets 0).

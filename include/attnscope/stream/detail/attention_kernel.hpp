@@ -73,6 +73,8 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
   const double scale_value = options.scale ? *options.scale : 1.0 / std::sqrt(static_cast<double>(dimension));
   if (!(scale_value > 0) || !std::isfinite(scale_value))
     throw_invalid_argument(function, "scale must be finite and > 0, got ", scale_value);
+  if (options.logit_softcap && (!(*options.logit_softcap > 0) || !std::isfinite(*options.logit_softcap)))
+    throw_invalid_argument(function, "logit_softcap must be finite and > 0, got ", *options.logit_softcap);
   RowStatistics* statistics = softmax ? capture.statistics : nullptr;
   Index max_top_k = 0;
   if (statistics != nullptr) {
@@ -220,6 +222,10 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
       const auto queries = q.middleRows(row_begin + chunk, chunk_rows);
       if (extras > 0) logits.leftCols(extras).noalias() = scale * (queries * scratch.extra_keys.transpose());
       if (run > 0) logits.rightCols(run).noalias() = scale * (queries * keys.middleRows(run_first, run).transpose());
+      if (options.logit_softcap) {  // s ↦ c·tanh(s/c)
+        const Scalar cap = static_cast<Scalar>(*options.logit_softcap);
+        logits.array() = cap * (logits.array() / cap).tanh();
+      }
     }
     const auto original = [&](Index position) {  // original key index of a strip position
       const Index column = position < extras ? scratch.extra[static_cast<std::size_t>(position)]
