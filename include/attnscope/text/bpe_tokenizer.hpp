@@ -243,15 +243,18 @@ class BasicByteLevelBpeTokenizer {
         return;
       }
     }
-    const std::size_t hash = std::hash<std::string_view>{}(piece);
-    if (cache_.append(piece, hash, state.ids)) return;
+    // Pieces longer than max_cached_piece_bytes (a whole text under a SentencePiece-style tokenizer without a
+    // pre-tokenizer) are merged without the cache: they rarely repeat and would fill it.
+    const bool cached = piece.size() <= detail::WordCache::max_cached_piece_bytes;
+    const std::size_t hash = cached ? std::hash<std::string_view>{}(piece) : 0;
+    if (cached && cache_.append(piece, hash, state.ids)) return;
     const std::size_t first = state.ids.size();
     if (vocabulary.byte_level())
       detail::merge_word(vocabulary.merges(), piece, state.ids, state.merge_scratch);
     else if (vocabulary.character_symbols(piece, state.merge_scratch))
       detail::merge_symbols(vocabulary.merges(), state.ids, state.merge_scratch);
     if (state.ids.size() == first) return;
-    cache_.insert(piece, hash, state.ids.data() + first, state.ids.size() - first);
+    if (cached) cache_.insert(piece, hash, state.ids.data() + first, state.ids.size() - first);
   }
 
   detail::TokenizerParts parts_;

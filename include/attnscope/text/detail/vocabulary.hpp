@@ -81,7 +81,10 @@ class BpeVocabulary {
         std::size_t end = 0;
         if (!token.empty() && !first_invalid_utf8_offset(token)) {
           const char32_t cp = next_code_point(token, end);
-          if (end == token.size()) id_of_character_.emplace(cp, id);
+          if (end == token.size()) {
+            id_of_character_.emplace(cp, id);
+            if (cp < 128) ascii_id_[cp] = id;
+          }
         }
         if (const auto byte = byte_fallback_value(token)) byte_fallback_id_[*byte] = id;
       }
@@ -137,6 +140,11 @@ class BpeVocabulary {
     for (std::size_t i = 0; i < word.size();) {
       const std::size_t start = i;
       const char32_t cp = next_code_point(word, i);
+      if (cp < 128 && ascii_id_[cp] >= 0) {
+        add_symbol(scratch, ascii_id_[cp]);
+        last_unknown = false;
+        continue;
+      }
       if (const auto found = id_of_character_.find(cp); found != id_of_character_.end()) {
         add_symbol(scratch, found->second);
         last_unknown = false;
@@ -293,6 +301,7 @@ class BpeVocabulary {
   std::unordered_map<int, std::string> decoder_inputs_;
   std::unordered_map<char32_t, int> id_of_character_;  // character vocabularies: one-character tokens
   std::array<int, 256> byte_fallback_id_ = filled_with_minus_one();
+  std::array<int, 256> ascii_id_ = filled_with_minus_one();  // one-character tokens of ASCII characters (first 128)
   bool byte_fallback_ = false, fuse_unknown_ = false;
   int unknown_id_ = -1;
 
