@@ -1,13 +1,17 @@
-// attnscope/text/bpe_tokenizer.hpp — byte-level BPE tokenizers (GPT-2, RoBERTa, Llama-3, Mistral-Nemo, Qwen2, ...)
-// loaded from OpenAI's encoder.json + vocab.bpe, Hugging Face's vocab.json + merges.txt or a Hugging Face
-// tokenizer.json. Encoding: split out added tokens (on request), pre-tokenize with a regex (PCRE2), turn each piece
-// into bytes and merge them by rank (bpe_merge.hpp). Decoding: concatenate each token's bytes.
+// attnscope/text/bpe_tokenizer.hpp — BPE tokenizers with the ids of Hugging Face's tokenizers: byte-level (GPT-2,
+// RoBERTa, GPT-NeoX, Llama-3, Qwen2, ...) and SentencePiece-style (Llama-2, Mistral, TinyLlama, Phi-3: characters,
+// byte_fallback), loaded from OpenAI's encoder.json + vocab.bpe, Hugging Face's vocab.json + merges.txt, a Hugging
+// Face tokenizer.json or SentencePiece's tokenizer.model. Encoding: split out added tokens, normalize, pre-tokenize
+// (regex on PCRE2, Metaspace), turn each piece into its starting symbols and merge them by rank (bpe_merge.hpp),
+// then (on request) add the post-processor's tokens. Decoding: each token's bytes (byte-level) or the decoder steps.
 // Needs nlohmann-json and libpcre2-8 (link attnscope::text).
 //
-// The parts live in text/detail/: the files (tokenizer_files.hpp), the vocabulary, merges and added tokens
-// (vocabulary.hpp), the pre-tokenizer (pre_tokenizer.hpp) and the word cache (word_cache.hpp). The tokenizer is a
-// class template on the JSON type its files are parsed with (ByteLevelBpeTokenizer uses nlohmann::json), so that
-// including this header compiles no JSON parser: a member is compiled only in the translation units that use it.
+// The parts live in text/detail/: the files (tokenizer_files.hpp, sentencepiece_model.hpp), the vocabulary, merges
+// and added tokens (vocabulary.hpp, added_token_matcher.hpp), the normalizer (normalizer.hpp,
+// unicode_normalization.hpp), the pre-tokenizer (pre_tokenizer.hpp), post-processor and decoder (processors.hpp) and
+// the word cache (word_cache.hpp). The tokenizer is a class template on the JSON type its files are parsed with
+// (ByteLevelBpeTokenizer uses nlohmann::json), so that including this header compiles no JSON parser: a member is
+// compiled only in the translation units that use it.
 #pragma once
 
 #include <cstddef>
@@ -34,7 +38,7 @@
 
 namespace attnscope::text {
 
-/// A byte-level BPE tokenizer. Immutable after loading except for an internal word cache; all const members may be
+/// A BPE tokenizer (byte-level or SentencePiece-style; the name is historical). Immutable after loading except for an internal word cache; all const members may be
 /// called from several threads at once (the cache is guarded by a mutex). Json is the JSON type the files are
 /// parsed with; use the alias ByteLevelBpeTokenizer.
 template <class Json>
@@ -49,11 +53,10 @@ class BasicByteLevelBpeTokenizer {
         vocab_json_path, merges_txt_path, "text::ByteLevelBpeTokenizer::from_vocab_and_merges"));
   }
 
-  /// A Hugging Face tokenizer.json whose model is BPE over GPT-2's byte alphabet with a ByteLevel pre-tokenizer,
-  /// alone or in a Sequence after Split pre-tokenizers (behaviour "Isolated"; Llama-3, Qwen2). Normalizer: none, an
-  /// empty Sequence or NFC (NFC is not applied: the text must already be NFC; see docs/api/text.md). Anything else
-  /// (Unigram/WordPiece models, Metaspace, byte_fallback, other normalizers or pre-tokenizers) throws io_error
-  /// "... not supported: ..." naming the file and what it found.
+  /// A Hugging Face tokenizer.json whose model is BPE: byte-level (a ByteLevel pre-tokenizer) or SentencePiece-style
+  /// (characters, byte_fallback, Metaspace or Prepend/Replace). The normalizers, pre-tokenizers, added-token flags,
+  /// post-processors and decoders listed in docs/api/text.md are honoured; anything else (Unigram/WordPiece models,
+  /// other normalizers or pre-tokenizers) throws io_error "... not supported: ..." naming the file and what it found.
   static BasicByteLevelBpeTokenizer from_tokenizer_json(const std::string& tokenizer_json_path) {
     return BasicByteLevelBpeTokenizer(
         detail::load_tokenizer_json<Json>(tokenizer_json_path, "text::ByteLevelBpeTokenizer::from_tokenizer_json"));
