@@ -246,6 +246,28 @@ class BasicByteLevelBpeTokenizer {
         return;
       }
     }
+    // A long word of a character vocabulary (the whole text under Llama-2's legacy form, which has no pre-tokenizer)
+    // is cut where no token spans the boundary, so that its parts go through the cache like words.
+    if (!vocabulary.byte_level() && vocabulary.cuts_allowed() && piece.size() > 64) {
+      std::size_t start = 0, i = 0;
+      char32_t previous = detail::next_code_point(piece, i);
+      for (std::size_t position = i; position < piece.size(); position = i) {
+        const char32_t current = detail::next_code_point(piece, i);
+        if (vocabulary.cut_allowed(previous, current)) {
+          merge_piece(piece.substr(start, position - start), state);
+          start = position;
+        }
+        previous = current;
+      }
+      merge_piece(piece.substr(start), state);
+      return;
+    }
+    merge_piece(piece, state);
+  }
+
+  // BPE of one word (or one independent part of it), through the word cache.
+  void merge_piece(std::string_view piece, EncodeState& state) const {
+    const detail::BpeVocabulary& vocabulary = parts_.vocabulary;
     // Pieces longer than max_cached_piece_bytes (a whole text under a SentencePiece-style tokenizer without a
     // pre-tokenizer) are merged without the cache: they rarely repeat and would fill it.
     const bool cached = piece.size() <= detail::WordCache::max_cached_piece_bytes;

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -119,6 +121,8 @@ class BpeVocabulary {
         return found->second;
       };
       const int left_id = id_of(left), right_id = id_of(right), merged_id = id_of(left + right);
+      if (merge_operand_.size() < token_bytes_.size()) merge_operand_.resize(token_bytes_.size(), 0);
+      merge_operand_[static_cast<std::size_t>(left_id)] = merge_operand_[static_cast<std::size_t>(right_id)] = 1;
       merges_.insert(left_id, right_id, BpeMerge{static_cast<int>(rank), merged_id});  // a repeat keeps its first rank
     }
   }
@@ -130,6 +134,22 @@ class BpeVocabulary {
     byte_fallback_ = byte_fallback;
     unknown_id_ = unknown_id;
     fuse_unknown_ = fuse_unknown;
+    prepare_cuts();
+  }
+
+  /// Character vocabularies: whether a long word may be cut where no token contains the two characters on either
+  /// side (see cut_allowed): true when no merge takes a byte-fallback token or the unknown token as an operand.
+  bool cuts_allowed() const { return cuts_allowed_; }
+  /// Whether no vocabulary token contains the characters `left` then `right` side by side. BPE merges only form
+  /// vocabulary tokens, so no merge ever joins symbols across such a boundary, and the word's two sides merge
+  /// independently (each in the same order as in the whole word).
+  /// Also false between two characters without tokens when unknown characters fuse (they would become one unknown).
+  bool cut_allowed(char32_t left, char32_t right) const {
+    if (inner_pairs_.count((static_cast<std::uint64_t>(left) << 21) | right) != 0) return false;
+    return !(fuse_unknown_ && unknown_id_ >= 0) || has_character(left) || has_character(right);
+  }
+  bool has_character(char32_t cp) const {
+    return (cp < 128 && ascii_id_[cp] >= 0) || id_of_character_.count(cp) != 0;
   }
   bool byte_level() const { return byte_level_; }
 
@@ -163,6 +183,30 @@ class BpeVocabulary {
       last_unknown = unknown_id_ >= 0;
     }
     return !scratch.symbols.empty();
+  }
+
+  void prepare_cuts() {
+    cuts_allowed_ = false;
+    inner_pairs_.clear();
+    if (byte_level_) return;
+    const auto operand = [&](int id) {
+      return id >= 0 && static_cast<std::size_t>(id) < merge_operand_.size() && merge_operand_[static_cast<std::size_t>(id)];
+    };
+    for (const int id : byte_fallback_id_)
+      if (operand(id)) return;
+    if (operand(unknown_id_)) return;
+    for (std::size_t id = 0; id < token_strings_.size(); ++id) {
+      const std::string& token = token_strings_[id];
+      if (!present_[id] || token.size() < 2 || first_invalid_utf8_offset(token)) continue;
+      std::size_t i = 0;
+      char32_t previous = next_code_point(token, i);
+      while (i < token.size()) {
+        const char32_t current = next_code_point(token, i);
+        inner_pairs_.insert((static_cast<std::uint64_t>(previous) << 21) | current);
+        previous = current;
+      }
+    }
+    cuts_allowed_ = true;
   }
 
   /// vocab.json + merges.txt: "<|...|>" vocabulary tokens that no merge forms are added tokens.
@@ -299,6 +343,9 @@ class BpeVocabulary {
   bool byte_level_ = true;
   int model_token_count_ = 0;  // entries of the model's vocabulary
   std::unordered_map<int, std::string> decoder_inputs_;
+  std::vector<char> merge_operand_;                 // id -> 1 when some merge takes it as its left or right token
+  std::unordered_set<std::uint64_t> inner_pairs_;  // character vocabularies: adjacent character pairs inside tokens
+  bool cuts_allowed_ = false;
   std::unordered_map<char32_t, int> id_of_character_;  // character vocabularies: one-character tokens
   std::array<int, 256> byte_fallback_id_ = filled_with_minus_one();
   std::array<int, 256> ascii_id_ = filled_with_minus_one();  // one-character tokens of ASCII characters (first 128)
