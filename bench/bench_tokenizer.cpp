@@ -1,7 +1,10 @@
 // bench_tokenizer: GPT-2's byte-level BPE on War and Peace (3.3 MB, 819,760 tokens). Baselines in the same run: the
 // UTF-8 check alone and the pre-tokenizer regex (PCRE2) alone, which every encode pays; then encode with a cold word
 // cache (a fresh copy of the tokenizer per iteration) and with a warm one, and decode. Bytes/s = MB/s of input text
-// (output text for decode). Run: build with -DATTNSCOPE_BUILD_BENCHMARKS=ON, then ./bench/bench_tokenizer.
+// (output text for decode). SentencePiece-style BPE on the same text: Phi-3-mini's tokenizer.json (Llama-2's
+// vocabulary; Prepend/Replace normalizers, character symbols, byte_fallback) cold and warm, and NFC normalization
+// alone. Run: build with -DATTNSCOPE_BUILD_BENCHMARKS=ON, then ./bench/bench_tokenizer.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,12 @@ const std::string& book() {
 const attnscope::text::ByteLevelBpeTokenizer& gpt2() {
   static const auto tokenizer =
       attnscope::text::ByteLevelBpeTokenizer::from_folder(std::string(ATTNSCOPE_DATA) + "/gpt2-bpe");
+  return tokenizer;
+}
+
+const attnscope::text::ByteLevelBpeTokenizer& phi3() {
+  static const auto tokenizer = attnscope::text::ByteLevelBpeTokenizer::from_tokenizer_json(
+      (std::filesystem::path(__FILE__).parent_path() / "../tests/text/fixtures/real/phi3_mini.tokenizer.json").string());
   return tokenizer;
 }
 
@@ -74,6 +83,36 @@ void BM_decode(benchmark::State& state) {
   set_bytes(state, book().size());
 }
 
+// SentencePiece-style BPE (Phi-3-mini), cold and warm word cache.
+void BM_sentencepiece_encode_cold_cache(benchmark::State& state) {
+  for (auto _ : state) {
+    state.PauseTiming();
+    const attnscope::text::ByteLevelBpeTokenizer fresh = phi3();
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(fresh.encode(book()));
+  }
+  set_bytes(state, book().size());
+}
+
+void BM_sentencepiece_encode_warm_cache(benchmark::State& state) {
+  phi3().encode(book());
+  for (auto _ : state) benchmark::DoNotOptimize(phi3().encode(book()));
+  set_bytes(state, book().size());
+}
+
+void BM_sentencepiece_decode(benchmark::State& state) {
+  const std::vector<int> ids = phi3().encode(book());
+  for (auto _ : state) benchmark::DoNotOptimize(phi3().decode(ids));
+  set_bytes(state, book().size());
+}
+
+// NFC of the whole book (what Qwen2's and GPT-NeoX's normalizer costs).
+void BM_nfc(benchmark::State& state) {
+  for (auto _ : state)
+    benchmark::DoNotOptimize(attnscope::text::detail::normalize_utf8(book(), attnscope::text::detail::NormalizationForm::nfc));
+  set_bytes(state, book().size());
+}
+
 }  // namespace
 
 BENCHMARK(BM_utf8_check)->Unit(benchmark::kMillisecond);
@@ -81,4 +120,8 @@ BENCHMARK(BM_pre_tokenize_regex)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_encode_cold_cache)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_encode_warm_cache)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_decode)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_sentencepiece_encode_cold_cache)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_sentencepiece_encode_warm_cache)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_sentencepiece_decode)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_nfc)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

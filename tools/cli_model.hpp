@@ -24,12 +24,13 @@ namespace attnscope::cli {
 inline void add_model_options(Arguments& arguments) {
   arguments.value_option("tokens").value_option("tokens-file").value_option("text").value_option("text-file");
   arguments.value_option("generate").value_option("map").value_option("max-tokens").flag("special-tokens");
+  arguments.flag("add-special-tokens");
 }
 
 /// True when any option of add_model_options was given.
 inline bool has_model_options(const Arguments& arguments) {
   for (const char* name : {"tokens", "tokens-file", "text", "text-file", "generate", "map", "max-tokens",
-                           "special-tokens"})
+                           "special-tokens", "add-special-tokens"})
     if (arguments.has(name)) return true;
   return false;
 }
@@ -40,16 +41,18 @@ inline std::string text_argument(const Arguments& arguments) {
   return arguments.has("text") ? arguments.get("text") : read_text_file(arguments.get("text-file"));
 }
 
-/// The tokenizer of a Hugging Face model folder (tokenizer.json, or vocab.json + merges.txt).
+/// The tokenizer of a Hugging Face model folder (tokenizer.json, tokenizer.model, or vocab.json + merges.txt).
 inline text::ByteLevelBpeTokenizer folder_tokenizer(const std::string& folder) {
   return text::ByteLevelBpeTokenizer::from_folder(folder);
 }
 
 /// Encodes text with the folder's tokenizer; --special-tokens lets special tokens such as <|endoftext|> in the
-/// text become their ids (by default they are ordinary text).
-inline std::vector<int> encode_text(const std::string& folder, const std::string& utf8_text, bool special_tokens) {
+/// text become their ids (by default they are ordinary text); --add-special-tokens adds what the tokenizer's
+/// post-processor adds (Llama-2's and Mistral's BOS <s>). Both: Hugging Face's default tokenizer(text).
+inline std::vector<int> encode_text(const std::string& folder, const std::string& utf8_text, const Arguments& arguments) {
   text::EncodeOptions options;
-  options.parse_special_tokens = special_tokens;
+  options.parse_special_tokens = arguments.has("special-tokens");
+  options.add_special_tokens = arguments.has("add-special-tokens");
   return folder_tokenizer(folder).encode(utf8_text, options);
 }
 
@@ -74,15 +77,16 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
   if ((arguments.has("text") || arguments.has("text-file")) && !folder)
     throw usage_error("--text and --text-file need a model folder with a tokenizer (--model DIR); a llama2.c "
                       "checkpoint carries none: give token ids with --tokens or --tokens-file");
-  if (arguments.has("special-tokens") && !(arguments.has("text") || arguments.has("text-file")))
-    throw usage_error("--special-tokens applies to --text or --text-file only");
+  for (const char* name : {"special-tokens", "add-special-tokens"})
+    if (arguments.has(name) && !(arguments.has("text") || arguments.has("text-file")))
+      throw usage_error(std::string("--") + name + " applies to --text or --text-file only");
   if (sources == 0 && folder)
     throw usage_error("a model folder needs input: give --text, --text-file, --tokens or --tokens-file");
   if (arguments.has("tokens")) request.tokens = parse_token_list(arguments.get("tokens"), "--tokens");
   if (arguments.has("tokens-file"))
     request.tokens = parse_token_list(read_text_file(arguments.get("tokens-file")), "--tokens-file");
   if (arguments.has("text") || arguments.has("text-file"))
-    request.tokens = encode_text(model_path, text_argument(arguments), arguments.has("special-tokens"));
+    request.tokens = encode_text(model_path, text_argument(arguments), arguments);
   if (request.tokens.empty()) throw usage_error("the input has no tokens (empty text?)");
   request.input_length = request.tokens.size();
   if (arguments.has("max-tokens")) {

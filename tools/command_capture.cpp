@@ -21,7 +21,7 @@ const char* capture_usage() {
   static const std::string usage =
       R"(usage: attnscope capture (--model DIR | --checkpoint FILE)
                          [--tokens 1,2,3 | --tokens-file FILE | --text STRING | --text-file FILE]
-                         [--max-tokens N] [--special-tokens] [--generate N] [--map NAME[:PARAM]] [--compress]
+                         [--max-tokens N] [--special-tokens] [--add-special-tokens] [--generate N] [--map NAME[:PARAM]] [--compress]
                          --out FILE.npz|FILE.safetensors
 
 Runs the model over the tokens (default for a llama2.c checkpoint: BOS = 1), after first decoding N greedy tokens
@@ -30,13 +30,15 @@ when --generate N is given, and writes the capture layout: )" +
 
 Options:
   --model DIR         Hugging Face model folder: config.json, model.safetensors (or index + shards) and the
-                      tokenizer (tokenizer.json, or vocab.json + merges.txt); model_type as in docs/models.md
+                      tokenizer (tokenizer.json, tokenizer.model, or vocab.json + merges.txt); model_type as in
+                      docs/models.md
   --checkpoint FILE   llama2.c checkpoint (version 0, 1 or 2; recognised by its header, not its extension)
   --tokens LIST       token ids separated by commas or spaces
   --tokens-file FILE  token ids separated by commas, spaces or newlines
   --text STRING       text, encoded by the model folder's tokenizer
   --text-file FILE    text file (UTF-8), encoded by the model folder's tokenizer
   --special-tokens    special tokens written in the text (e.g. <|endoftext|>) become their ids (default: text)
+  --add-special-tokens  add the tokenizer's post-processor tokens (e.g. BOS <s>; default: none)
   --max-tokens N      keep the first N input tokens; without it, input longer than the model's positions is an error
   --generate N        first append N greedy tokens (uses the --map too)
   --map NAME          attention normalization: softmax (default), temperature:T, ssmax:S, sparsemax, entmax15,

@@ -30,7 +30,7 @@ constexpr const char* report_usage =
                         [--sort COLUMN[:asc]] [--sink-keys LIST] [--lenient] [--map NAME]
                         [--layout layers,heads,q,k | --layout batch,heads,q,k] [--batch-index N] [--width N]
                         [--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE]
-                        [--max-tokens N] [--special-tokens] [--generate N]
+                        [--max-tokens N] [--special-tokens] [--add-special-tokens] [--generate N]
 
 INPUT (its format is read from its content, not its extension) is one of
   - a capture written by `attnscope capture` (.npz or .safetensors in the capture layout: per layer the
@@ -179,10 +179,11 @@ int command_report(int argc, char** argv) {
   const bool array_file = format == io::FileFormat::npy || format == io::FileFormat::npz ||
                           format == io::FileFormat::safetensors;
   if (array_file) {
-    for (const char* name : {"tokens", "tokens-file", "text", "text-file", "generate", "max-tokens", "special-tokens"})
+    for (const char* name : {"tokens", "tokens-file", "text", "text-file", "generate", "max-tokens", "special-tokens",
+                             "add-special-tokens"})
       if (arguments.has(name))
-        throw usage_error("--tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens and "
-                          "--generate apply to a model INPUT only (a checkpoint or --model DIR)");
+        throw usage_error("--tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens, "
+                          "--add-special-tokens and --generate apply to a model INPUT only (a checkpoint or --model DIR)");
   } else if (arguments.has("layout") || arguments.has("batch-index")) {
     throw usage_error("--layout and --batch-index apply to an attention array INPUT only");
   }

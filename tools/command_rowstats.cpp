@@ -27,7 +27,8 @@ constexpr const char* rowstats_usage =
                          [--threads N]
        attnscope rowstats (--model DIR | --checkpoint FILE)
                          (--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE)
-                         --out ROWS.npz [--max-tokens N] [--special-tokens] [--beyond-trained-length]
+                         --out ROWS.npz [--max-tokens N] [--special-tokens] [--add-special-tokens]
+                         [--beyond-trained-length]
                          [--layers LIST] [--heads LIST] [--sink-keys LIST] [--top-k LIST] [--exclude-sinks]
                          [--no-jacobian] [--threads N]
 
@@ -60,7 +61,7 @@ Options:
   --no-jacobian      skip the exact Jacobian norm (the most expensive statistic)
   --threads N        OpenMP threads (default 1; 0 = OpenMP default)
   --model DIR, --checkpoint FILE, --tokens LIST, --tokens-file FILE, --text STRING, --text-file FILE,
-  --max-tokens N, --special-tokens   the model and its input (as for `attnscope capture`)
+  --max-tokens N, --special-tokens, --add-special-tokens   the model and its input (as for `attnscope capture`)
   --beyond-trained-length  let a RoPE model run past its trained length (seq_len)
   --help             this text
 )";
@@ -254,7 +255,7 @@ int command_rowstats(int argc, char** argv) {
       .flag("full").flag("exclude-sinks").flag("no-jacobian");
   arguments.value_option("model").value_option("checkpoint").value_option("tokens").value_option("tokens-file")
       .value_option("text").value_option("text-file").value_option("max-tokens").flag("special-tokens")
-      .flag("beyond-trained-length");
+      .flag("add-special-tokens").flag("beyond-trained-length");
   if (parse_subcommand(arguments, argc, argv, rowstats_usage)) return 0;
   const bool from_model = arguments.has("model") || arguments.has("checkpoint");
   if (from_model && !arguments.positional().empty())
@@ -266,7 +267,7 @@ int command_rowstats(int argc, char** argv) {
                       "sliding window, 1/sqrt(head size))");
   if (!from_model)
     for (const char* name : {"tokens", "tokens-file", "text", "text-file", "max-tokens", "special-tokens",
-                             "beyond-trained-length"})
+                             "add-special-tokens", "beyond-trained-length"})
       if (arguments.has(name)) throw usage_error(std::string("--") + name + " needs --model or --checkpoint");
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".npz") && !ends_with(out, ".safetensors"))

@@ -12,8 +12,9 @@ namespace {
 
 constexpr const char* tokenize_usage =
     R"(usage: attnscope tokenize --model DIR (--text STRING | --text-file FILE) [--special-tokens]
+                         [--add-special-tokens]
 
-Encodes the text with the model folder's tokenizer (tokenizer.json when it is a byte-level BPE, else vocab.json +
+Encodes the text with the model folder's tokenizer (tokenizer.json, else tokenizer.model, else vocab.json +
 merges.txt) and prints the token ids on one line, separated by single spaces. The empty text prints an empty line.
 
 Options:
@@ -22,16 +23,19 @@ Options:
   --text-file FILE    a UTF-8 text file, read as is (a final newline is part of the text)
   --special-tokens    special tokens written in the text (e.g. <|endoftext|>) become their ids; by default they
                       are encoded as ordinary text
+  --add-special-tokens  add what the tokenizer's post-processor adds (e.g. Llama-2's and Mistral's BOS <s>);
+                      by default nothing is added. With --special-tokens: Hugging Face's default tokenizer(text)
   --help              this text
 )";
 
 int command_tokenize(int argc, char** argv) {
   Arguments arguments;
-  arguments.value_option("model").value_option("text").value_option("text-file").flag("special-tokens");
+  arguments.value_option("model").value_option("text").value_option("text-file").flag("special-tokens")
+      .flag("add-special-tokens");
   if (parse_subcommand(arguments, argc, argv, tokenize_usage)) return 0;
   require_no_positional(arguments);
   const std::string folder = arguments.require("model");
-  const std::vector<int> ids = encode_text(folder, text_argument(arguments), arguments.has("special-tokens"));
+  const std::vector<int> ids = encode_text(folder, text_argument(arguments), arguments);
   std::string line;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (i > 0) line += ' ';

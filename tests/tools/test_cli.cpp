@@ -68,6 +68,8 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
       {"capture --checkpoint " + ckpt + " --out " + out + " --text hello", "need a model folder with a tokenizer", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --special-tokens", "--special-tokens applies",
        2},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --add-special-tokens",
+       "--add-special-tokens applies", 2},
       {"capture --checkpoint " + ckpt + " --model " + ckpt + " --out " + out, "either --model or --checkpoint", 2},
       {"capture --model " + ckpt + " --out " + out, "--model expects a Hugging Face model folder", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --max-tokens 0", "--max-tokens", 2},

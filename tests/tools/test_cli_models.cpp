@@ -1,6 +1,7 @@
 // Tests of the `attnscope` command on Hugging Face model folders (docs/cli.md): `tokenize` against the reference
 // GPT-2 encoder's ids, `capture --model` end to end against the fixtures' independent PyTorch references, `report
 // --model --text-file` (text to report in one command), the --max-tokens rule, and the errors of the new options.
+#include <algorithm>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -63,6 +64,32 @@ TEST_CASE("tokenize: empty text, special tokens only with the flag", "[cli][toke
   CHECK(ids_of_line(special.out) == std::vector<std::int64_t>{50256});
   CHECK(ids_of_line(plain.out).size() > 1);
   for (const std::int64_t id : ids_of_line(plain.out)) CHECK(id != 50256);
+}
+
+TEST_CASE("tokenize: --add-special-tokens adds the post-processor's BOS; with --special-tokens, HF's default",
+          "[cli][tokenize]") {
+  // A folder holding only Llama-2's tokenizer.model (tests/text/fixtures/real): BOS <s> is id 1.
+  const fs::path folder = path_in_work_dir("llama2_tokenizer_model");
+  fs::create_directories(folder);
+  fs::copy_file(fs::path(__FILE__).parent_path() / "../text/fixtures/real/llama2.tokenizer.model",
+                folder / "tokenizer.model", fs::copy_options::overwrite_existing);
+  const std::string base = "tokenize --model " + folder.string() + " --text 'Hello <s>world'";
+  const Run plain = attnscope_command(base);
+  const Run added = attnscope_command(base + " --add-special-tokens");
+  const Run both = attnscope_command(base + " --add-special-tokens --special-tokens");
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(added.exit_code == 0);
+  REQUIRE(both.exit_code == 0);
+  const std::vector<std::int64_t> plain_ids = ids_of_line(plain.out), added_ids = ids_of_line(added.out),
+                                  both_ids = ids_of_line(both.out);
+  CHECK(plain_ids.front() != 1);
+  REQUIRE(added_ids.size() == plain_ids.size() + 1);
+  CHECK(added_ids.front() == 1);
+  CHECK(std::vector<std::int64_t>(added_ids.begin() + 1, added_ids.end()) == plain_ids);
+  // With both flags the <s> in the text is id 1 as well.
+  CHECK(both_ids.front() == 1);
+  CHECK(std::count(both_ids.begin(), both_ids.end(), 1) == 2);
+  CHECK(std::count(plain_ids.begin(), plain_ids.end(), 1) == 0);
 }
 
 TEST_CASE("capture --model equals the fixtures' independent PyTorch forward", "[cli][capture][models]") {

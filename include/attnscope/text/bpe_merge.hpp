@@ -6,6 +6,8 @@
 // of Hugging Face tokenizers' BPE (a priority queue keyed by (rank, position)); OpenAI's encoder.py merges every
 // occurrence of the lowest-ranked bigram left to right per round, which yields the same tokens whenever every merged
 // token is formed before any merge that uses it (true of merge lists produced by BPE training).
+// The same loop runs on words of characters (SentencePiece-style BPE: one symbol per character, or per byte token
+// <0xNN> for a character outside the vocabulary): merge_symbols.
 // O(n log n) per word of n bytes: symbols form a linked list and candidate pairs a binary heap with lazy deletion.
 #pragma once
 
@@ -111,16 +113,11 @@ struct BpeMergeScratch {
   std::vector<Candidate> heap;
 };
 
-/// Appends the BPE tokens of `word` (raw bytes, every byte having a token in `table`) to `out`.
-inline void merge_word(const BpeMergeTable& table, std::string_view word, std::vector<int>& out,
-                       BpeMergeScratch& scratch) {
-  const int length = static_cast<int>(word.size());
-  if (length == 0) return;
+/// Merges the symbols already in scratch.symbols (ids >= 0, linked in order; at least one) and appends the resulting
+/// token ids to `out`.
+inline void merge_symbols(const BpeMergeTable& table, std::vector<int>& out, BpeMergeScratch& scratch) {
   auto& symbols = scratch.symbols;
-  symbols.resize(static_cast<std::size_t>(length));
-  for (int i = 0; i < length; ++i)
-    symbols[static_cast<std::size_t>(i)] = {table.byte_token_id[static_cast<unsigned char>(word[static_cast<std::size_t>(i)])],
-                                            i - 1, i + 1 < length ? i + 1 : -1};
+  const int length = static_cast<int>(symbols.size());
   auto& heap = scratch.heap;
   heap.clear();
   // Min-heap on (rank, left position): std::push_heap builds a max-heap, so the comparison is reversed.
@@ -154,6 +151,28 @@ inline void merge_word(const BpeMergeTable& table, std::string_view word, std::v
     push_pair(candidate.left);
   }
   for (int i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) out.push_back(symbols[static_cast<std::size_t>(i)].id);
+}
+
+/// Starts a word of symbols in `scratch` (then call add_symbol for each and merge_symbols).
+inline void begin_symbols(BpeMergeScratch& scratch) { scratch.symbols.clear(); }
+/// Appends one symbol with token `id` to the word being built.
+inline void add_symbol(BpeMergeScratch& scratch, int id) {
+  const int index = static_cast<int>(scratch.symbols.size());
+  if (index > 0) scratch.symbols.back().next = index;
+  scratch.symbols.push_back({id, index - 1, -1});
+}
+
+/// Appends the BPE tokens of `word` (raw bytes, every byte having a token in `table`) to `out`.
+inline void merge_word(const BpeMergeTable& table, std::string_view word, std::vector<int>& out,
+                       BpeMergeScratch& scratch) {
+  const int length = static_cast<int>(word.size());
+  if (length == 0) return;
+  auto& symbols = scratch.symbols;
+  symbols.resize(static_cast<std::size_t>(length));
+  for (int i = 0; i < length; ++i)
+    symbols[static_cast<std::size_t>(i)] = {table.byte_token_id[static_cast<unsigned char>(word[static_cast<std::size_t>(i)])],
+                                            i - 1, i + 1 < length ? i + 1 : -1};
+  merge_symbols(table, out, scratch);
 }
 
 }  // namespace attnscope::text::detail

@@ -17,6 +17,7 @@ class WordCache {
  public:
   static constexpr std::size_t max_entries = 1 << 18;            // cleared when full, so memory stays bounded
   static constexpr std::size_t max_arena_bytes = 64 << 20;       // (and when the words' bytes pass 64 MiB)
+  static constexpr std::size_t max_cached_piece_bytes = 1024;    // longer pieces are not cached
   WordCache() = default;
   WordCache(const WordCache&) {}
   /// The cached ids belong to the old tokenizer: assignment empties the cache.
