@@ -69,7 +69,7 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --special-tokens", "--special-tokens applies",
        2},
       {"capture --checkpoint " + ckpt + " --model " + ckpt + " --out " + out, "either --model or --checkpoint", 2},
-      {"capture --model " + ckpt + " --out " + out, "--model expects a Hugging Face model folder", 2},
+      {"capture --model " + ckpt + " --out " + out, "--model expects a Hugging Face model folder", 1},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --max-tokens 0", "--max-tokens", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --generate -4", "--generate: expected an integer", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --generate 600", "exceeds seq_len 512", 1},
@@ -158,7 +158,7 @@ TEST_CASE("capture → report round trip: the table equals the library's head re
   CHECK(slurp(csv3) == slurp(csv));
   // Without --basic the analysis modules' columns follow the six standard ones.
   const std::string json4 = path_in_work_dir("round4.json");
-  REQUIRE(attnscope_command("report " + npz + " --json " + json4).exit_code == 0);
+  REQUIRE(attnscope_command("report " + npz + " --columns all --json " + json4).exit_code == 0);
   const auto full = nlohmann::json::parse(slurp(json4));
   CHECK(full["columns"].size() == 11);
   CHECK(full["columns"][8] == "causal_stable_rank");

@@ -425,6 +425,7 @@ class BasicTransformer {
     state.length = total;
     if (want.hidden_states) capture->hidden_states.push_back(residual);
     // Final norm then the output head.
+    if (!options.logits && !last_logits_only) return RowMatrix<Scalar>();
     if (last_logits_only) {
       const RowMatrix<Scalar> last_row = residual.bottomRows(1);
       return detail::linear<Scalar>(norm(last_row, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
