@@ -40,4 +40,5 @@ extension = Pybind11Extension(
     extra_compile_args=compile_args,
     cxx_std=17,
 )
-setup(ext_modules=[extension], cmdclass={"build_ext": build_ext})
+# build-python/, not build/ (the CMake build folder of docs/ and scripts/)
+setup(ext_modules=[extension], cmdclass={"build_ext": build_ext}, options={"build": {"build_base": "build-python"}})

@@ -227,18 +227,14 @@ void check_report_runs(const nlohmann::json& document, const std::string& input,
                        const std::string& first_input) {
   static const std::set<std::string> identity = {"input", "input_crc32", "model", "tokens", "tokens_crc32"};
   const bool has_runs = document.is_object() && document.contains("runs");
-  if (merged.is_null()) {
-    if (has_runs && !document["runs"].is_array())
-      attnscope::detail::throw_io_error("merge", input, "has \"runs\" that is not an array");
-    return;
-  }
+  if (has_runs && (!document["runs"].is_array() || document["runs"].empty()))
+    attnscope::detail::throw_io_error("merge", input, "has \"runs\" that is not a non-empty array");
+  if (merged.is_null()) return;
   const bool merged_runs = merged.is_object() && merged.contains("runs");
   if (has_runs != merged_runs)
     attnscope::detail::throw_io_error("merge", input, has_runs ? "records" : "does not record", " its run options (\"runs\") but ",
                                       first_input, has_runs ? " does not" : " does", "; they cannot be merged");
   if (!has_runs) return;
-  if (!document["runs"].is_array() || document["runs"].empty())
-    attnscope::detail::throw_io_error("merge", input, "has \"runs\" that is not a non-empty array");
   const RunOptions reference = report_run_options(merged["runs"].front(), first_input);
   for (const auto& run : document["runs"]) {
     const std::string difference =

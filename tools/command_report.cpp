@@ -49,7 +49,7 @@ Prints one line per layer and head: sink_mass (mean weight on the sink keys), en
 max_attention (over rows that see >= 2 keys), max_scaled_logit (needs scores), mean_jacobian_norm and
 max_jacobian_norm (exact ||diag p - pp^T||_2 over rows), then the analysis modules' content_entropy and
 sink_entropy_share. Three costly columns are computed only when asked for (--columns all, or by name; together
-about 20x the time of the rest at L = 1024): causal_stable_rank (an SVD of the scores, needs scores),
+about 8x the time of the rest at L = 1024): causal_stable_rank (an SVD of the scores, needs scores),
 separability_at_critical_n and gradient_sensitivity = g(T=1, eps=1e-3) (need scores and values). Every "-" gets
 its reason under the table.
 

@@ -76,10 +76,11 @@ inline py::object readable_tensor(const py::handle& object, const std::string& f
 inline py::array as_array(const py::handle& object, const std::string& function, const char* name) {
   const py::object source = readable_tensor(object, function, name);
   py::array array = py::array::ensure(source);
-  if (!array) {
+  if (!array) {  // ensure() cleared numpy's error: ask numpy again for its reason
     std::string reason = "not an array-like of numbers";
-    if (PyErr_Occurred()) {
-      const py::error_already_set error;
+    try {
+      py::module_::import("numpy").attr("asarray")(source);
+    } catch (const py::error_already_set& error) {
       reason += " (" + std::string(error.what()) + ")";
     }
     if (reason.find(".detach()") == std::string::npos && py::hasattr(source, "requires_grad"))
