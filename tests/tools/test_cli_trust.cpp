@@ -191,7 +191,7 @@ TEST_CASE("merge sorts shards by head index (glob order head10 < head2) and by l
   const TrustRun unordered = trust_command("merge --concatenate --out " + merged + " " + input + " " +
                                            trust_query_key_file("trust_many_heads2.npz", 2, 12, 6, 3, 7));
   CHECK(unordered.exit_code == 1);
-  CHECK(contains(unordered.err, "cannot tell the head order of 'layer0.q'"));
+  CHECK(contains(unordered.err, "cannot tell the head order of 'layer0."));
 }
 
 TEST_CASE("merge refuses row counts that disagree with the heads array (shards without run options)") {
@@ -210,8 +210,8 @@ TEST_CASE("merge refuses row counts that disagree with the heads array (shards w
 TEST_CASE("report JSON records its run options; merge joins reports of several documents and refuses other options") {
   const std::string stories = trust_stories();
   const std::string a = path_in_work_dir("trust_report_a.json"), b = path_in_work_dir("trust_report_b.json");
-  REQUIRE(trust_command("report --checkpoint " + stories + " --tokens 1,5,9,20 --basic --json " + a).exit_code == 0);
-  REQUIRE(trust_command("report --checkpoint " + stories + " --tokens 1,7,3,2,8 --basic --json " + b).exit_code == 0);
+  REQUIRE(trust_command("report " + stories + " --tokens 1,5,9,20 --basic --json " + a).exit_code == 0);
+  REQUIRE(trust_command("report " + stories + " --tokens 1,7,3,2,8 --basic --json " + b).exit_code == 0);
   const auto document = nlohmann::json::parse(attnscope::testing::cli::slurp(a));
   REQUIRE(document["runs"].size() == 1);
   const auto& run = document["runs"][0];
@@ -227,7 +227,7 @@ TEST_CASE("report JSON records its run options; merge joins reports of several d
   CHECK(joined["runs"].size() == 2);
   CHECK(joined["heads"].size() == 80);
   const std::string c = path_in_work_dir("trust_report_c.json");
-  REQUIRE(trust_command("report --checkpoint " + stories + " --tokens 1,7,3,2,8 --basic --sink-keys 1 --json " + c).exit_code == 0);
+  REQUIRE(trust_command("report " + stories + " --tokens 1,7,3,2,8 --basic --sink-keys 1 --json " + c).exit_code == 0);
   const TrustRun refused = trust_command("merge --out " + merged + " " + a + " " + c);
   CHECK(refused.exit_code == 1);
   CHECK(contains(refused.err, "run option sink_keys is '0' in " + a + " but '1' in " + c));
@@ -286,9 +286,13 @@ TEST_CASE("--from and --skip-tokens choose where a text input starts") {
                                                         " --skip-tokens 5"));
   CHECK(skipped == std::vector<int>(all.begin() + 5, all.end()));
   // --from: the text from the first occurrence of a word in its middle, as if the file began there
-  const std::size_t middle = text.find(' ', text.size() / 2) + 1;
-  const std::string word = text.substr(middle, text.find(' ', middle) - middle);
-  REQUIRE(word.size() >= 3);
+  std::size_t middle = text.find(' ', text.size() / 2) + 1;
+  std::string word = text.substr(middle, text.find(' ', middle) - middle);
+  while (word.size() < 4 || word.find_first_not_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos) {
+    middle = text.find(' ', middle) + 1;
+    REQUIRE(middle != std::string::npos + 1);
+    word = text.substr(middle, text.find(' ', middle) - middle);
+  }
   const std::string tail_file = path_in_work_dir("trust_tail.txt");
   std::ofstream(tail_file, std::ios::binary) << text.substr(text.find(word));
   CHECK(ids_of(trust_command("tokenize --model " + model + " --text-file " + sample + " --from " + word)) ==
