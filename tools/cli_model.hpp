@@ -20,25 +20,56 @@
 
 namespace attnscope::cli {
 
+/// --from TEXT (the text starts at the first occurrence of TEXT) and --skip-tokens N (the first N input tokens are
+/// dropped): where the analysed part of a text begins, e.g. after a licence header. Every command with a text input.
+inline void add_input_window_options(Arguments& arguments) { arguments.value_option("from").value_option("skip-tokens"); }
+
+/// The usage lines of add_input_window_options.
+inline constexpr const char* input_window_usage =
+    "  --from TEXT         start the text at the first occurrence of TEXT (an error when it does not occur)\n"
+    "  --skip-tokens N     drop the first N input tokens (after --from; before --max-tokens)\n";
+
 /// The token and map options shared by capture and report (the model itself is --model or --checkpoint).
 inline void add_model_options(Arguments& arguments) {
   arguments.value_option("tokens").value_option("tokens-file").value_option("text").value_option("text-file");
   arguments.value_option("generate").value_option("map").value_option("max-tokens").flag("special-tokens");
   arguments.flag("add-special-tokens");
+  add_input_window_options(arguments);
 }
 
 /// True when any option of add_model_options was given.
 inline bool has_model_options(const Arguments& arguments) {
   for (const char* name : {"tokens", "tokens-file", "text", "text-file", "generate", "map", "max-tokens",
-                           "special-tokens", "add-special-tokens"})
+                           "special-tokens", "add-special-tokens", "from", "skip-tokens"})
     if (arguments.has(name)) return true;
   return false;
 }
 
-/// The text of --text or --text-file (exactly one must be given).
+/// The text of --text or --text-file (exactly one must be given), from the first occurrence of --from TEXT when
+/// given (a data error naming the file when it does not occur).
 inline std::string text_argument(const Arguments& arguments) {
   if (arguments.has("text") == arguments.has("text-file")) throw usage_error("give exactly one of --text, --text-file");
-  return arguments.has("text") ? arguments.get("text") : read_text_file(arguments.get("text-file"));
+  std::string text = arguments.has("text") ? arguments.get("text") : read_text_file(arguments.get("text-file"));
+  if (arguments.has("from")) {
+    const std::string marker = arguments.get("from");
+    if (marker.empty()) throw usage_error("--from: expected a non-empty text");
+    const std::size_t at = text.find(marker);
+    if (at == std::string::npos)
+      attnscope::detail::throw_io_error("from", arguments.has("text-file") ? arguments.get("text-file") : "--text",
+                                        "does not contain the --from text '", marker, "'");
+    text.erase(0, at);
+  }
+  return text;
+}
+
+/// Drops the first --skip-tokens N tokens (a data error when none would be left).
+inline void skip_tokens_argument(const Arguments& arguments, std::vector<int>& tokens) {
+  if (!arguments.has("skip-tokens")) return;
+  const long skip = parse_integer(arguments.get("skip-tokens"), "--skip-tokens", 0, 1L << 40);
+  if (static_cast<std::size_t>(skip) >= tokens.size())
+    attnscope::detail::throw_invalid_argument("skip-tokens", "the input has ", tokens.size(), " tokens; --skip-tokens ",
+                                              skip, " leaves none");
+  tokens.erase(tokens.begin(), tokens.begin() + skip);
 }
 
 /// The tokenizer of a Hugging Face model folder (tokenizer.json, tokenizer.model, or vocab.json + merges.txt).
@@ -54,6 +85,42 @@ inline std::vector<int> encode_text(const std::string& folder, const std::string
   options.parse_special_tokens = arguments.has("special-tokens");
   options.add_special_tokens = arguments.has("add-special-tokens");
   return folder_tokenizer(folder).encode(utf8_text, options);
+}
+
+/// encode_text of the --text / --text-file input; an encoding error (invalid UTF-8 at a byte offset) names where
+/// the text came from: the file of --text-file, or "--text".
+inline std::vector<int> encode_text_argument(const Arguments& arguments, const std::string& folder) {
+  const std::string utf8_text = text_argument(arguments);
+  const text::ByteLevelBpeTokenizer tokenizer = folder_tokenizer(folder);  // tokenizer file errors name their file
+  text::EncodeOptions options;
+  options.parse_special_tokens = arguments.has("special-tokens");
+  options.add_special_tokens = arguments.has("add-special-tokens");
+  try {
+    return tokenizer.encode(utf8_text, options);
+  } catch (const attnscope::invalid_argument& error) {
+    const std::string source = arguments.has("text-file") ? arguments.get("text-file") : std::string("--text");
+    attnscope::detail::throw_io_error("encode", source, "cannot be encoded: ", error.what());
+  }
+}
+
+/// Token ids of --tokens (a usage error when malformed) or of the file of --tokens-file (a data error naming it).
+inline std::vector<int> token_ids_argument(const Arguments& arguments) {
+  if (arguments.has("tokens")) return parse_token_list(arguments.get("tokens"), "--tokens");
+  const std::string path = arguments.get("tokens-file");
+  try {
+    return parse_token_list(read_text_file(path), "--tokens-file");
+  } catch (const usage_error& error) {
+    attnscope::detail::throw_io_error("tokens-file", path, "is not a list of token ids: ", error.what());
+  }
+}
+
+/// The normalization map of --map; a name that is not a map is a usage error.
+inline NormalizationMap map_argument(const Arguments& arguments) {
+  try {
+    return parse_normalization_map(arguments.get("map"));
+  } catch (const attnscope::invalid_argument& error) {
+    throw usage_error(std::string("--map: ") + error.what());
+  }
 }
 
 struct CaptureRequest {
@@ -80,14 +147,19 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
   for (const char* name : {"special-tokens", "add-special-tokens"})
     if (arguments.has(name) && !(arguments.has("text") || arguments.has("text-file")))
       throw usage_error(std::string("--") + name + " applies to --text or --text-file only");
+  if (arguments.has("from") && !(arguments.has("text") || arguments.has("text-file")))
+    throw usage_error("--from applies to --text or --text-file only");
+  if (arguments.has("skip-tokens") && sources == 0)
+    throw usage_error("--skip-tokens needs --text, --text-file, --tokens or --tokens-file");
   if (sources == 0 && folder)
     throw usage_error("a model folder needs input: give --text, --text-file, --tokens or --tokens-file");
-  if (arguments.has("tokens")) request.tokens = parse_token_list(arguments.get("tokens"), "--tokens");
-  if (arguments.has("tokens-file"))
-    request.tokens = parse_token_list(read_text_file(arguments.get("tokens-file")), "--tokens-file");
-  if (arguments.has("text") || arguments.has("text-file"))
-    request.tokens = encode_text(model_path, text_argument(arguments), arguments);
-  if (request.tokens.empty()) throw usage_error("the input has no tokens (empty text?)");
+  if (arguments.has("tokens") || arguments.has("tokens-file")) request.tokens = token_ids_argument(arguments);
+  if (arguments.has("text") || arguments.has("text-file")) request.tokens = encode_text_argument(arguments, model_path);
+  if (request.tokens.empty())  // a data error (exit 1): the options were right, the text was empty
+    attnscope::detail::throw_invalid_argument(
+        "encode", "the input has no tokens: ",
+        arguments.has("text-file") ? arguments.get("text-file") + " is empty" : std::string("the --text is empty"));
+  skip_tokens_argument(arguments, request.tokens);
   request.input_length = request.tokens.size();
   if (arguments.has("max-tokens")) {
     request.max_tokens = parse_integer(arguments.get("max-tokens"), "--max-tokens", 1, 1L << 30);
@@ -97,7 +169,7 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
   request.generate = arguments.has("generate")
                          ? static_cast<int>(parse_integer(arguments.get("generate"), "--generate", 0, 1 << 20))
                          : (sources > 0 ? 0 : default_generate);
-  if (arguments.has("map")) request.options.map = parse_normalization_map(arguments.get("map"));
+  if (arguments.has("map")) request.options.map = map_argument(arguments);
   return request;
 }
 
@@ -106,8 +178,10 @@ inline std::string model_path_argument(const Arguments& arguments) {
   if (arguments.has("model") && arguments.has("checkpoint")) throw usage_error("give either --model or --checkpoint");
   if (arguments.has("model")) {
     const std::string folder = arguments.get("model");
-    if (!std::filesystem::is_directory(folder))
-      throw usage_error("--model expects a Hugging Face model folder (config.json, *.safetensors): " + folder);
+    if (!std::filesystem::is_directory(folder))  // a data error: the option is right, the folder is not there
+      attnscope::detail::throw_io_error("model", folder,
+                                        std::filesystem::exists(folder) ? "is not a folder" : "does not exist",
+                                        "; --model expects a Hugging Face model folder (config.json, *.safetensors)");
     return folder;
   }
   return arguments.require("checkpoint");
@@ -122,8 +196,10 @@ struct CaptureRun {
 };
 
 /// Loads the model, checks the length against its positions (a clear error, or the --max-tokens cut), generates
-/// when asked, then runs the forward pass with `capture`. Timings go to stderr.
-inline CaptureRun run_capture(const CaptureRequest& request, const model::CaptureOptions& capture) {
+/// when asked, then runs the forward pass with `capture` (and the logits unless `logits` is false). Timings go to
+/// stderr.
+inline CaptureRun run_capture(const CaptureRequest& request, const model::CaptureOptions& capture,
+                              bool logits = true) {
   const auto start = std::chrono::steady_clock::now();
   const model::Transformer transformer = model::load_model(request.model_path);
   const double load_ms = milliseconds_since(start);
@@ -151,6 +227,7 @@ inline CaptureRun run_capture(const CaptureRequest& request, const model::Captur
   }
   model::ForwardOptions options = request.options;
   options.capture = capture;
+  options.logits = logits;  // false: no output head (report, capture --no-logits)
   const auto forward_start = std::chrono::steady_clock::now();
   run.result = transformer.forward(run.tokens, options);
   const double forward_ms = milliseconds_since(forward_start);

@@ -2,6 +2,7 @@
 // tokens or text and write q, k, v, scores, attention and logits per layer and head in the library's capture layout
 // (io/capture_layout.hpp; NPZ or safetensors).
 // Documented in docs/cli.md.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -21,7 +22,9 @@ const char* capture_usage() {
   static const std::string usage =
       R"(usage: attnscope capture (--model DIR | --checkpoint FILE)
                          [--tokens 1,2,3 | --tokens-file FILE | --text STRING | --text-file FILE]
-                         [--max-tokens N] [--special-tokens] [--add-special-tokens] [--generate N] [--map NAME[:PARAM]] [--compress]
+                         [--from TEXT] [--skip-tokens N] [--max-tokens N] [--special-tokens] [--add-special-tokens]
+                         [--generate N]
+                         [--map NAME[:PARAM]] [--layers LIST] [--no-logits] [--compress]
                          --out FILE.npz|FILE.safetensors
 
 Runs the model over the tokens (default for a llama2.c checkpoint: BOS = 1), after first decoding N greedy tokens
@@ -40,9 +43,11 @@ Options:
   --special-tokens    special tokens written in the text (e.g. <|endoftext|>) become their ids (default: text)
   --add-special-tokens  add the tokenizer's post-processor tokens (e.g. BOS <s>; default: none)
   --max-tokens N      keep the first N input tokens; without it, input longer than the model's positions is an error
-  --generate N        first append N greedy tokens (uses the --map too)
+)" + std::string(input_window_usage) + R"(  --generate N        first append N greedy tokens (uses the --map too)
   --map NAME          attention normalization: softmax (default), temperature:T, ssmax:S, sparsemax, entmax15,
                       entmax:ALPHA, sa_softmax, sa_softmax_normalized, sink, sink:LOGIT
+  --layers LIST       write only these layers, e.g. 0,3 (their arrays keep their layer numbers; default: all)
+  --no-logits         do not write the logits [L, vocab] (at L = 1024 and GPT-2's vocabulary, 196 MB)
   --compress          deflate NPZ members (smaller, slower); default: stored
   --out FILE          output; .npz or .safetensors decides the format
   --threads N         OpenMP threads (default 1; 0 = OpenMP default)
@@ -51,9 +56,17 @@ Options:
   return usage.c_str();
 }
 
+/// "0,3" of the --layers list.
+std::string join_layer_list(const std::vector<int>& layers) {
+  std::string text;
+  for (std::size_t i = 0; i < layers.size(); ++i) text += (i ? "," : "") + std::to_string(layers[i]);
+  return text;
+}
+
 int command_capture(int argc, char** argv) {
   Arguments arguments;
   arguments.value_option("model").value_option("checkpoint").value_option("out", "-o").flag("compress");
+  arguments.value_option("layers").flag("no-logits");
   add_model_options(arguments);
   if (parse_subcommand(arguments, argc, argv, capture_usage())) return 0;
   require_no_positional(arguments);
@@ -64,9 +77,26 @@ int command_capture(int argc, char** argv) {
                        "a model (a llama2.c checkpoint or a Hugging Face model folder with config.json)");
   const CaptureRequest request = model_request(arguments, model_path, 0);
 
+  std::vector<int> layers;
+  if (arguments.has("layers"))
+    for (const int layer : parse_token_list(arguments.get("layers"), "--layers")) {
+      if (layer < 0) throw usage_error("--layers: expected non-negative layer indices, got " + std::to_string(layer));
+      if (std::find(layers.begin(), layers.end(), layer) != layers.end())
+        throw usage_error("--layers names layer " + std::to_string(layer) + " twice");
+      layers.push_back(layer);
+    }
+
   model::CaptureOptions capture;
   capture.q = capture.k = capture.v = capture.scores = capture.attention = true;
-  const CaptureRun run = run_capture(request, capture);
+  CaptureRun run = run_capture(request, capture, !arguments.has("no-logits"));
+  for (const int layer : layers)
+    if (layer >= run.n_layers)
+      attnscope::detail::throw_invalid_argument("capture", "--layers names layer ", layer, " but the model has ",
+                                                run.n_layers, " layers");
+  // the layers not asked for are dropped before the arrays are stacked (they never reach the file)
+  if (!layers.empty())
+    for (std::size_t l = 0; l < run.result.layers.size(); ++l)
+      if (std::find(layers.begin(), layers.end(), static_cast<int>(l)) == layers.end()) run.result.layers[l] = {};
 
   const auto write_start = std::chrono::steady_clock::now();
   const io::NamedArrays arrays = analysis::capture_arrays(run.result, run.tokens);
@@ -76,7 +106,9 @@ int command_capture(int argc, char** argv) {
                           {"map", request.options.map ? attnscope::to_string(*request.options.map) : "softmax"},
                           {"generated", std::to_string(request.generate)},
                           {"input_tokens", std::to_string(request.input_length)},
-                          {"cut", run.cut_note}},
+                          {"cut", run.cut_note},
+                          {"layers", layers.empty() ? std::string("all") : join_layer_list(layers)},
+                          {"logits", arguments.has("no-logits") ? "no" : "yes"}},
                          arguments.has("compress") ? io::Compression::deflated : io::Compression::stored);
   std::cerr << "attnscope: wrote " << arrays.size() << " arrays to " << out << " in " << milliseconds_since(write_start)
             << " ms\n";

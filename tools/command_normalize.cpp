@@ -2,6 +2,7 @@
 // map to every row of an NPY array. Documented in docs/cli.md.
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,15 +56,26 @@ int command_normalize(int argc, char** argv) {
   arguments.value_option("map").value_option("out", "-o");
   if (parse_subcommand(arguments, argc, argv, normalize_usage)) return 0;
   if (arguments.positional().size() != 1) throw usage_error("expected exactly one input .npy file");
-  const attnscope::NormalizationMap map = attnscope::parse_normalization_map(arguments.require("map"));
+  const std::string map_text = arguments.require("map");
+  std::optional<attnscope::NormalizationMap> parsed_map;
+  try {
+    parsed_map = attnscope::parse_normalization_map(map_text);
+  } catch (const attnscope::invalid_argument& error) {  // a bad option value is a usage error
+    throw usage_error(std::string("--map: ") + error.what());
+  }
+  const attnscope::NormalizationMap map = *parsed_map;
   const std::string out = arguments.require("out");
   const std::string path = arguments.positional()[0];
   require_input_format("normalize", path, {io::FileFormat::npy}, "an NPY array");
   const io::Array input = io::read_npy(path);
   if (input.rank() == 0)  // a data error (exit 1), not a usage error
     attnscope::detail::throw_invalid_argument("normalize", path, " holds a scalar; need an array of rank >= 1");
-  const io::Array output =
-      input.dtype() == io::DType::float32 ? normalize_rows<float>(map, input) : normalize_rows<double>(map, input);
+  io::Array output;
+  try {
+    output = input.dtype() == io::DType::float32 ? normalize_rows<float>(map, input) : normalize_rows<double>(map, input);
+  } catch (const attnscope::invalid_argument& error) {  // a non-finite logit, a row with every key masked: name the file
+    attnscope::detail::throw_invalid_argument("normalize", path, ": ", error.what());
+  }
   io::write_npy(out, output);
   return 0;
 }

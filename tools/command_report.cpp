@@ -21,16 +21,19 @@
 #include "cli_model.hpp"
 #include "commands.hpp"
 #include "input_format.hpp"
+#include "run_options.hpp"
 
 namespace attnscope::cli {
 namespace {
 
-constexpr const char* report_usage =
-    R"(usage: attnscope report (INPUT | --model DIR) [--csv FILE] [--json FILE] [--html FILE] [--basic] [--columns LIST]
+const char* report_usage() {
+  static const std::string usage =
+      R"(usage: attnscope report (INPUT | --model DIR) [--csv FILE] [--json FILE] [--html FILE] [--basic] [--columns LIST]
                         [--sort COLUMN[:asc]] [--sink-keys LIST] [--lenient] [--map NAME]
                         [--layout layers,heads,q,k | --layout batch,heads,q,k] [--batch-index N] [--width N]
                         [--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE]
-                        [--max-tokens N] [--special-tokens] [--add-special-tokens] [--generate N]
+                        [--from TEXT] [--skip-tokens N] [--max-tokens N] [--special-tokens]
+                        [--add-special-tokens] [--generate N]
 
 INPUT (its format is read from its content, not its extension) is one of
   - a capture written by `attnscope capture` (.npz or .safetensors in the capture layout: per layer the
@@ -45,9 +48,11 @@ INPUT (its format is read from its content, not its extension) is one of
     the folder's tokenizer) or --tokens / --tokens-file: capture and report in one command.
 Prints one line per layer and head: sink_mass (mean weight on the sink keys), entropy (mean row entropy, nats),
 max_attention (over rows that see >= 2 keys), max_scaled_logit (needs scores), mean_jacobian_norm and
-max_jacobian_norm (exact ||diag p - pp^T||_2 over rows), then the analysis modules' columns: content_entropy and
-sink_entropy_share, causal_stable_rank (needs scores), separability_at_critical_n and gradient_sensitivity =
-g(T=1, eps=1e-3) (need scores and values). Every "-" gets its reason under the table.
+max_jacobian_norm (exact ||diag p - pp^T||_2 over rows), then the analysis modules' content_entropy and
+sink_entropy_share. Three costly columns are computed only when asked for (--columns all, or by name; together
+about 8x the time of the rest at L = 1024): causal_stable_rank (an SVD of the scores, needs scores),
+separability_at_critical_n and gradient_sensitivity = g(T=1, eps=1e-3) (need scores and values). Every "-" gets
+its reason under the table.
 
 Every analysed attention row must be finite, >= 0 and sum to 1 within 2u + k*2^-24 (u = unit roundoff of the
 stored dtype: float32 2^-24, float16 2^-11, bfloat16 2^-8, float64 2^-53); otherwise the report stops (exit 1)
@@ -60,8 +65,10 @@ Options:
   --json FILE       also write the table as JSON
   --html FILE       also write one self-contained HTML page: heatmaps of every head (larger on click, with the
                     tokens on the axes for a model INPUT), the sortable table with a glossary, sink/content bars
-  --basic           only the six standard columns (skips the slower analysis columns)
-  --columns LIST    only these columns, in this order (names or the table's short names), e.g. sink_mass,entropy
+  --basic           only the six standard columns (skips the analysis modules' columns)
+  --columns LIST    only these columns, in this order (names or the table's short names), e.g. sink_mass,entropy;
+                    "all" for every column, including the costly causal_stable_rank, separability_at_critical_n
+                    and gradient_sensitivity (off by default)
   --sort COLUMN     order the heads by a column, largest first (COLUMN:asc for smallest first; "-" last)
   --sink-keys LIST  keys counted as the sink (default: 0), e.g. 0,1 or a register token
   --lenient         analyse rows that are not distributions anyway: a warning counts them, values computed from
@@ -71,9 +78,12 @@ Options:
   --layout L        how a 4-D attention array is read: layers,heads,q,k (default) or batch,heads,q,k
   --batch-index N   the batch entry to report for arrays with a batch axis (needed when the batch is > 1)
   --width N         table width in characters (default 100): longer tables use short names and wrap
-  --threads N       OpenMP threads (default 1; 0 = OpenMP default)
+  --tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens, --generate: as for capture
+)" + std::string(input_window_usage) + R"(  --threads N       OpenMP threads (default 1; 0 = OpenMP default)
   --help            this text
 )";
+  return usage.c_str();
+}
 
 /// 0.0123, 1.23, 123, 1230: three significant digits, never in exponent notation.
 std::string three_significant_digits(double value) {
@@ -123,7 +133,7 @@ int command_report(int argc, char** argv) {
   arguments.value_option("columns").value_option("sort").value_option("sink-keys").value_option("layout");
   arguments.value_option("batch-index").value_option("width");
   add_model_options(arguments);
-  if (parse_subcommand(arguments, argc, argv, report_usage)) return 0;
+  if (parse_subcommand(arguments, argc, argv, report_usage())) return 0;
   if (arguments.has("model") != arguments.positional().empty())
     throw usage_error("expected exactly one INPUT, or --model DIR without INPUT");
   if (arguments.positional().size() > 1) throw usage_error("expected exactly one INPUT");
@@ -148,8 +158,11 @@ int command_report(int argc, char** argv) {
   const std::size_t width =
       static_cast<std::size_t>(parse_integer(arguments.get("width", "100"), "--width", 20, 100000));
   std::vector<analysis::ReportColumn> columns =
-      arguments.has("basic") ? analysis::default_report_columns(sink_keys) : analysis::all_report_columns(sink_keys);
-  if (arguments.has("columns")) {
+      arguments.has("basic") ? analysis::default_report_columns(sink_keys) : analysis::fast_report_columns(sink_keys);
+  if (arguments.has("basic") && arguments.has("columns")) throw usage_error("give either --basic or --columns");
+  if (arguments.get("columns") == "all") {
+    columns = analysis::all_report_columns(sink_keys);
+  } else if (arguments.has("columns")) {
     try {
       columns = analysis::select_report_columns(analysis::all_report_columns(sink_keys),
                                                 split_list(arguments.get("columns")));
@@ -180,10 +193,11 @@ int command_report(int argc, char** argv) {
                           format == io::FileFormat::safetensors;
   if (array_file) {
     for (const char* name : {"tokens", "tokens-file", "text", "text-file", "generate", "max-tokens", "special-tokens",
-                             "add-special-tokens"})
+                             "from", "skip-tokens", "add-special-tokens"})
       if (arguments.has(name))
-        throw usage_error("--tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens, "
-                          "--add-special-tokens and --generate apply to a model INPUT only (a checkpoint or --model DIR)");
+        throw usage_error("--tokens, --tokens-file, --text, --text-file, --from, --skip-tokens, --max-tokens, "
+                          "--special-tokens, --add-special-tokens and --generate apply to a model INPUT only (a "
+                          "checkpoint or --model DIR)");
   } else if (arguments.has("layout") || arguments.has("batch-index")) {
     throw usage_error("--layout and --batch-index apply to an attention array INPUT only");
   }
@@ -213,8 +227,9 @@ int command_report(int argc, char** argv) {
   } else {
     model::CaptureOptions capture;
     capture.scores = capture.attention = capture.v = true;
-    run.emplace(run_capture(model_request(arguments, input, 255), capture));
+    run.emplace(run_capture(model_request(arguments, input, 255), capture, false));  // the report needs no logits
   }
+  if (arguments.has("map")) map_argument(arguments);  // a bad --map is a usage error; a bad recorded map a data error
   if (!map_name.empty()) options.rows_are_distributions = analysis::map_rows_are_distributions(parse_normalization_map(map_name));
 
   const auto start = std::chrono::steady_clock::now();
@@ -232,10 +247,12 @@ int command_report(int argc, char** argv) {
     builder.add(head);
     if (page) page->add_head(head.layer, head.head, head.attention);
   };
-  {
+  try {
     ProgressBar bar("report");
     if (arrays) analysis::for_each_head(*arrays, {}, visit, bar.callback());
     else analysis::for_each_head(run->result, {}, visit, bar.callback());
+  } catch (const attnscope::invalid_argument& error) {  // a row that is not a distribution, ...: name the input
+    attnscope::detail::throw_invalid_argument("report", input, ": ", error.what());
   }
   analysis::HeadReport report = builder.take();
   if (!sort_column.empty()) {
@@ -261,7 +278,33 @@ int command_report(int argc, char** argv) {
             << " (report " << three_significant_digits(milliseconds_since(start)) << " ms)\n"
             << analysis::head_report_table(report, width);
   if (arguments.has("csv")) io::write_file(arguments.get("csv"), analysis::head_report_csv(report));
-  if (arguments.has("json")) io::write_file(arguments.get("json"), analysis::head_report_json(report).dump(2) + "\n");
+  if (arguments.has("json")) {
+    // the run options (tools/run_options.hpp) as a one-element "runs" array: `merge` joins the runs of reports of
+    // several documents and refuses reports whose options (map, columns, sink keys, dtype, ...) differ
+    RunOptions recorded;
+    recorded["command"] = "report";
+    recorded["input"] = input;
+    if (array_file) {
+      recorded["input_crc32"] = file_crc32(input);
+      recorded["dtype"] = io::dtype_name(arrays->attention_dtype());
+    } else {
+      recorded["model"] = input;
+      recorded["tokens"] = std::to_string(run->tokens.size());
+      recorded["tokens_crc32"] = tokens_crc32(run->tokens);
+      recorded["dtype"] = "float32";
+    }
+    recorded["map"] = map_name.empty() ? "softmax" : map_name;
+    recorded["sink_keys"] = join_integers(sink_keys);
+    recorded["lenient"] = options.lenient ? "true" : "false";
+    std::string column_names;
+    for (const auto& column : report.columns) column_names += (column_names.empty() ? "" : ",") + column;
+    recorded["columns"] = column_names;
+    if (arguments.has("layout")) recorded["layout"] = arguments.get("layout");
+    if (arguments.has("batch-index")) recorded["batch_index"] = arguments.get("batch-index");
+    nlohmann::json document = analysis::head_report_json(report);
+    document["runs"] = nlohmann::json::array({nlohmann::json(recorded)});
+    io::write_file(arguments.get("json"), document.dump(2) + "\n");
+  }
   if (page) page->write(arguments.get("html"), report);
   return 0;
 }
@@ -271,7 +314,7 @@ int command_report(int argc, char** argv) {
 const Command& report_command() {
   static const Command command{
       "report", "per-layer, per-head table (sink mass, entropy, max weight, max scaled logit, Jacobian norms)",
-      report_usage, command_report};
+      report_usage(), command_report};
   return command;
 }
 

@@ -1,6 +1,7 @@
 // tools/command_rowstats.cpp — `attnscope rowstats`: exact per-row attention statistics of every (layer, head) of a
 // Q/K file, streamed (attnscope::stream::row_statistics) so that no L×L matrix is ever formed; NPY/NPZ inputs are
 // memory-mapped. Documented in docs/cli.md.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -17,17 +18,20 @@
 #include "cli_model.hpp"
 #include "cli_progress.hpp"
 #include "commands.hpp"
+#include "run_options.hpp"
 
 namespace attnscope::cli {
 namespace {
 
-constexpr const char* rowstats_usage =
-    R"(usage: attnscope rowstats INPUT --out ROWS.npz [--layers LIST] [--heads LIST] [--sink-keys LIST]
+const char* rowstats_usage() {
+  static const std::string usage =
+      R"(usage: attnscope rowstats INPUT --out ROWS.npz [--layers LIST] [--heads LIST] [--sink-keys LIST]
                          [--top-k LIST] [--window W] [--full] [--scale S] [--exclude-sinks] [--no-jacobian]
                          [--threads N]
        attnscope rowstats (--model DIR | --checkpoint FILE)
                          (--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE)
-                         --out ROWS.npz [--max-tokens N] [--special-tokens] [--add-special-tokens]
+                         --out ROWS.npz [--from TEXT] [--skip-tokens N] [--max-tokens N] [--special-tokens]
+                         [--add-special-tokens]
                          [--beyond-trained-length]
                          [--layers LIST] [--heads LIST] [--sink-keys LIST] [--top-k LIST] [--exclude-sinks]
                          [--no-jacobian] [--threads N]
@@ -63,8 +67,10 @@ Options:
   --model DIR, --checkpoint FILE, --tokens LIST, --tokens-file FILE, --text STRING, --text-file FILE,
   --max-tokens N, --special-tokens, --add-special-tokens   the model and its input (as for `attnscope capture`)
   --beyond-trained-length  let a RoPE model run past its trained length (seq_len)
-  --help             this text
+)" + std::string(input_window_usage) + R"(  --help             this text
 )";
+  return usage.c_str();
+}
 
 /// Comma-separated non-negative integers of an option.
 std::vector<Index> parse_index_list(const std::string& text, const std::string& option) {
@@ -125,9 +131,9 @@ class RowstatsOutput {
     arrays_.emplace_back(io::layer_array_name(layer_, "heads"), io::Array::from_vector(head_ids_, {rows}));
   }
 
-  /// Writes the arrays to `out` (.safetensors, else a stored .npz).
-  void write(const std::string& out, const std::string& input) const {
-    io::write_array_file(out, arrays_, {{"input", input}, {"command", "rowstats"}});
+  /// Writes the arrays to `out` (.safetensors, else a stored .npz) with the run options (tools/run_options.hpp).
+  void write(const std::string& out, const RunOptions& run) const {
+    write_arrays_with_run_options(out, arrays_, run);
     std::cerr << "attnscope: wrote " << arrays_.size() << " arrays to " << out << "\n";
   }
 
@@ -150,11 +156,55 @@ class RowstatsOutput {
   std::vector<std::int32_t> head_ids_;
 };
 
+/// The run options every rowstats output records (tools/run_options.hpp): how the statistics were computed. The
+/// layer and head selection is not among them (it is in the array names and the heads arrays), so shards of one run
+/// by layer or head carry the same options.
+RunOptions rowstats_run_options(const Arguments& arguments, const stream::RowStatisticsOptions& options,
+                                const std::string& dtype) {
+  RunOptions run;
+  run["command"] = "rowstats";
+  run["map"] = "softmax";
+  run["dtype"] = dtype;
+  run["scale"] = arguments.has("scale") ? arguments.get("scale") : "1/sqrt(d)";
+  run["window"] = arguments.has("window") ? arguments.get("window") : "none";
+  run["causal"] = arguments.has("full") ? "false" : "true";
+  run["sink_keys"] = join_integers(options.sink_keys);
+  run["top_k"] = join_integers(options.top_k);
+  run["exclude_sinks"] = options.max_weight_excludes_sinks ? "true" : "false";
+  run["jacobian_norm"] = options.jacobian_norm ? "true" : "false";
+  return run;
+}
+
+/// Refuses a Q/K pair whose shape cannot be analysed: not [H, L, d] each, different shapes or dtypes, or an empty
+/// axis (no heads, no rows, or d = 0, for which q·kᵀ is identically 0 and the statistics would describe nothing).
+void check_query_key_shapes(const io::QueryKeyLayer& layer, const std::string& input) {
+  const auto& q_shape = layer.q->shape();
+  const auto& k_shape = layer.k->shape();
+  if (q_shape.size() != 3 || q_shape != k_shape)
+    attnscope::detail::throw_io_error("rowstats", input, layer.q->name(), " and ", layer.k->name(),
+                                      " must both be [H, L, d], got ", io::detail::shape_string(q_shape), " and ",
+                                      io::detail::shape_string(k_shape));
+  if (layer.k->dtype() != layer.q->dtype())
+    attnscope::detail::throw_io_error("rowstats", input, layer.q->name(), " and ", layer.k->name(),
+                                      " have different dtypes");
+  static const char* const axis_names[3] = {"heads (H)", "rows (L)", "dimensions (d)"};
+  for (std::size_t axis = 0; axis < 3; ++axis)
+    if (q_shape[axis] == 0)
+      attnscope::detail::throw_io_error("rowstats", input, layer.q->name(), " ", io::detail::shape_string(q_shape),
+                                        " has no ", axis_names[axis], "; need H, L, d >= 1");
+}
+
 template <class Scalar>
 int run_rowstats(const std::vector<io::QueryKeyLayer>& layers, const Arguments& arguments,
-                 stream::RowStatisticsOptions options, const std::string& out, const std::string& input) {
+                 stream::RowStatisticsOptions options, const std::string& out, const std::string& input,
+                 const RunOptions& run) {
+  for (const io::QueryKeyLayer& layer : layers) check_query_key_shapes(layer, input);
   std::vector<Index> head_selection;
   if (arguments.has("heads")) head_selection = parse_index_list(arguments.get("heads"), "--heads");
+  std::vector<Index> sorted_selection = head_selection;
+  std::sort(sorted_selection.begin(), sorted_selection.end());
+  if (std::adjacent_find(sorted_selection.begin(), sorted_selection.end()) != sorted_selection.end())
+    throw usage_error("--heads names a head twice: " + arguments.get("heads"));
   RowstatsOutput<Scalar> output(options);
   std::size_t total_heads = 0;
   for (const io::QueryKeyLayer& layer : layers)
@@ -163,14 +213,6 @@ int run_rowstats(const std::vector<io::QueryKeyLayer>& layers, const Arguments& 
   int done = 0;
   for (const io::QueryKeyLayer& layer : layers) {
     const auto& q_shape = layer.q->shape();
-    const auto& k_shape = layer.k->shape();
-    if (q_shape.size() != 3 || q_shape != k_shape)
-      attnscope::detail::throw_io_error("rowstats", input, layer.q->name(), " and ", layer.k->name(),
-                                        " must both be [H, L, d], got ", io::detail::shape_string(q_shape), " and ",
-                                        io::detail::shape_string(k_shape));
-    if (layer.k->dtype() != layer.q->dtype())
-      attnscope::detail::throw_io_error("rowstats", input, layer.q->name(), " and ", layer.k->name(),
-                                        " have different dtypes");
     const Index heads_in_file = q_shape[0], length = q_shape[1];
     std::vector<Index> heads = head_selection;
     if (heads.empty())
@@ -184,11 +226,16 @@ int run_rowstats(const std::vector<io::QueryKeyLayer>& layers, const Arguments& 
       const Index head = heads[slot];
       const auto start = std::chrono::steady_clock::now();
       stream::RowStatistics stats;
-      layer.q->with_slice<Scalar>(head, [&](const auto& queries) {
-        layer.k->with_slice<Scalar>(head, [&](const auto& keys) {
-          stats = stream::row_statistics(queries, keys, options);
+      try {
+        layer.q->with_slice<Scalar>(head, [&](const auto& queries) {
+          layer.k->with_slice<Scalar>(head, [&](const auto& keys) {
+            stats = stream::row_statistics(queries, keys, options);
+          });
         });
-      });
+      } catch (const attnscope::invalid_argument& error) {  // a non-finite q or k, a sink key past L: name the head
+        attnscope::detail::throw_invalid_argument("rowstats", input, " ", layer.q->name(), " / ", layer.k->name(),
+                                                  " head ", head, ": ", error.what());
+      }
       progress.finish();
       output.add_head(slot, head, stats, milliseconds_since(start) / 1000);
       progress.update(++done, static_cast<int>(total_heads));
@@ -196,7 +243,7 @@ int run_rowstats(const std::vector<io::QueryKeyLayer>& layers, const Arguments& 
     output.end_layer();
   }
   progress.finish();
-  output.write(out, input);
+  output.write(out, run);
   return 0;
 }
 
@@ -209,9 +256,10 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
   const model::Transformer transformer = model::load_model(model_path);
   const auto& config = transformer.config();
   if (request.tokens.size() > static_cast<std::size_t>(config.seq_len) && !arguments.has("beyond-trained-length"))
-    throw usage_error("the input has " + std::to_string(request.tokens.size()) + " tokens but the model was trained on " +
-                      std::to_string(config.seq_len) + " positions; --beyond-trained-length runs a RoPE model past "
-                      "them, or cut the input with --max-tokens " + std::to_string(config.seq_len));
+    attnscope::detail::throw_invalid_argument(  // a data error: the options were right, the input is too long
+        "rowstats", "the input has ", request.tokens.size(), " tokens but the model was trained on ", config.seq_len,
+        " positions; --beyond-trained-length runs a RoPE model past them, or cut the input with --max-tokens ",
+        config.seq_len);
   model::StreamingOptions streaming;
   streaming.statistics = options;
   streaming.allow_beyond_trained_positions = arguments.has("beyond-trained-length");
@@ -235,6 +283,17 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
     if (h >= config.n_heads)
       attnscope::detail::throw_invalid_argument("rowstats", "head ", h, " is outside [0, ", config.n_heads,
                                                 ") of the model");
+  for (const std::vector<Index>* list : {&layers, &heads}) {
+    std::vector<Index> sorted = *list;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      throw usage_error(std::string(list == &layers ? "--layers" : "--heads") + " names an index twice");
+  }
+  RunOptions run = rowstats_run_options(arguments, options, "float64");
+  run["model"] = model_path;
+  run["tokens"] = std::to_string(request.tokens.size());
+  run["tokens_crc32"] = tokens_crc32(request.tokens);
+  if (config.sliding_window > 0) run["window"] = std::to_string(config.sliding_window);
   RowstatsOutput<double> output(options);
   for (const Index l : layers) {
     output.begin_layer(l, static_cast<Index>(request.tokens.size()), heads.size());
@@ -244,7 +303,7 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
                       seconds_per_head);
     output.end_layer();
   }
-  output.write(out, model_path);
+  output.write(out, run);
   return 0;
 }
 
@@ -256,7 +315,8 @@ int command_rowstats(int argc, char** argv) {
   arguments.value_option("model").value_option("checkpoint").value_option("tokens").value_option("tokens-file")
       .value_option("text").value_option("text-file").value_option("max-tokens").flag("special-tokens")
       .flag("add-special-tokens").flag("beyond-trained-length");
-  if (parse_subcommand(arguments, argc, argv, rowstats_usage)) return 0;
+  add_input_window_options(arguments);
+  if (parse_subcommand(arguments, argc, argv, rowstats_usage())) return 0;
   const bool from_model = arguments.has("model") || arguments.has("checkpoint");
   if (from_model && !arguments.positional().empty())
     throw usage_error("give either an INPUT Q/K file or --model / --checkpoint, not both");
@@ -267,7 +327,7 @@ int command_rowstats(int argc, char** argv) {
                       "sliding window, 1/sqrt(head size))");
   if (!from_model)
     for (const char* name : {"tokens", "tokens-file", "text", "text-file", "max-tokens", "special-tokens",
-                             "add-special-tokens", "beyond-trained-length"})
+                             "add-special-tokens", "beyond-trained-length", "from", "skip-tokens"})
       if (arguments.has(name)) throw usage_error(std::string("--") + name + " needs --model or --checkpoint");
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".npz") && !ends_with(out, ".safetensors"))
@@ -301,15 +361,21 @@ int command_rowstats(int argc, char** argv) {
           found = true;
         }
       if (!found) attnscope::detail::throw_io_error("rowstats", input, "has no layer ", wanted);
+      for (const io::QueryKeyLayer& layer : selected)
+        if (found && &layer != &selected.back() && layer.layer == wanted)
+          throw usage_error("--layers names layer " + std::to_string(wanted) + " twice");
     }
     layers = selected;
   }
   const io::DType dtype = layers.front().q->dtype();
-  if (dtype == io::DType::float64) return run_rowstats<double>(layers, arguments, options, out, input);
-  if (dtype != io::DType::float32)
+  if (dtype != io::DType::float32 && dtype != io::DType::float64)
     attnscope::detail::throw_io_error("rowstats", input, layers.front().q->name(), " is ", io::dtype_name(dtype),
                                       "; need float32 or float64");
-  return run_rowstats<float>(layers, arguments, options, out, input);
+  RunOptions run = rowstats_run_options(arguments, options, io::dtype_name(dtype));
+  run["input"] = input;
+  run["input_crc32"] = file_crc32(input);
+  if (dtype == io::DType::float64) return run_rowstats<double>(layers, arguments, options, out, input, run);
+  return run_rowstats<float>(layers, arguments, options, out, input, run);
 }
 
 }  // namespace
@@ -317,7 +383,7 @@ int command_rowstats(int argc, char** argv) {
 const Command& rowstats_command() {
   static const Command command{"rowstats",
                                "exact per-row attention statistics of a Q/K file without the LxL matrix (long contexts)",
-                               rowstats_usage, command_rowstats};
+                               rowstats_usage(), command_rowstats};
   return command;
 }
 

@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,10 +46,57 @@ inline std::string shape_text(const Shape& shape) {
   return text + (shape.size() == 1 ? ",)" : ")");
 }
 
-/// Any array-like (numpy array, list, a CPU torch tensor through __array__) as a numpy array, dtype kept.
+/// TypeError with the message "attnscope.<function>: <text>": an argument of the wrong kind (object, string or
+/// complex arrays, tensors that cannot be read).
+[[noreturn]] inline void throw_type_error(const std::string& function, const std::string& text) {
+  throw py::type_error("attnscope." + function + ": " + text);
+}
+
+/// A torch.Tensor as something numpy can read without copying where possible: a tensor that requires grad is read
+/// through .detach() (a view of the same storage, no copy), a bfloat16 tensor through .float() (numpy has no
+/// bfloat16; every bfloat16 value is exact in float32; one copy). Other objects are returned unchanged. A tensor
+/// on another device than the CPU is a TypeError saying .cpu().
+inline py::object readable_tensor(const py::handle& object, const std::string& function, const char* name) {
+  py::object source = py::reinterpret_borrow<py::object>(object);
+  const py::object type = py::type::of(object);
+  if (!py::hasattr(type, "__module__") || type.attr("__module__").cast<std::string>().rfind("torch", 0) != 0 ||
+      !py::hasattr(object, "detach") || !py::hasattr(object, "requires_grad") || !py::hasattr(object, "dtype"))
+    return source;
+  const std::string device = py::str(source.attr("device")).cast<std::string>();
+  if (device != "cpu")
+    throw_type_error(function, std::string(name) + " is a tensor on " + device + "; move it with .detach().cpu()");
+  if (source.attr("requires_grad").cast<bool>()) source = source.attr("detach")();
+  if (py::str(source.attr("dtype")).cast<std::string>() == "torch.bfloat16") source = source.attr("float")();
+  return source;
+}
+
+/// Any array-like (numpy array, list, a CPU torch tensor through __array__) as a numpy array, dtype kept. Object,
+/// string, bytes, complex, datetime and structured arrays are a TypeError (numpy would turn them into numbers
+/// silently or fail inside the conversion); so is an object numpy cannot read, with numpy's reason.
 inline py::array as_array(const py::handle& object, const std::string& function, const char* name) {
-  py::array array = py::array::ensure(object);
-  if (!array) throw_value_error(function, std::string(name) + " is not an array-like of numbers");
+  const py::object source = readable_tensor(object, function, name);
+  py::array array = py::array::ensure(source);
+  if (!array) {  // ensure() cleared numpy's error: ask numpy again for its reason
+    std::string reason = "not an array-like of numbers";
+    try {
+      py::module_::import("numpy").attr("asarray")(source);
+    } catch (const py::error_already_set& error) {
+      reason += " (" + std::string(error.what()) + ")";
+    }
+    if (reason.find(".detach()") == std::string::npos && py::hasattr(source, "requires_grad"))
+      reason += "; for a tensor, pass t.detach()";
+    throw_type_error(function, std::string(name) + " is " + reason);
+  }
+  const char kind = array.dtype().kind();
+  if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b') {
+    const char* what = kind == 'c' ? "complex" : kind == 'O' ? "object" : (kind == 'U' || kind == 'S') ? "string"
+                                                                                                        : "non-numeric";
+    throw_type_error(function, std::string(name) + " is a " + what + " array (dtype " +
+                                   py::str(array.dtype()).cast<std::string>() +
+                                   "); expected real numbers (float, int or bool)" +
+                                   (kind == 'c' ? ": pass the real part (a.real) or the magnitude (abs(a)) explicitly"
+                                                : ""));
+  }
   return array;
 }
 
@@ -268,11 +316,52 @@ py::object rowwise(const char* function, const char* name, const py::object& inp
   });
 }
 
-/// rowwise with the argument named "logits" first (the maps).
+/// The visibility of logits in which -inf entries are masked keys (PyTorch's convention: masked_fill(-inf)), on top
+/// of the causal/mask arguments; `spec` unchanged when no visible entry is -inf. A row with no visible finite logit
+/// is a ValueError naming it.
+template <class T>
+VisibilitySpec mask_minus_infinity(const Rows<T>& rows, VisibilitySpec spec, const std::string& function,
+                                   const char* name) {
+  const Layout& layout = rows.layout;
+  bool any = false;
+  const T* data = rows.data();
+  const Index total = layout.total_rows() * layout.cols;
+  for (Index i = 0; i < total && !any; ++i) any = data[i] == -std::numeric_limits<T>::infinity();
+  if (!any) return spec;
+  VisibilitySpec masked;
+  masked.kind = VisibilitySpec::Kind::mask;
+  for (Index s = 0; s < layout.slices; ++s) {
+    Mask m = spec.at(s).to_mask(layout.rows, layout.cols);
+    const auto values = rows.slice(s);
+    for (Index i = 0; i < layout.rows; ++i) {
+      bool finite = false;
+      for (Index j = 0; j < layout.cols; ++j) {
+        if (values(i, j) == -std::numeric_limits<T>::infinity()) m(i, j) = false;
+        finite = finite || m(i, j);
+      }
+      if (!finite)
+        throw_value_error(function, std::string(name) + " row " + std::to_string(i) +
+                                        (layout.slices > 1 ? " of matrix " + std::to_string(s) : std::string()) +
+                                        " has no finite logit (every key is -inf or masked)");
+    }
+    masked.masks.push_back(std::move(m));
+  }
+  return masked;
+}
+
+/// rowwise with the argument named "logits" first (the maps); -inf logits are masked keys (mask_minus_infinity).
 template <class Call>
 py::object rowwise_matrix(const char* function, const py::object& logits, const py::object& causal,
                           const py::object& mask, Call&& call, const char* name = "logits") {
-  return rowwise(function, name, logits, causal, mask, std::forward<Call>(call));
+  const py::array array = as_array(logits, function, name);
+  return dispatch(array, [&](auto tag) -> py::object {
+    using T = decltype(tag);
+    const Rows<T> rows = as_rows<T>(array, function, name);
+    const VisibilitySpec visibility =
+        mask_minus_infinity(rows, make_visibility(causal, mask, rows.layout, function), function, name);
+    return map_slices(rows.layout, visibility,
+                      [&](Index s, const Visibility& v) { return call(s < 0 ? rows.all() : rows.slice(s), v); });
+  });
 }
 
 /// call(a, b, visibility) over the rows of two operands of one shape (the second converted to the first's dtype).

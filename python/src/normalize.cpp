@@ -1,5 +1,8 @@
 // Bindings of the normalize module (namespace attnscope): the normalization maps, their JVP/VJP and dense Jacobians,
 // the exact spectral norms and their bounds, row_entropy and the map descriptions.
+#include <cmath>
+#include <limits>
+
 #include <attnscope/normalize.hpp>
 
 #include "common.hpp"
@@ -33,6 +36,30 @@ read without a copy). Returns: one value per row, an array of shape input.shape[
 The GIL is released during the computation. Raises ValueError (attnscope::invalid_argument) on bad input.)";
 
 }  // namespace
+
+/// Raises attnscope::invalid_argument (ValueError) for a row of `rows` whose visible weights do not sum to 1
+/// within 2u + k·2^-24 (u = unit roundoff of T, k = visible keys; the rule of the report's row check). Negative
+/// and non-finite weights are left to row_entropy, which names them.
+template <class Derived>
+void check_rows_are_distributions(const Eigen::MatrixBase<Derived>& rows, const Visibility& visibility) {
+  using T = typename Derived::Scalar;
+  const Index cols = rows.cols();
+  for (Index i = 0; i < rows.rows(); ++i) {
+    double sum = 0;
+    Index visible = 0;
+    for (Index j = 0; j < cols; ++j)
+      if (visibility.visible(i, j, cols)) {
+        sum += static_cast<double>(rows(i, j));
+        ++visible;
+      }
+    if (!std::isfinite(sum)) continue;  // row_entropy names the non-finite weight
+    const double tolerance = static_cast<double>(std::numeric_limits<T>::epsilon()) + double(visible) * std::ldexp(1.0, -24);
+    if (std::abs(sum - 1) > tolerance)
+      attnscope::detail::throw_invalid_argument("row_entropy", "row ", i, " sums to ", sum,
+                                                ", not 1 (tolerance ", tolerance,
+                                                "): not a distribution; normalize it first (e.g. softmax)");
+  }
+}
 
 void bind_normalize(py::module_& m) {
   using namespace attnscope;
@@ -376,12 +403,16 @@ void bind_normalize(py::module_& m) {
   m.def(
       "row_entropy",
       [](const py::object& attention, const py::object& causal, const py::object& mask) {
-        return rowwise("row_entropy", "attention", attention, causal, mask,
-                              [&](const auto& a, const Visibility& v) { return attnscope::row_entropy(a, v); });
+        return rowwise("row_entropy", "attention", attention, causal, mask, [&](const auto& a, const Visibility& v) {
+          check_rows_are_distributions(a, v);
+          return attnscope::row_entropy(a, v);
+        });
       },
       "attention"_a, "causal"_a = false, "mask"_a = py::none(),
       doc("Shannon entropy -sum A log A (nats, 0 log 0 = 0) of every row as given (not re-closed). Raises ValueError\n"
-          "on a negative or non-finite visible weight.",
+          "on a negative or non-finite visible weight, and on a row whose visible weights do not sum to 1 within\n"
+          "2u + k*2^-24 (u = unit roundoff of the dtype, k = visible keys): the entropy of a non-distribution means\n"
+          "nothing (normalize the row first).",
           vector_result)
           .c_str());
 }

@@ -191,7 +191,7 @@ TEST_CASE("AttentionFile reads bare attention arrays of rank 2 to 5 and refuses 
   REQUIRE(as_batch.heads().size() == 2);
   CHECK(as_batch.head(as_batch.heads()[1]).attention(0, 0) == 3 * 20);
 
-  // Misfits: values of the wrong key count, integer attention, layers with a gap, no attention at all.
+  // Misfits: values of the wrong key count, integer attention, no attention at all.
   const std::string misfit = capture_test_path("test_capture_misfit.npz");
   io::write_npz(misfit, {{"attention", io::Array::from(RowMatrix<float>::Constant(4, 5, 0.2f))},
                          {"v", io::Array::from(RowMatrix<float>::Zero(4, 3))}});
@@ -201,9 +201,12 @@ TEST_CASE("AttentionFile reads bare attention arrays of rank 2 to 5 and refuses 
   CHECK(error_message<attnscope::io_error>([&] { analysis::AttentionFile bad(misfit); }).find("has dtype int32") !=
         std::string::npos);
   const io::Array heads = io::Array::from_vector(std::vector<float>(2 * 9, 0.f), {2, 3, 3});
-  io::write_npz(misfit, {{"layer0.attention", heads}, {"layer2.attention", heads}});
-  CHECK(error_message<attnscope::io_error>([&] { analysis::AttentionFile bad(misfit); })
-            .find("has layer2.attention but no layer1.attention") != std::string::npos);
+  // a capture of some layers only (capture --layers 0,2): the heads keep their layer numbers
+  io::write_npz(misfit, {{"layer2.attention", heads}, {"layer0.attention", heads}});
+  const analysis::AttentionFile some_layers(misfit);
+  REQUIRE(some_layers.heads().size() == 4);
+  CHECK(some_layers.heads()[0].layer == 0);
+  CHECK(some_layers.heads()[2].layer == 2);
   io::write_npz(misfit, {{"a", heads}, {"b", heads}});
   CHECK(error_message<attnscope::io_error>([&] { analysis::AttentionFile bad(misfit); })
             .find("holds 2 arrays (a, b) but neither layer0.attention") != std::string::npos);

@@ -340,3 +340,39 @@ TEST_CASE("HTML report: every standard and analysis column carries a complete gl
   }();
   CHECK(custom_page.find("<dd>ratio of two things (no glossary entry for this column)</dd>") != std::string::npos);
 }
+
+TEST_CASE("HTML report: the readout's weights are IEEE binary16 of the pixel values", "[analysis][html]") {
+  using attnscope::analysis::detail::html_half;
+  // bit patterns of IEEE 754 binary16 (numpy.float16(x).view(numpy.uint16))
+  CHECK(html_half(1.0) == 0x3c00);
+  CHECK(html_half(0.5) == 0x3800);
+  CHECK(html_half(0.1) == 0x2e66);
+  CHECK(html_half(1.0 / 3.0) == 0x3555);
+  CHECK(html_half(std::ldexp(1.0, -14)) == 0x0400);  // smallest normal
+  CHECK(html_half(std::ldexp(1.0, -24)) == 0x0001);  // smallest subnormal
+  CHECK(html_half(std::ldexp(1.0, -26)) == 0x0000);  // rounds to 0
+  CHECK(html_half(1.0 - std::ldexp(1.0, -12)) == 0x3c00);  // ties to even: rounds up into the next binade
+  CHECK(html_half(0.0) == 0);
+  CHECK(html_half(std::nan("")) == 0x7e00);
+  // decode as the page's script does and compare with the value: relative error <= 2^-11 for normal values
+  attnscope::Random random(11);
+  for (int i = 0; i < 2000; ++i) {
+    const double value = std::exp(-12.0 * random.uniform());
+    const unsigned half = html_half(value);
+    const int exponent = (half >> 10) & 31, fraction = half & 1023;
+    const double decoded = exponent == 0 ? fraction * std::ldexp(1.0, -24)
+                                         : (1 + fraction / 1024.0) * std::ldexp(1.0, exponent - 15);
+    CHECK(std::abs(decoded - value) <= std::ldexp(value, -11));
+  }
+  // the page carries one binary16 per pixel of each head's large image
+  RowMatrix<double> attention = RowMatrix<double>::Constant(5, 5, 0.2);
+  HtmlReportBuilder builder;
+  builder.add_head(0, 0, attention);
+  HeadReport report;
+  const std::string page = builder.render(report);
+  const std::size_t at = page.find("\"values\":\"");
+  REQUIRE(at != std::string::npos);
+  const std::string encoded = page.substr(at + 10, page.find('"', at + 10) - at - 10);
+  CHECK(encoded.size() == (5 * 5 * 2 + 2) / 3 * 4);  // base64 of 50 bytes
+  CHECK(encoded.substr(0, 4) == "ZjJm");  // 0.2 -> 0x3266, little-endian bytes 66 32, 66 ...
+}

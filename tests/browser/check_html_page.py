@@ -6,8 +6,12 @@ larger view of one head opened through the URL (#head-L-H, as a click does), and
   - the expected elements exist after the scripts ran: 12 grid cells with thumbnails and sink bars, the larger view
     with token strings on its axes, the statistics table (12 rows, sortable headings), the glossary, the
     downsampling note of the 700 x 700 heads,
+  - the pointer readout of the larger view (set through #head-0-1:5,3, as hovering that entry does) names the query
+    token, the key token and the weight that make_test_page recorded, to 3 significant digits,
+  - the statistics table with every column fits a 1400-pixel window, and the thumbnails are 96 pixels,
   - a screenshot is written (a PNG of the window size).
 Usage: check_html_page.py CHROMIUM MAKE_TEST_PAGE WORK_DIR. Exits 77 (skipped) when CHROMIUM does not exist."""
+import base64
 import os
 import re
 import shutil
@@ -55,9 +59,11 @@ def main():
             os.remove(path)
     shutil.rmtree(profile, ignore_errors=True)
     subprocess.run([make_page, page], check=True, timeout=120)
-    url = "file://" + os.path.abspath(page) + "#head-0-1"
+    url = "file://" + os.path.abspath(page) + "#head-0-1:5,3"  # the larger view of head 0-1, pointer at (5, 3)
+    with open(page + ".expected") as expected_file:
+        expected_weight = float(expected_file.read())
 
-    dom_run = run_chromium(chromium, profile, url, ["--dump-dom"])
+    dom_run = run_chromium(chromium, profile, url, ["--dump-dom", "--window-size=1400,1000"])
     if dom_run.returncode != 0:
         fail("chromium --dump-dom exited %d:\n%s" % (dom_run.returncode, dom_run.stderr[-3000:]))
     messages = console_messages(dom_run.stderr)
@@ -65,7 +71,19 @@ def main():
         fail("console messages:\n" + "\n".join(messages))
     dom = dom_run.stdout
 
+    readout = re.search(r'<div id="readout">query 5 "(,)"  \u2192  key 3 "( a)"  weight ([0-9.e-]+)</div>', dom)
+    shown_weight = float(readout.group(3)) if readout else float("nan")
+    table_width = re.search(r'data-table-width="(\d+)"', dom)
+    thumbs = [base64.b64decode(m) for m in re.findall(r'<img class="thumb"[^>]*src="data:image/png;base64,([^"]+)"', dom)]
+    thumb_sides = [struct.unpack(">II", t[16:24]) for t in thumbs]
     checks = {
+        "the readout names the query token, the key token and the weight": readout is not None,
+        "the readout's weight is the entry's, to 3 significant digits":
+        abs(shown_weight - expected_weight) <= 0.005 * expected_weight,
+        "the table fits a 1400-pixel window (body margins 2em)": table_width is not None
+        and int(table_width.group(1)) <= 1400 - 64,
+        "thumbnails of at most 96 pixels: 88 x 88 for the 700 x 700 heads": max(thumb_sides) == (88, 88),
+        "the thumbnails are shown at 96 CSS pixels": ".thumb{width:96px;height:96px" in dom,
         "the script ran to the end": 'data-ready="1"' in dom,
         "the error box is hidden": re.search(r'<div id="script-errors" hidden="[^"]*"></div>', dom) is not None,
         "12 grid cells": len(re.findall(r'<button class="cell[ "]', dom)) == 12,

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/io/npz.hpp"
 #include "support/catch.hpp"
 
 namespace attnscope::testing::cli {
@@ -45,11 +46,17 @@ inline std::string slurp(const fs::path& path) {
   return buffer.str();
 }
 
+// The attnscope binary under test: $ATTNSCOPE_CLI when set (scripts/sanitize.sh points it at an ASan + UBSan
+// build), else the one of this build tree.
+inline std::string attnscope_executable() {
+  if (const char* cli = std::getenv("ATTNSCOPE_CLI"); cli && *cli) return cli;
+  return std::string(ATTNSCOPE_BINARY_DIR) + "/tools/attnscope";
+}
+
 // Runs `attnscope <arguments>` (arguments are passed to the shell as written).
 inline Run attnscope_command(const std::string& arguments) {
   const fs::path out = work_dir() / "stdout.txt", err = work_dir() / "stderr.txt";
-  const std::string command = std::string(ATTNSCOPE_BINARY_DIR) + "/tools/attnscope " + arguments + " > " +
-                              out.string() + " 2> " + err.string();
+  const std::string command = attnscope_executable() + " " + arguments + " > " + out.string() + " 2> " + err.string();
   const int status = std::system(command.c_str());
   Run run;
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -75,6 +82,19 @@ inline void check_failures(const std::vector<ExpectedFailure>& cases) {
     CHECK(run.exit_code == c.exit_code);
     CHECK(contains(run.err, c.message));
     CHECK(run.out.empty());
+  }
+}
+
+/// The NPZ at `actual` holds exactly the arrays of the NPZ at `expected`: the same names, shapes and bytes.
+inline void require_same_npz_arrays(const std::string& actual_path, const std::string& expected_path) {
+  const auto expected = attnscope::io::read_npz(expected_path);
+  const auto actual = attnscope::io::read_npz(actual_path);
+  REQUIRE(actual.size() == expected.size());
+  for (const auto& [name, array] : expected) {
+    INFO(name);
+    REQUIRE(actual.count(name) == 1);
+    CHECK(actual.at(name).shape() == array.shape());
+    CHECK(actual.at(name).bytes() == array.bytes());
   }
 }
 

@@ -71,11 +71,11 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --add-special-tokens",
        "--add-special-tokens applies", 2},
       {"capture --checkpoint " + ckpt + " --model " + ckpt + " --out " + out, "either --model or --checkpoint", 2},
-      {"capture --model " + ckpt + " --out " + out, "--model expects a Hugging Face model folder", 2},
+      {"capture --model " + ckpt + " --out " + out, "--model expects a Hugging Face model folder", 1},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --max-tokens 0", "--max-tokens", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --generate -4", "--generate: expected an integer", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --generate 600", "exceeds seq_len 512", 1},
-      {"capture --checkpoint " + ckpt + " --out " + out + " --map ssmax:-1", "s must be finite and > 0", 1},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --map ssmax:-1", "s must be finite and > 0", 2},
       {"capture --checkpoint /nonexistent/model.bin --out " + out, "/nonexistent/model.bin", 1},
       {"capture --checkpoint " + attnscope::testing::data_file("war_and_peace.txt") + " --out " + out,
        "war_and_peace.txt", 1},
@@ -84,7 +84,7 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
       {"report x.npz --generate 3", "x.npz", 1},  // the format is read from the content: a missing file is a data error
       {"report x.npz --model " + ckpt, "without INPUT", 2},
       {"normalize --map softmax", "expected exactly one input", 2},
-      {"normalize --map nope in.npy -o out.npy", "unknown normalization map 'nope'", 1},
+      {"normalize --map nope in.npy -o out.npy", "unknown normalization map 'nope'", 2},
       {"normalize --map softmax /nonexistent.npy -o out.npy", "/nonexistent.npy", 1},
       {"capture --threads many --checkpoint " + ckpt + " --out " + out, "--threads: expected an integer", 2},
   };
@@ -160,7 +160,7 @@ TEST_CASE("capture → report round trip: the table equals the library's head re
   CHECK(slurp(csv3) == slurp(csv));
   // Without --basic the analysis modules' columns follow the six standard ones.
   const std::string json4 = path_in_work_dir("round4.json");
-  REQUIRE(attnscope_command("report " + npz + " --json " + json4).exit_code == 0);
+  REQUIRE(attnscope_command("report " + npz + " --columns all --json " + json4).exit_code == 0);
   const auto full = nlohmann::json::parse(slurp(json4));
   CHECK(full["columns"].size() == 11);
   CHECK(full["columns"][8] == "causal_stable_rank");

@@ -65,7 +65,10 @@ nlohmann::json report_json_of(const std::string& arguments, const std::string& n
   const Run run = attnscope_command("report " + arguments + " --json " + json);
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
-  return nlohmann::json::parse(slurp(json));
+  nlohmann::json document = nlohmann::json::parse(slurp(json));
+  REQUIRE(document["runs"].size() == 1);  // how it was made (input, CRC-32, options): compared elsewhere
+  document.erase("runs");
+  return document;
 }
 
 // The table part of stdout (after the "# ..." line) has no line longer than `width`.
@@ -220,7 +223,7 @@ TEST_CASE("report of a plain NPZ uses scores and v beside attention, warns about
                  {"extra_thing", io::Array::from_vector(std::vector<float>{1, 2}, {2})}},
                 io::Compression::stored);
   const std::string json = path_in_work_dir("plain.json");
-  const Run run = attnscope_command("report " + npz + " --json " + json);
+  const Run run = attnscope_command("report " + npz + " --columns all --json " + json);
   REQUIRE(run.exit_code == 0);
   CHECK(contains(run.err, "warning: ignored arrays (not attention, scores or v): extra_thing"));
   const auto report = nlohmann::json::parse(slurp(json));
@@ -282,7 +285,7 @@ TEST_CASE("report columns: max_attention leaves out one-key rows, every '-' has 
     CHECK(report["heads"][h]["max_attention"].get<double>() < 1);
   }
   // Attention only: the columns that need scores or values are "-", each with its reason under the table.
-  const Run full = attnscope_command("report " + npy);
+  const Run full = attnscope_command("report " + npy + " --columns all");
   REQUIRE(full.exit_code == 0);
   CHECK(contains(full.out, "\"-\" (not available):"));
   CHECK(contains(full.out, "max_scaled_logit: needs scores (no scores array in the input) (2 heads)"));
@@ -310,7 +313,7 @@ TEST_CASE("report columns: max_attention leaves out one-key rows, every '-' has 
                             {"scores", attnscope::io::Array::from_vector(step, {2, 1, length})},
                             {"v", attnscope::io::Array::from_vector(std::vector<float>(2 * length * 2, 0.5f), {2, length, 2})}},
                            attnscope::io::Compression::stored);
-  const Run step_run = attnscope_command("report " + step_scores);
+  const Run step_run = attnscope_command("report " + step_scores + " --columns all");
   REQUIRE(step_run.exit_code == 0);
   CHECK(contains(step_run.out, "q = 1, k = 16"));
   CHECK(contains(step_run.out, "causal_stable_rank: causal-only column: attention is 1x16, not square"));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -82,7 +83,7 @@ inline double storage_roundoff(io::DType dtype) {
 /// (optional "scores" of the same shape and "v" [..., k, d] beside it) of shape [q, k], [heads, q, k],
 /// [layers, heads, q, k] (or [batch, heads, q, k] by options.layout) or [layers, batch, heads, q, k].
 /// Throws attnscope::io_error naming the file for an unreadable file, an unknown capture layout version, missing,
-/// misshapen or non-float arrays and layers not numbered 0, 1, ...; invalid_argument for a batch axis without a
+/// misshapen or non-float arrays (the layers of a capture may be any subset, e.g. of capture --layers); invalid_argument for a batch axis without a
 /// batch index (batch > 1), a batch index outside the batch or given for an array without a batch axis.
 class AttentionFile {
  public:
@@ -128,13 +129,11 @@ class AttentionFile {
       if (name && name->part == part::attention) layers[name->layer] = &array;
     }
     if (!layers.empty()) {
-      Index expected = 0;
+      // any set of layers, in ascending order: `attnscope capture --layers 1,3` writes only those
       for (const auto& [layer, attention] : layers) {
-        if (layer != expected)
+        if (layer > std::numeric_limits<int>::max())
           attnscope::detail::throw_io_error(fn_, path, "has ", io::layer_array_name(layer, part::attention),
-                                            " but no ", io::layer_array_name(expected, part::attention),
-                                            " (layers must be numbered 0, 1, ...)");
-        ++expected;
+                                            ": layer index too large");
         add_layer(static_cast<int>(layer), *attention, file_.find(io::layer_array_name(layer, part::scores)),
                   file_.find(io::layer_array_name(layer, part::v)), options, true, used);
       }

@@ -38,7 +38,7 @@ struct HtmlReportOptions {
   std::string title = "attnscope report";
   std::string source;                // what was analysed (file or model), shown under the title; may be empty
   int image_max_side = 256;          // the large view of one head: matrices with a longer side are downsampled
-  int thumbnail_max_side = 48;       // the grid's thumbnails
+  int thumbnail_max_side = 96;       // the grid's thumbnails (shown at 96 CSS pixels)
   DownsampleMethod downsample = DownsampleMethod::block_max;
   double color_gamma = 0.5;          // colour level round(clamp(a, 0, 1)^gamma · 63) of 64: 0.5 lifts small weights
   std::vector<Index> sink_keys = {0};  // keys counted as sink in the sink/content bar
@@ -106,7 +106,8 @@ class HtmlReportBuilder {
     entry.cols = attention.cols();
     entry.block = detail::html_block(entry.rows, entry.cols, options_.image_max_side);
     entry.thumbnail_block = detail::html_block(entry.rows, entry.cols, options_.thumbnail_max_side);
-    entry.image = detail::html_heatmap(attention, entry.block, options_.downsample == DownsampleMethod::block_max, options_.color_gamma);
+    entry.image = detail::html_heatmap(attention, entry.block, options_.downsample == DownsampleMethod::block_max,
+                                       options_.color_gamma, true);
     entry.thumbnail = detail::html_heatmap(attention, entry.thumbnail_block, options_.downsample == DownsampleMethod::block_max, options_.color_gamma);
     double sink_total = 0, content_total = 0;
     for (Index i = 0; i < attention.rows(); ++i) {
@@ -247,9 +248,13 @@ class HtmlReportBuilder {
            "click a row for the head's matrix. \"-\" = not available (see the glossary).</p>\n"
         << "<div class=\"scroll\"><table id=\"stats\"><thead><tr><th data-type=\"number\">layer</th><th data-type=\"number\">head</th>"
         << "<th data-type=\"number\" title=\"mean mass on the sink keys / on the content keys\">sink | content</th>";
-    for (const auto& name : report.columns)
-      out << "<th data-type=\"number\"><a href=\"#glossary-" << detail::html_escape(name) << "\">"
-          << detail::html_escape(name) << "</a></th>";
+    for (std::size_t c = 0; c < report.columns.size(); ++c) {
+      const std::string& name = report.columns[c];
+      const std::string shown =
+          c < report.short_names.size() && !report.short_names[c].empty() ? report.short_names[c] : name;
+      out << "<th data-type=\"number\" title=\"" << detail::html_escape(name) << "\"><a href=\"#glossary-"
+          << detail::html_escape(name) << "\">" << detail::html_escape(shown) << "</a></th>";
+    }
     out << "</tr></thead><tbody>\n";
     for (const auto& row : report.rows) {
       const detail::HtmlHead* h = find(row.layer, row.head);
@@ -313,6 +318,7 @@ class HtmlReportBuilder {
                        {"width", h.image.width},
                        {"height", h.image.height},
                        {"image", data_uri(h.image)},
+                       {"values", detail::html_base64(h.image.values)},
                        {"sink", h.finite_rows ? nlohmann::json(h.sink_mass) : nlohmann::json()},
                        {"content", h.finite_rows ? nlohmann::json(h.content_mass) : nlohmann::json()},
                        {"nonfinite", h.nonfinite_entries}});

@@ -1,6 +1,7 @@
 // attnscope/analysis/report_columns.hpp — report columns contributed by the analysis modules: content entropy and the
 // sink share of entropy (composition), the causal stable rank of the logit matrix (logits), N_s/N at the critical N
-// and g(T = 1, ε = 1e−3) (capacity). `attnscope report` uses all_report_columns().
+// and g(T = 1, ε = 1e−3) (capacity). `attnscope report` uses fast_report_columns() by default (the costly three only
+// with --columns all).
 #pragma once
 
 #include <algorithm>
@@ -62,6 +63,29 @@ EntropyChannels entropy_channels(const Eigen::MatrixBase<Derived>& attention, co
   }
   return result;
 }
+
+/// entropy_channels of one head, computed once for the two composition columns: the last head's attention is kept
+/// and compared by value (a copy and a comparison cost far less than the split), so a stale result is never returned.
+template <class Scalar>
+class EntropyChannelsCache {
+ public:
+  explicit EntropyChannelsCache(std::vector<Index> sink_keys) : sink_keys_(std::move(sink_keys)) {}
+  const EntropyChannels& get(const HeadInput& head) {
+    if (!(have_ && attention_.rows() == head.attention.rows() && attention_.cols() == head.attention.cols() &&
+          attention_ == head.attention)) {
+      value_ = entropy_channels(head.attention.template cast<Scalar>(), sink_keys_);
+      attention_ = head.attention;
+      have_ = true;
+    }
+    return value_;
+  }
+
+ private:
+  std::vector<Index> sink_keys_;
+  RowMatrix<double> attention_;
+  bool have_ = false;
+  EntropyChannels value_;
+};
 
 inline std::string causal_only_reason(const HeadInput& head) {
   return "causal-only column: attention is " + std::to_string(head.attention.rows()) + "x" +
@@ -131,9 +155,8 @@ template <class Scalar = double>
 std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink_keys = {0}) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto capacity = std::make_shared<detail::CapacityCache<Scalar>>();
-  auto channels = [sink_keys](const HeadInput& h) {
-    return detail::entropy_channels(h.attention.template cast<Scalar>(), sink_keys);
-  };
+  auto cache = std::make_shared<detail::EntropyChannelsCache<Scalar>>(sink_keys);
+  auto channels = [cache](const HeadInput& h) { return cache->get(h); };
   return {
       {"content_entropy", "mean entropy of the content composition (keys other than the sink keys), nats",
        [channels](const HeadInput& h) { return channels(h).content_entropy; },
@@ -212,6 +235,26 @@ template <class Scalar = double>
 std::vector<ReportColumn> all_report_columns(const std::vector<Index>& sink_keys = {0}) {
   std::vector<ReportColumn> columns = default_report_columns(sink_keys);
   for (auto& column : analysis_report_columns<Scalar>(sink_keys)) columns.push_back(std::move(column));
+  return columns;
+}
+
+/// The columns that cost far more than the rest, computed by `attnscope report` only when asked for (`--columns
+/// all`, or by name): causal_stable_rank (an SVD of the L × L scores, O(L³)), separability_at_critical_n and
+/// gradient_sensitivity (the capacity analysis: O(|grid|·L²·d) plus a finite-difference softmax per row). At
+/// L = 1024 they take about 95% of a full report's time.
+inline const std::vector<std::string>& costly_report_column_names() {
+  static const std::vector<std::string> names = {"causal_stable_rank", "separability_at_critical_n",
+                                                 "gradient_sensitivity"};
+  return names;
+}
+
+/// all_report_columns<Scalar>(sink_keys) without costly_report_column_names(): the default of `attnscope report`.
+template <class Scalar = double>
+std::vector<ReportColumn> fast_report_columns(const std::vector<Index>& sink_keys = {0}) {
+  std::vector<ReportColumn> columns;
+  const auto& costly = costly_report_column_names();
+  for (auto& column : all_report_columns<Scalar>(sink_keys))
+    if (std::find(costly.begin(), costly.end(), column.name) == costly.end()) columns.push_back(std::move(column));
   return columns;
 }
 

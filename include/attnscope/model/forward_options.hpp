@@ -62,6 +62,9 @@ struct ForwardOptions {
   /// (layer, head) pairs whose head output is replaced inside the pass, see ablation_mode.
   std::set<std::pair<int, int>> ablated_heads{};
   AblationMode ablation_mode = AblationMode::zero;
+  /// false: skip the output head, so the result's logits stay empty (a capture for the per-head report needs none;
+  /// at L = 1024 with GPT-2's 50257-token vocabulary they are about half the forward pass).
+  bool logits = true;
 };
 
 /// Per-head captures of one layer; each vector has n_heads entries (or is empty when not requested).

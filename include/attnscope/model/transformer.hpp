@@ -493,6 +493,7 @@ class BasicTransformer {
     state.length = total;
     if (want.hidden_states) capture->hidden_states.push_back(residual);
     // Final norm then the output head.
+    if (!options.logits && !last_logits_only) return RowMatrix<Scalar>();
     RowMatrix<Scalar> logits;
     if (last_logits_only) {
       const RowMatrix<Scalar> last_row = residual.bottomRows(1);

@@ -1,15 +1,18 @@
 // Writes the HTML report page that tests/browser/check_html_page.py loads in headless Chromium: 3 layers × 4 heads of
 // seeded causal attention (layer 0: L = 24 with token strings; layer 1: a sink head and others; layer 2: L = 700, so
-// downsampled), one head with a NaN entry, and the report's standard columns.
+// downsampled), one head with a NaN entry, and every report column; OUT.html.expected holds the weight of layer 0
+// head 1 at query 5, key 3 (what the page's readout must show for #head-0-1:5,3).
 // Usage: make_test_page OUT.html
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "attnscope/analysis/head_report.hpp"
 #include "attnscope/analysis/html_report.hpp"
+#include "attnscope/analysis/report_columns.hpp"
 #include "attnscope/core/random.hpp"
 
 namespace {
@@ -55,7 +58,13 @@ int main(int argc, char** argv) {
     builder.set_tokens(tokens);
     analysis::HeadReportOptions lenient;  // the NaN head is analysed anyway (as `report --lenient` does)
     lenient.lenient = true;
-    builder.write(argv[1], analysis::compute_head_report(heads, analysis::default_report_columns(), {}, lenient));
+    // every column, so that the test sees the widest table the command writes (--columns all)
+    builder.write(argv[1], analysis::compute_head_report(heads, analysis::all_report_columns(), {}, lenient));
+    // the weight under the readout test's pointer (layer 0 head 1, query 5, key 3), for check_html_page.py
+    std::FILE* expected = std::fopen((std::string(argv[1]) + ".expected").c_str(), "w");
+    if (!expected) throw std::runtime_error("cannot write the .expected file");
+    std::fprintf(expected, "%.17g\n", heads[1].attention(5, 3));
+    std::fclose(expected);
     return 0;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "make_test_page: %s\n", error.what());

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -61,11 +62,29 @@ inline std::string html_base64(const std::string& bytes) {  // RFC 4648 §4, wit
 /// (block_max) or the mean of its entries, clamped to [0, 1]; colour level round(v^gamma · 63), non-finite blocks 64.
 struct HtmlImage {
   int width = 0, height = 0;
-  std::string png;  // the encoded image
+  std::string png;     // the encoded image
+  std::string values;  // with keep_values: each pixel's value (row by row) as a little-endian IEEE binary16
 };
 
+/// IEEE 754 binary16 of a value in [0, 1] or NaN, rounded to nearest (ties to even) [derived]: 11 significant bits,
+/// subnormals below 2^-14 (down to 2^-24), so weights keep 3 significant digits on the page's readout.
+inline std::uint16_t html_half(double value) {
+  if (std::isnan(value)) return 0x7e00;
+  if (value <= 0) return 0;
+  if (value >= 65504) return 0x7bff;
+  int exponent = 0;
+  const double mantissa = std::frexp(value, &exponent);  // value = mantissa · 2^exponent, mantissa in [0.5, 1)
+  if (exponent - 1 < -14) {  // subnormal: value = m · 2^-24 with m < 1024
+    return static_cast<std::uint16_t>(std::nearbyint(std::ldexp(value, 24)));
+  }
+  // normal: value = (1 + f/1024) · 2^(exponent-1); rounding may carry into the exponent, which the addition handles
+  const auto fraction = static_cast<std::uint32_t>(std::nearbyint((mantissa * 2 - 1) * 1024));
+  return static_cast<std::uint16_t>(((static_cast<std::uint32_t>(exponent - 1 + 15)) << 10) + fraction);
+}
+
 template <class Derived>
-HtmlImage html_heatmap(const Eigen::MatrixBase<Derived>& matrix, Index block, bool block_max, double gamma) {
+HtmlImage html_heatmap(const Eigen::MatrixBase<Derived>& matrix, Index block, bool block_max, double gamma,
+                       bool keep_values = false) {
   HtmlImage image;
   image.height = static_cast<int>((matrix.rows() + block - 1) / block);
   image.width = static_cast<int>((matrix.cols() + block - 1) / block);
@@ -84,6 +103,11 @@ HtmlImage html_heatmap(const Eigen::MatrixBase<Derived>& matrix, Index block, bo
           ++count;
         }
       if (!block_max) reduced /= static_cast<double>(count);
+      if (keep_values) {
+        const std::uint16_t half = html_half(finite ? reduced : std::nan(""));
+        image.values += static_cast<char>(half & 0xff);
+        image.values += static_cast<char>(half >> 8);
+      }
       pixels[static_cast<std::size_t>(y) * image.width + x] =
           finite ? static_cast<unsigned char>(std::lround(std::pow(reduced, gamma) * (html_color_levels - 1)))
                  : static_cast<unsigned char>(html_color_levels);

@@ -52,15 +52,17 @@ inline const char* html_page_style() {
 .hint{color:#666;font-size:12px}.layer{display:flex;align-items:center;gap:4px;margin:2px 0}
 .layer-label{width:5em;font-size:12px;color:#444}.cell{border:1px solid #ccc;background:#fff;padding:2px;cursor:pointer;
 display:flex;flex-direction:column;align-items:center}.cell:hover,.cell.selected{border-color:#d33}
-.thumb{width:48px;height:48px;object-fit:contain;image-rendering:pixelated;background:#440154}
-.cell-label{font-size:10px;color:#555}.bar{display:inline-block;width:48px;height:5px;background:#3b6fb6;
+.thumb{width:96px;height:96px;object-fit:contain;image-rendering:pixelated;background:#440154}
+.cell-label{font-size:10px;color:#555}.bar{display:inline-block;width:96px;height:5px;background:#3b6fb6;
 vertical-align:middle}.bar .sink{display:block;height:100%;background:#f28e2b}.bar.empty{background:#ccc}
 #detail{border:1px solid #ccc;padding:.5em 1em;margin:1em 0}#detail .plot{display:inline-grid;
 grid-template-columns:max-content max-content;align-items:start}.yaxis,.xaxis{position:relative;font:10px monospace;color:#333}
 .yaxis span{position:absolute;right:4px;white-space:pre}.xaxis span{position:absolute;top:2px;white-space:pre;
 transform:rotate(60deg);transform-origin:0 0}.big{image-rendering:pixelated;display:block;border:1px solid #999}
 #readout{font:12px monospace;min-height:1.4em}table{border-collapse:collapse;margin:.5em 0}
-.scroll{overflow-x:auto}th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;font-size:12px;white-space:nowrap}th{background:#eee;cursor:pointer}
+.scroll{overflow-x:auto}th,td{border:1px solid #ddd;padding:2px 5px;text-align:right;font-size:12px;white-space:nowrap}
+th{background:#eee;cursor:pointer;white-space:normal;overflow-wrap:anywhere;max-width:7.5em;vertical-align:bottom}
+td .bar{width:40px}.layer{flex-wrap:wrap}
 tbody tr:hover{background:#fff6d5;cursor:pointer}dt{font-weight:bold;margin-top:.6em}dd{margin-left:1.5em}
 #script-errors{background:#fdd;color:#900;padding:.5em})";
 }
@@ -72,6 +74,10 @@ window.onerror=function(message){errors.hidden=false;errors.textContent+='script
 var data=JSON.parse(document.getElementById('attnscope-data').textContent);
 var detail=document.getElementById('detail');
 function esc(s){return String(s).replace(/[&<>"']/g,function(c){return '&#'+c.charCodeAt(0)+';';});}
+function halves(b64){var s=atob(b64),out=new Float64Array(s.length>>1);for(var i=0;i<out.length;i++){
+var u=s.charCodeAt(2*i)|(s.charCodeAt(2*i+1)<<8),e=(u>>10)&31,f=u&1023;
+out[i]=e===31?NaN:(e===0?f*Math.pow(2,-24):(1+f/1024)*Math.pow(2,e-15));}return out;}
+function weight(v){return isNaN(v)?'not finite':(v===0?'0':v.toPrecision(3));}
 function label(pos,keys){var t=data.tokens;var s=String(pos);if(t.length>=keys&&pos<t.length){s+=' '+JSON.stringify(t[pos]);}
 return s;}
 function show(index){
@@ -86,7 +92,7 @@ if(h.block>1){html+=', downsampled '+h.block+'&times;: each pixel is the block '
 h.block+' entries';}
 html+='. Sink mass '+(h.sink===null?'-':h.sink.toPrecision(3))+', content mass '+
 (h.content===null?'-':h.content.toPrecision(3))+(h.nonfinite?', '+h.nonfinite+' non-finite entries':'')+
-'.</p><div id="readout">move over the matrix: query &rarr; key</div><div class="plot"><div class="yaxis" style="width:'+
+'.</p><div id="readout">move over the matrix: query &rarr; key, weight</div><div class="plot"><div class="yaxis" style="width:'+
 '11em;height:'+hh+'px">';
 var step=Math.max(1,Math.ceil(h.height/Math.max(1,Math.floor(hh/12))));
 for(var y=0;y<h.height;y+=step){html+='<span style="top:'+(y*scale+scale/2-6)+'px">'+esc(label(offset+y*h.block,h.cols))+
@@ -99,13 +105,16 @@ for(var x=0;x<h.width;x+=step){html+='<span style="left:'+(x*scale+scale/2)+'px"
 html+='</div></div>';
 detail.innerHTML=html;detail.hidden=false;
 var big=document.getElementById('big'),readout=document.getElementById('readout');
+if(!h.decoded){h.decoded=halves(h.values);}
 big.addEventListener('mousemove',function(e){var r=big.getBoundingClientRect();
-var x=Math.min(h.width-1,Math.max(0,Math.floor((e.clientX-r.left)/scale)));
-var y=Math.min(h.height-1,Math.max(0,Math.floor((e.clientY-r.top)/scale)));
-var q0=offset+y*h.block,k0=x*h.block,b=h.block>1?'+'+(h.block-1):'';
-readout.textContent='query '+label(q0,h.cols)+b+'  \u2192  key '+label(k0,h.cols)+b;});
-if(location.hash!=='#head-'+h.layer+'-'+h.head){history.replaceState(null,'','#head-'+h.layer+'-'+h.head);}
+point(h,Math.floor((e.clientY-r.top)/scale),Math.floor((e.clientX-r.left)/scale),offset);});
+if(location.hash.indexOf('#head-'+h.layer+'-'+h.head)!==0){history.replaceState(null,'','#head-'+h.layer+'-'+h.head);}
 }
+function point(h,y,x,offset){
+x=Math.min(h.width-1,Math.max(0,x));y=Math.min(h.height-1,Math.max(0,y));
+var q0=offset+y*h.block,k0=x*h.block,b=h.block>1?'+'+(h.block-1):'',v=h.decoded[y*h.width+x];
+document.getElementById('readout').textContent='query '+label(q0,h.cols)+b+'  \u2192  key '+label(k0,h.cols)+b+
+'  '+(h.block>1?'block '+data.method+' weight ':'weight ')+weight(v);}
 document.querySelectorAll('.cell').forEach(function(c){c.addEventListener('click',function(){
 show(+c.dataset.index);detail.scrollIntoView();});});
 document.querySelectorAll('#stats tbody tr').forEach(function(r){r.addEventListener('click',function(){
@@ -119,8 +128,10 @@ function key(r){var c=r.cells[col],v=c.dataset.value!==undefined?c.dataset.value
 return v===''?NaN:parseFloat(v);}
 rows.sort(function(a,b){var x=key(a),y=key(b);if(isNaN(x)){return isNaN(y)?0:1;}if(isNaN(y)){return -1;}
 return asc?x-y:y-x;});rows.forEach(function(r){body.appendChild(r);});});});
-var m=/^#head-(\d+)-(\d+)$/.exec(location.hash);
-if(m){data.heads.forEach(function(h,i){if(h.layer===+m[1]&&h.head===+m[2]){show(i);}});}
+var m=/^#head-(\d+)-(\d+)(?::(\d+),(\d+))?$/.exec(location.hash);
+if(m){data.heads.forEach(function(h,i){if(h.layer===+m[1]&&h.head===+m[2]){show(i);
+if(m[3]!==undefined){var off=h.rows<=h.cols?h.cols-h.rows:0;point(h,Math.floor((+m[3]-off)/h.block),Math.floor(+m[4]/h.block),off);}}});}
+document.body.setAttribute('data-table-width',String(table.offsetWidth));
 document.body.setAttribute('data-ready','1');
 })();)";
 }
