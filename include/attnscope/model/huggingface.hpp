@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -27,10 +28,11 @@ namespace detail {
 template <class Json>
 class HuggingFaceReader {
  public:
-  explicit HuggingFaceReader(const std::string& folder) : folder_(folder), files_(folder) {}
+  explicit HuggingFaceReader(const std::string& folder)
+      : folder_(folder), files_(std::make_shared<io::BasicHuggingFaceFolder<Json>>(folder)) {}
 
   const std::string& folder() const { return folder_; }
-  const Json& config() const { return files_.config(); }
+  const Json& config() const { return files_->config(); }
 
   [[noreturn]] void fail_config(const std::string& message) const {
     attnscope::detail::throw_io_error("load_huggingface_model", folder_ + "/config.json", message);
@@ -79,11 +81,17 @@ class HuggingFaceReader {
     return value.template get<std::string>();
   }
 
-  /// Tensor `name` as rows × cols float32; io_error naming the folder and the tensor when missing or mis-shaped.
-  RowMatrix<float> matrix(const std::string& name, Index rows, Index cols) const {
+  /// Tensor `name` as a rows × cols WeightMatrix: a view of the mapped bytes in their stored format (F32, F16,
+  /// BF16), which keeps the folder's maps alive; io_error naming the folder and the tensor when missing, mis-shaped
+  /// or of another dtype.
+  WeightMatrix matrix(const std::string& name, Index rows, Index cols) const {
     require(name);
     try {
-      return files_.matrix_float32(name, rows, cols);
+      const io::HuggingFaceTensor& stored = files_->weight_tensor(name, {rows, cols});
+      const kernels::StoredFloat format = stored.dtype == io::DType::float16    ? kernels::StoredFloat::float16
+                                          : stored.dtype == io::DType::bfloat16 ? kernels::StoredFloat::bfloat16
+                                                                                : kernels::StoredFloat::float32;
+      return WeightMatrix::view(format, stored.data, rows, cols, files_, stored.name + " in " + stored.file);
     } catch (const std::exception& error) {
       rethrow(name, error);
     }
@@ -93,20 +101,20 @@ class HuggingFaceReader {
   Vector<float> vector(const std::string& name, Index size) const {
     require(name);
     try {
-      return files_.vector_float32(name, size);
+      return files_->vector_float32(name, size);
     } catch (const std::exception& error) {
       rethrow(name, error);
     }
   }
 
-  bool has_tensor(const std::string& name) const { return files_.has_tensor(name); }
+  bool has_tensor(const std::string& name) const { return files_->has_tensor(name); }
 
  private:
   std::string folder_;
-  io::BasicHuggingFaceFolder<Json> files_;
+  std::shared_ptr<const io::BasicHuggingFaceFolder<Json>> files_;  // shared with the weight views
 
   void require(const std::string& name) const {
-    if (!files_.has_tensor(name))
+    if (!files_->has_tensor(name))
       attnscope::detail::throw_io_error("load_huggingface_model", folder_, "missing tensor '", name,
                                         "' (needed by config.json's model_type '", text("model_type", "?"), "')");
   }
@@ -122,6 +130,14 @@ void reject_unsupported(const Reader& reader) {
   if (reader.has("rope_scaling"))
     reader.fail_config("rope_scaling = " + reader.config().at("rope_scaling").dump() +
                        " is not supported (only plain RoPE, see docs/models.md)");
+}
+
+/// A Conv1D weight (stored in × out) as an nn.Linear weight (out × in): a transposed view of F16/BF16 bytes (widened
+/// panel by panel by the product), or for F32 an owned row-major copy, the layout whose one-call Eigen product is
+/// the float32 forward's (a transposed F32 view would change the GEMM's rounding order).
+inline WeightMatrix linear_layout(const WeightMatrix& conv1d) {
+  if (conv1d.format() == kernels::StoredFloat::float32) return WeightMatrix(conv1d.transposed_view().to_float32());
+  return conv1d.transposed_view();
 }
 
 /// GPT-2 (transformers GPT2LMHeadModel): learned positions, LayerNorm, fused Conv1D q|k|v stored [in, out].
@@ -164,22 +180,22 @@ TransformerWeights read_gpt2(const Reader& reader) {
     TransformerLayerWeights layer;
     layer.attention_norm = reader.vector(at + "ln_1.weight", dim);
     layer.attention_norm_bias = reader.vector(at + "ln_1.bias", dim);
-    // Conv1D stores [in, out] (y = x W + b): transpose each part to the nn.Linear [out, in] layout.
-    const RowMatrix<float> fused = reader.matrix(at + "attn.c_attn.weight", dim, 3 * dim);
+    // Conv1D stores [in, out] (y = x W + b): each part in the nn.Linear [out, in] layout, see linear_layout.
+    const WeightMatrix fused = reader.matrix(at + "attn.c_attn.weight", dim, 3 * dim);
     const Vector<float> fused_bias = reader.vector(at + "attn.c_attn.bias", 3 * dim);
-    layer.wq = fused.middleCols(0, dim).transpose();
-    layer.wk = fused.middleCols(dim, dim).transpose();
-    layer.wv = fused.middleCols(2 * dim, dim).transpose();
+    layer.wq = linear_layout(fused.middle_cols(0, dim));
+    layer.wk = linear_layout(fused.middle_cols(dim, dim));
+    layer.wv = linear_layout(fused.middle_cols(2 * dim, dim));
     layer.wq_bias = fused_bias.segment(0, dim);
     layer.wk_bias = fused_bias.segment(dim, dim);
     layer.wv_bias = fused_bias.segment(2 * dim, dim);
-    layer.wo = reader.matrix(at + "attn.c_proj.weight", dim, dim).transpose();
+    layer.wo = linear_layout(reader.matrix(at + "attn.c_proj.weight", dim, dim));
     layer.wo_bias = reader.vector(at + "attn.c_proj.bias", dim);
     layer.ffn_norm = reader.vector(at + "ln_2.weight", dim);
     layer.ffn_norm_bias = reader.vector(at + "ln_2.bias", dim);
-    layer.w1 = reader.matrix(at + "mlp.c_fc.weight", dim, hidden).transpose();
+    layer.w1 = linear_layout(reader.matrix(at + "mlp.c_fc.weight", dim, hidden));
     layer.w1_bias = reader.vector(at + "mlp.c_fc.bias", hidden);
-    layer.w2 = reader.matrix(at + "mlp.c_proj.weight", hidden, dim).transpose();
+    layer.w2 = linear_layout(reader.matrix(at + "mlp.c_proj.weight", hidden, dim));
     layer.w2_bias = reader.vector(at + "mlp.c_proj.bias", dim);
     w.layers.push_back(std::move(layer));
   }
@@ -262,7 +278,8 @@ TransformerWeights read_llama_family(const Reader& reader, const std::string& mo
 }  // namespace detail
 
 /// Reads the TransformerWeights of a Hugging Face model folder (config.json plus model.safetensors, or
-/// model.safetensors.index.json and its shards; F32, F16 or BF16 tensors are converted to float32) for model_type
+/// model.safetensors.index.json and its shards; F32, F16 or BF16 weight matrices stay memory-mapped in their stored
+/// format as WeightMatrix views, norm weights and biases are converted to float32) for model_type
 /// gpt2, llama, mistral or qwen2 (docs/models.md). Throws attnscope::io_error naming the folder and config.json or
 /// the tensor for: an unreadable folder, a missing or unsupported model_type, a config feature not implemented
 /// (rope_scaling, another activation, ...), a missing tensor, a tensor whose shape disagrees with config.json.

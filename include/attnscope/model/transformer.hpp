@@ -157,6 +157,8 @@ class BasicTransformer {
                                                 tokens.size());
     ForwardOptions plain = options;
     plain.capture = CaptureOptions{};
+    plain.last_layer = -1;
+    plain.logits = true;
     const ForwardResult result = forward(tokens, plain);
     double total = 0;
     for (std::size_t p = 0; p + 1 < tokens.size(); ++p)
@@ -185,6 +187,8 @@ class BasicTransformer {
                                                 " exceeds seq_len ", config().seq_len);
     ForwardOptions plain = options;
     plain.capture = CaptureOptions{};
+    plain.last_layer = -1;
+    plain.layer_progress = {};
     std::vector<int> tokens = prefix;
     if (steps == 0) return tokens;
     detail::BasicDecoderState<Scalar> state = start_state(total);
@@ -210,7 +214,7 @@ class BasicTransformer {
         attnscope::detail::throw_invalid_argument(fn, name, " has shape ", rows, "x", cols, ", expected ", want_rows,
                                                   "x", want_cols);
     };
-    auto check_matrix = [&](const std::string& name, const RowMatrix<float>& m, Index rows, Index cols) {
+    auto check_matrix = [&](const std::string& name, const WeightMatrix& m, Index rows, Index cols) {
       shape(name, m.rows(), m.cols(), rows, cols);
     };
     auto check_vector = [&](const std::string& name, const Vector<float>& v, Index size) {
@@ -266,6 +270,9 @@ class BasicTransformer {
   }
 
   void validate_options(const char* function, const ForwardOptions& options) const {
+    if (options.last_layer < -1 || options.last_layer >= config().n_layers)
+      attnscope::detail::throw_invalid_argument(function, "options.last_layer = ", options.last_layer,
+                                                " outside [-1, ", config().n_layers, ")");
     if (options.map && options.normalizer)
       attnscope::detail::throw_invalid_argument(function, "set either options.map or options.normalizer, not both");
     if (options.map) attnscope::detail::validate_map(function, *options.map);
@@ -344,13 +351,14 @@ class BasicTransformer {
                                           : RopeConvention::rotate_half;
     const RotaryTable rotary = rope ? rotary_table(offset, rows, head_size, c.rope_theta) : RotaryTable{};
 
-    RowMatrix<Scalar> residual(rows, c.dim);
-    for (Index r = 0; r < rows; ++r) residual.row(r) = weights_.token_embedding.row(tokens[std::size_t(r)]);
-    if (!rope) residual += weights_.position_embedding.middleRows(offset, rows);  // GPT-2: wte + wpe
+    RowMatrix<Scalar> residual;
+    detail::embedding_rows(residual, weights_.token_embedding, tokens);
+    if (!rope) detail::add_embedding_rows(residual, weights_.position_embedding, offset);  // GPT-2: wte + wpe
 
     RowMatrix<Scalar> queries(rows, c.query_dim()), head_outputs(rows, c.query_dim());
     RowMatrix<Scalar> scores, attention_buffer;  // reused across heads unless captured
-    for (int l = 0; l < c.n_layers; ++l) {
+    const int layers_run = options.last_layer >= 0 ? options.last_layer + 1 : c.n_layers;
+    for (int l = 0; l < layers_run; ++l) {
       const auto& layer = weights_.layers[std::size_t(l)];
       if (want.hidden_states) capture->hidden_states.push_back(residual);
       // Attention block: norm, q/k/v projections (+ biases), RoPE, per-head attention, wo (+ bias).
@@ -421,9 +429,11 @@ class BasicTransformer {
         detail::linear_add(residual, hidden, layer.w2);
       }
       add_bias(residual, layer.w2_bias);
+      if (options.layer_progress) options.layer_progress(l + 1, layers_run);
     }
     state.length = total;
     if (want.hidden_states) capture->hidden_states.push_back(residual);
+    if (!last_logits_only && (!options.logits || layers_run < c.n_layers)) return RowMatrix<Scalar>();
     // Final norm then the output head.
     if (last_logits_only) {
       const RowMatrix<Scalar> last_row = residual.bottomRows(1);
