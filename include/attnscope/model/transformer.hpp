@@ -76,7 +76,7 @@ class BasicTransformer {
   /// of scores or attention; streaming.statistics with a visibility other than the default causal one or a scale;
   /// block sizes ≤ 0; L > seq_len with learned positions (GPT-2), or with RoPE unless allow_beyond_trained_positions;
   /// plus every error of forward() and of stream::row_statistics.
-  /// Memory: the key/value cache O(n_layers·L·kv_dim), activations and logits O(L·(dim + hidden_dim + vocab)), the
+  /// Memory: the key/value cache of one layer O(L·kv_dim), activations and logits O(L·(dim + hidden_dim + vocab)), the
   /// statistics O(n_layers·n_heads·L), and the kernel's strips of query_block × L scores per thread; never O(L²).
   /// Cost as forward() plus the statistics' O(n_layers·n_heads·L·visible keys).
   StreamingForwardResult forward_row_statistics(const std::vector<int>& tokens, const ForwardOptions& options = {},
@@ -412,6 +412,7 @@ class BasicTransformer {
           if (want.head_output) layer_capture->head_output.emplace_back(output);
         }
       }
+      if (streaming) keys = values = RowMatrix<Scalar>();  // a whole sequence: no later pass reads this layer's cache
       detail::linear_add(residual, head_outputs, layer.wo);
       add_bias(residual, layer.wo_bias);
       // Feed-forward block on norm(x).
