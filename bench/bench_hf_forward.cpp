@@ -4,11 +4,23 @@
 // GPT-2-small folder. The folder comes from the environment variable ATTNSCOPE_BENCH_MODEL (skipped when unset);
 // the token ids are (7919 · p) mod vocab for position p, as in the peer. Counters: tokens per second and the peak
 // resident memory of the process (getrusage) after the runs.
+//
+// BM_forward_logits and BM_streaming_statistics (argument: OpenMP threads) give the achieved GFLOP/s of the forward
+// pass (logits, no captures) and of the streaming forward `rowstats --model` runs (every head's statistics, no
+// logits, stopped after ATTNSCOPE_BENCH_LAYERS layers, default all) over ATTNSCOPE_BENCH_TOKENS tokens (default
+// 1024); bench/forward_vs_sgemm.sh sets them against numpy's sgemm in the same run. Flops counted [derived]:
+// 2 · (weights multiplied) · L for the projections and the head, plus 2 · 2 · head_size per visible (query, key)
+// pair and head for q·kᵀ and P·V.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <sys/resource.h>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include <benchmark/benchmark.h>
 
@@ -57,8 +69,87 @@ void BM_forward_full_capture(benchmark::State& state) {
   run_forward(state, capture);
 }
 
+long environment_integer(const char* name, long fallback) {
+  const char* text = std::getenv(name);
+  return text ? std::atol(text) : fallback;
+}
+
+/// Flops of the forward over `length` tokens through `layers` layers, with or without the output head.
+double forward_flops(const attnscope::model::Transformer& model, long length, int layers, bool head) {
+  const auto& w = model.weights();
+  const auto& c = model.config();
+  double weights = 0;
+  for (int l = 0; l < layers; ++l) {
+    const auto& layer = w.layers[std::size_t(l)];
+    for (const auto* m : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w1, &layer.w2, &layer.w3})
+      weights += static_cast<double>(m->size());
+  }
+  if (head) weights += static_cast<double>(w.output_head().size());
+  double pairs = 0;  // visible (query, key) pairs: causal, or the sliding window
+  for (long i = 0; i < length; ++i) pairs += c.sliding_window > 0 ? std::min<long>(i + 1, c.sliding_window) : i + 1;
+  return 2 * weights * static_cast<double>(length) + 4.0 * c.head_dim * pairs * c.n_heads * layers;
+}
+
+std::vector<int> bench_tokens(const attnscope::model::Transformer& model, long length) {
+  std::vector<int> tokens;
+  for (long p = 0; p < length; ++p) tokens.push_back(static_cast<int>((7919L * p) % model.config().vocab_size));
+  return tokens;
+}
+
+bool prepare(benchmark::State& state, const attnscope::model::Transformer*& model, long& length) {
+  model = model_from_environment();
+  length = environment_integer("ATTNSCOPE_BENCH_TOKENS", 1024);
+  if (model == nullptr) {
+    state.SkipWithError("set ATTNSCOPE_BENCH_MODEL to a Hugging Face model folder");
+    return false;
+  }
+#if defined(_OPENMP)
+  omp_set_num_threads(static_cast<int>(state.range(0)));
+#else
+  if (state.range(0) != 1) {
+    state.SkipWithError("built without OpenMP");
+    return false;
+  }
+#endif
+  return true;
+}
+
+void BM_forward_logits(benchmark::State& state) {
+  const attnscope::model::Transformer* model = nullptr;
+  long length = 0;
+  if (!prepare(state, model, length)) return;
+  const std::vector<int> tokens = bench_tokens(*model, length);
+  for (auto _ : state) benchmark::DoNotOptimize(model->forward(tokens));
+  state.counters["GFLOP_per_s"] = benchmark::Counter(
+      forward_flops(*model, length, model->config().n_layers, true) * 1e-9 * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+  state.counters["tokens_per_s"] =
+      benchmark::Counter(static_cast<double>(length * state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void BM_streaming_statistics(benchmark::State& state) {
+  const attnscope::model::Transformer* model = nullptr;
+  long length = 0;
+  if (!prepare(state, model, length)) return;
+  const std::vector<int> tokens = bench_tokens(*model, length);
+  const int layers = static_cast<int>(environment_integer("ATTNSCOPE_BENCH_LAYERS", model->config().n_layers));
+  attnscope::model::ForwardOptions options;
+  options.logits = false;
+  options.last_layer = layers - 1;
+  attnscope::model::StreamingOptions streaming;
+  streaming.allow_beyond_trained_positions = true;
+  for (auto _ : state) benchmark::DoNotOptimize(model->forward_row_statistics(tokens, options, streaming));
+  state.counters["GFLOP_per_s"] = benchmark::Counter(
+      forward_flops(*model, length, layers, false) * 1e-9 * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+  state.counters["tokens_per_s"] =
+      benchmark::Counter(static_cast<double>(length * state.iterations()), benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 
+BENCHMARK(BM_forward_logits)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_streaming_statistics)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_forward_logits_only)->Arg(1024)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 BENCHMARK(BM_forward_full_capture)->Arg(1024)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 BENCHMARK_MAIN();

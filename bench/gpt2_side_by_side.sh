@@ -21,6 +21,7 @@ fi
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; date: $(date -u +%Y-%m-%dT%H:%MZ); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 peer=$(OMP_NUM_THREADS=1 /usr/bin/python3 bench/gpt2_small_peer.py time "$folder" --tokens 1024 --repetitions 3)
 ours=$(OMP_NUM_THREADS=1 ATTNSCOPE_BENCH_MODEL="$folder" "$build/bench/bench_hf_forward" --benchmark_repetitions=3 \
+       --benchmark_filter="BM_forward_(logits_only|full_capture)/" \
        --benchmark_format=json 2>/dev/null)
 echo "$peer"
 /usr/bin/python3 - "$peer" "$ours" <<'PY'

@@ -21,16 +21,17 @@ class ProgressBar {
   ProgressBar& operator=(const ProgressBar&) = delete;
   ~ProgressBar() { finish(); }
 
-  /// Redraws the bar for `done` of `total` steps (at most ~20 times per second, always at the end).
-  void update(int done, int total) {
+  /// Redraws the bar for `done` of `total` steps (at most ~20 times per second, always at the end), followed by
+  /// `note` (e.g. a rate).
+  void update(int done, int total, const std::string& note = "") {
     if (!enabled_ || total <= 0) return;
     const auto now = std::chrono::steady_clock::now();
     if (done < total && now - last_draw_ < std::chrono::milliseconds(50)) return;
     last_draw_ = now;
     const int width = 30, filled = static_cast<int>(static_cast<long>(width) * done / total);
     const double seconds = std::chrono::duration<double>(now - start_).count();
-    std::fprintf(stderr, "\r%s [%s%s] %d/%d %.1fs", label_.c_str(), std::string(std::size_t(filled), '#').c_str(),
-                 std::string(std::size_t(width - filled), '.').c_str(), done, total, seconds);
+    std::fprintf(stderr, "\r%s [%s%s] %d/%d %.1fs%s", label_.c_str(), std::string(std::size_t(filled), '#').c_str(),
+                 std::string(std::size_t(width - filled), '.').c_str(), done, total, seconds, note.c_str());
     std::fflush(stderr);
     drawn_ = true;
   }

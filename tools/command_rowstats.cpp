@@ -263,13 +263,6 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
   model::StreamingOptions streaming;
   streaming.statistics = options;
   streaming.allow_beyond_trained_positions = arguments.has("beyond-trained-length");
-  const auto start = std::chrono::steady_clock::now();
-  const model::StreamingForwardResult result = transformer.forward_row_statistics(request.tokens, {}, streaming);
-  const double seconds_per_head =
-      milliseconds_since(start) / 1000 / static_cast<double>(config.n_layers * config.n_heads);
-  if (result.beyond_trained_positions)
-    std::cerr << "attnscope: " << request.tokens.size() << " tokens run beyond the model's trained length of "
-              << result.trained_positions << " positions (RoPE extrapolation, --beyond-trained-length)\n";
   std::vector<Index> layers, heads;
   if (arguments.has("layers")) layers = parse_index_list(arguments.get("layers"), "--layers");
   if (arguments.has("heads")) heads = parse_index_list(arguments.get("heads"), "--heads");
@@ -294,6 +287,26 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
   run["tokens"] = std::to_string(request.tokens.size());
   run["tokens_crc32"] = tokens_crc32(request.tokens);
   if (config.sliding_window > 0) run["window"] = std::to_string(config.sliding_window);
+  // the forward stops after the last requested layer and forms no logits; the bar shows layers and tokens/s
+  model::ForwardOptions forward_options;
+  forward_options.last_layer = static_cast<int>(*std::max_element(layers.begin(), layers.end()));
+  forward_options.logits = false;
+  ProgressBar bar("forward");
+  const auto start = std::chrono::steady_clock::now();
+  forward_options.layer_progress = [&](int done, int total) {
+    const double seconds = milliseconds_since(start) / 1000;
+    bar.update(done, total, attnscope::detail::concat(" layers, ", static_cast<long>(static_cast<double>(done) *
+                                                          static_cast<double>(request.tokens.size()) / seconds),
+                                                      " tokens/s"));
+  };
+  const model::StreamingForwardResult result =
+      transformer.forward_row_statistics(request.tokens, forward_options, streaming);
+  bar.finish();
+  const double seconds_per_head = milliseconds_since(start) / 1000 /
+                                  static_cast<double>((forward_options.last_layer + 1) * config.n_heads);
+  if (result.beyond_trained_positions)
+    std::cerr << "attnscope: " << request.tokens.size() << " tokens run beyond the model's trained length of "
+              << result.trained_positions << " positions (RoPE extrapolation, --beyond-trained-length)\n";
   RowstatsOutput<double> output(options);
   for (const Index l : layers) {
     output.begin_layer(l, static_cast<Index>(request.tokens.size()), heads.size());

@@ -66,7 +66,7 @@ TEST_CASE("layer inputs of stories260K: the residual stream and the RMSNorm rows
       CHECK((normed[l].row(i).cast<double>() - expected).cwiseAbs().maxCoeff() <= 1e-5 * (1 + expected.cwiseAbs().maxCoeff()));
     }
     // Position 0 has a RoPE angle of 0, so its query is exactly normed row 0 · W_Qᵀ.
-    const Eigen::RowVectorXf query0 = normed[l].row(0) * transformer.weights().layers[l].wq.transpose();
+    const Eigen::RowVectorXf query0 = normed[l].row(0) * transformer.weights().layers[l].wq.to_float32().transpose();
     for (int h = 0; h < config.n_heads; ++h) {
       const auto& captured = result.layers[l].q[std::size_t(h)];
       CHECK((captured.row(0) - query0.segment(h * head_size, head_size)).cwiseAbs().maxCoeff() <= 1e-4f);
@@ -84,7 +84,7 @@ TEST_CASE("layer inputs of a GPT-2 folder: the LayerNorm rows W_Q reads at every
   const Index head_size = config.head_size();
   for (std::size_t l = 0; l < normed.size(); ++l) {
     const auto& layer = gpt2.weights().layers[l];
-    RowMatrix<float> queries = normed[l] * layer.wq.transpose();
+    RowMatrix<float> queries = normed[l] * layer.wq.to_float32().transpose();
     if (layer.wq_bias.size() > 0) queries.rowwise() += layer.wq_bias.transpose();
     for (int h = 0; h < config.n_heads; ++h) {
       const RowMatrix<float> expected = queries.middleCols(h * head_size, head_size);

@@ -73,7 +73,7 @@ TEST_CASE("HF fixtures agree with an independent PyTorch forward: logits and eve
     CHECK(worst_attention <= attnscope::testing::hf_attention_tolerance);
     // The first embedding rows as stored (BF16/F16 widened exactly).
     CHECK(
-        (model.weights().token_embedding.topRows(2).cast<double>() - reference.embedding_rows).cwiseAbs().maxCoeff() ==
+        (model.weights().token_embedding.to_float32().topRows(2).cast<double>() - reference.embedding_rows).cwiseAbs().maxCoeff() ==
         0);
     // load_model dispatches a directory to the Hugging Face reader.
     CHECK(attnscope::model::load_model(hf_fixture_folder(name)).forward(tokens).logits == result.logits);

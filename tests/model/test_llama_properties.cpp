@@ -274,7 +274,7 @@ TEST_CASE("mean negative log-likelihood follows its definition") {
   auto pruned_weights = reference_model().weights();
   const long head_size = pruned_weights.config.head_size();
   for (const auto& [layer, head] : ablated.ablated_heads)
-    pruned_weights.layers[std::size_t(layer)].wo.middleCols(head * head_size, head_size).setZero();
+    pruned_weights.layers[std::size_t(layer)].wo.owned_float32().middleCols(head * head_size, head_size).setZero();
   const attnscope::model::Transformer pruned(std::move(pruned_weights));
   CHECK(ablated_nll == Approx(mean_nll_from_logits(pruned.forward(tokens).logits, tokens)).epsilon(1e-6));
   CHECK(std::abs(ablated_nll - nll) > 1e-3);  // the ablation has an effect to check

@@ -1,7 +1,8 @@
 // attnscope/io/huggingface.hpp — a Hugging Face model folder as `save_pretrained` writes it: config.json, and the
 // weights either in one model.safetensors or in shards listed by model.safetensors.index.json ("weight_map": tensor
-// name → shard file). The shards are memory-mapped (MappedSafetensors); tensors are views, converted to float32
-// (from F32, F16 or BF16) only when asked for, with their shape checked against what the caller expects.
+// name → shard file). The shards are memory-mapped (MappedSafetensors); tensors are views, read in place
+// (weight_tensor) or converted to float32 (from F32, F16 or BF16) when asked for, with their shape checked against
+// what the caller expects.
 // This layer knows nothing about architectures: it lists every tensor, including buffers such as GPT-2's
 // h.{i}.attn.bias that a model ignores. Tokenizer files (tokenizer.json, vocab.json, merges.txt) are read elsewhere.
 //
@@ -119,6 +120,17 @@ class BasicHuggingFaceFolder {
                              "' (also tried the prefixes 'transformer.' and 'model.'; the folder holds ", tensors_.size(),
                              " tensors)");
     return *found;
+  }
+
+  /// The tensor `name` refers to, read in place: its shape must equal `shape` and its dtype be F32, F16 or BF16
+  /// (a weight). io_error naming the file and tensor otherwise. The view's bytes stay valid as long as the folder.
+  const HuggingFaceTensor& weight_tensor(const std::string& name, const std::vector<std::int64_t>& shape) const {
+    const char* fn = "HuggingFaceFolder::weight_tensor";
+    const HuggingFaceTensor& stored = checked_tensor(fn, name, shape);
+    if (stored.dtype != DType::float32 && stored.dtype != DType::float16 && stored.dtype != DType::bfloat16)
+      detail::throw_io_error(fn, stored.file, "tensor '", stored.name, "' has dtype ", dtype_name(stored.dtype),
+                             "; weights must be float32, float16 or bfloat16");
+    return stored;
   }
 
   /// Tensor `name` as a float32 matrix; its shape must be exactly [rows, cols] (no transposition: PyTorch Linear

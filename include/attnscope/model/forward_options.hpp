@@ -51,6 +51,9 @@ enum class AblationMode {
   mean,  // [derived] by the running mean of that head's output over positions 0..p (keeps the pass causal)
 };
 
+/// Progress callback: (steps done, total steps).
+using ProgressCallback = std::function<void(int, int)>;
+
 /// Options of a forward pass.
 struct ForwardOptions {
   CaptureOptions capture{};
@@ -62,9 +65,15 @@ struct ForwardOptions {
   /// (layer, head) pairs whose head output is replaced inside the pass, see ablation_mode.
   std::set<std::pair<int, int>> ablated_heads{};
   AblationMode ablation_mode = AblationMode::zero;
-  /// false: skip the output head, so the result's logits stay empty (a capture for the per-head report needs none;
-  /// at L = 1024 with GPT-2's 50257-token vocabulary they are about half the forward pass).
+  /// Run layers 0..last_layer only (−1: every layer). A pass that stops early returns no logits (an empty matrix),
+  /// its captures and row statistics cover the layers run (hidden_states: their inputs, then the last one's
+  /// output), and the key/value cache of the layers not run is never touched. Ignored by generation and likelihood.
+  int last_layer = -1;
+  /// Whether forward() and forward_row_statistics() compute the logits (L × vocab: 2 GB for 4096 tokens of a
+  /// 128256-word vocabulary); false returns an empty matrix.
   bool logits = true;
+  /// Called after each layer with (layers done, layers to run).
+  ProgressCallback layer_progress{};
 };
 
 /// Per-head captures of one layer; each vector has n_heads entries (or is empty when not requested).
@@ -104,8 +113,5 @@ struct StreamingForwardResult {
   Index trained_positions = 0;          // config.seq_len
   bool beyond_trained_positions = false;  // L > trained_positions (RoPE extrapolation, opted in)
 };
-
-/// Progress callback: (steps done, total steps).
-using ProgressCallback = std::function<void(int, int)>;
 
 }  // namespace attnscope::model

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -33,10 +34,10 @@ namespace detail {
 template <class Json>
 class HuggingFaceReader {
  public:
-  explicit HuggingFaceReader(const std::string& folder) : folder_(folder), files_(folder) {}
+  explicit HuggingFaceReader(const std::string& folder) : folder_(folder), files_(std::make_shared<io::BasicHuggingFaceFolder<Json>>(folder)) {}
 
   const std::string& folder() const { return folder_; }
-  const Json& config() const { return files_.config(); }
+  const Json& config() const { return files_->config(); }
 
   [[noreturn]] void fail_config(const std::string& message) const {
     attnscope::detail::throw_io_error("load_huggingface_model", folder_ + "/config.json", message);
@@ -94,12 +95,18 @@ class HuggingFaceReader {
     return value.template get<double>();
   }
 
-  /// Tensor `name` as rows × cols float32; io_error naming the folder and the tensor when missing or mis-shaped.
-  RowMatrix<float> matrix(const std::string& name, Index rows, Index cols) const {
+  /// Tensor `name` as a rows × cols WeightMatrix: a view of the mapped bytes in their stored format (F32, F16,
+  /// BF16), which keeps the folder's maps alive; io_error naming the folder and the tensor when missing, mis-shaped
+  /// or of another dtype.
+  WeightMatrix matrix(const std::string& name, Index rows, Index cols) const {
     require(name);
     try {
-      used_.insert(files_.resolve_name(name));
-      return files_.matrix_float32(name, rows, cols);
+      used_.insert(files_->resolve_name(name));
+      const io::HuggingFaceTensor& stored = files_->weight_tensor(name, {rows, cols});
+      const kernels::StoredFloat format = stored.dtype == io::DType::float16    ? kernels::StoredFloat::float16
+                                          : stored.dtype == io::DType::bfloat16 ? kernels::StoredFloat::bfloat16
+                                                                                : kernels::StoredFloat::float32;
+      return WeightMatrix::view(format, stored.data, rows, cols, files_, stored.name + " in " + stored.file);
     } catch (const std::exception& error) {
       rethrow(name, error);
     }
@@ -109,20 +116,20 @@ class HuggingFaceReader {
   Vector<float> vector(const std::string& name, Index size) const {
     require(name);
     try {
-      used_.insert(files_.resolve_name(name));
-      return files_.vector_float32(name, size);
+      used_.insert(files_->resolve_name(name));
+      return files_->vector_float32(name, size);
     } catch (const std::exception& error) {
       rethrow(name, error);
     }
   }
 
-  bool has_tensor(const std::string& name) const { return files_.has_tensor(name); }
+  bool has_tensor(const std::string& name) const { return files_->has_tensor(name); }
 
   /// Throws an io_error naming the first stored tensor that no matrix()/vector() call read and whose name does not end
   /// in one of `buffers` (known non-weight buffers such as GPT-2's `.attn.bias`): an unexpected tensor means the
   /// folder is not what config.json says, and ignoring it could run a mis-mapped model silently wrong.
   void require_all_used(const std::vector<std::string>& buffers) const {
-    for (const std::string& name : files_.tensor_names()) {
+    for (const std::string& name : files_->tensor_names()) {
       if (used_.count(name) != 0) continue;
       const bool buffer = std::any_of(buffers.begin(), buffers.end(), [&](const std::string& suffix) {
         return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -137,11 +144,11 @@ class HuggingFaceReader {
 
  private:
   std::string folder_;
-  io::BasicHuggingFaceFolder<Json> files_;
+  std::shared_ptr<const io::BasicHuggingFaceFolder<Json>> files_;  // shared with the weight views
   mutable std::set<std::string> used_;  // stored names read so far
 
   void require(const std::string& name) const {
-    if (!files_.has_tensor(name))
+    if (!files_->has_tensor(name))
       attnscope::detail::throw_io_error("load_huggingface_model", folder_, "missing tensor '", name,
                                         "' (needed by config.json's model_type '", text("model_type", "?"), "')");
   }
@@ -161,6 +168,24 @@ Fused fused_rows(const Fused& fused, Index first, Index count, Index stride = 0,
   return part;
 }
 
+/// The part rows of a fused weight matrix: a view for one contiguous range (Phi-3's qkv_proj and gate_up_proj, GPT-2's
+/// c_attn), an owned float32 gather for several runs (GPT-NeoX's per-head q|k|v).
+inline WeightMatrix fused_rows(const WeightMatrix& fused, Index first, Index count, Index stride = 0, Index blocks = 1) {
+  if (blocks == 1) return fused.middle_rows(first, count);
+  RowMatrix<float> part(count * blocks, fused.cols());
+  for (Index b = 0; b < blocks; ++b)
+    part.middleRows(b * count, count) = fused.middle_rows(first + b * stride, count).to_float32();
+  return WeightMatrix(std::move(part));
+}
+
+/// A Conv1D weight (stored in × out) as an nn.Linear weight (out × in): a transposed view of F16/BF16 bytes (widened
+/// panel by panel by the product), or for F32 an owned row-major copy, the layout whose one-call Eigen product is
+/// the float32 forward's (a transposed F32 view would change the GEMM's rounding order).
+inline WeightMatrix linear_layout(const WeightMatrix& conv1d) {
+  if (conv1d.format() == kernels::StoredFloat::float32) return WeightMatrix(conv1d.transposed_view().to_float32());
+  return conv1d.transposed_view();
+}
+
 /// Reads the weights an architecture table names (model/detail/architectures.hpp) in the layout its config asks for,
 /// then refuses any stored tensor left unread that is not one of the table's known buffers.
 template <class Reader>
@@ -174,7 +199,7 @@ TransformerWeights read_architecture(const Reader& reader, Architecture architec
   const Index k_norm_size = c.query_key_norm == QueryKeyNorm::per_head ? c.head_dim : kv_dim;
   // an nn.Linear weight (out × in), or a Conv1D one stored in × out (GPT-2) turned into out × in
   const auto linear_weight = [&](const std::string& name, Index out, Index in) -> WeightMatrix {
-    if (n.conv1d) return reader.matrix(name, in, out).transpose();
+    if (n.conv1d) return linear_layout(reader.matrix(name, in, out));
     return reader.matrix(name, out, in);
   };
   TransformerWeights w;
@@ -262,7 +287,8 @@ TransformerWeights read_architecture(const Reader& reader, Architecture architec
 }  // namespace detail
 
 /// Reads the TransformerWeights of a Hugging Face model folder (config.json plus model.safetensors, or
-/// model.safetensors.index.json and its shards; F32, F16 or BF16 tensors are converted to float32) for model_type
+/// model.safetensors.index.json and its shards; F32, F16 or BF16 weight matrices stay memory-mapped in their stored
+/// format as WeightMatrix views, norm weights and biases are converted to float32) for model_type
 /// gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, gpt_neox or olmo2 (docs/models.md). Throws
 /// attnscope::io_error naming the folder and config.json or the tensor for: an unreadable folder, a missing or
 /// unsupported model_type, a config feature not implemented (an unknown rope_type, another activation, ...), a

@@ -78,7 +78,7 @@ class BasicTransformer {
   /// of scores or attention; streaming.statistics with a visibility other than the default causal one or a scale;
   /// block sizes ≤ 0; L > seq_len with learned positions (GPT-2), or with RoPE unless allow_beyond_trained_positions;
   /// plus every error of forward() and of stream::row_statistics.
-  /// Memory: the key/value cache O(n_layers·L·kv_dim), activations and logits O(L·(dim + hidden_dim + vocab)), the
+  /// Memory: the key/value cache of one layer O(L·kv_dim), activations and logits O(L·(dim + hidden_dim + vocab)), the
   /// statistics O(n_layers·n_heads·L), and the kernel's strips of query_block × L scores per thread; never O(L²).
   /// Cost as forward() plus the statistics' O(n_layers·n_heads·L·visible keys).
   StreamingForwardResult forward_row_statistics(const std::vector<int>& tokens, const ForwardOptions& options = {},
@@ -159,6 +159,8 @@ class BasicTransformer {
                                                 tokens.size());
     ForwardOptions plain = options;
     plain.capture = CaptureOptions{};
+    plain.last_layer = -1;
+    plain.logits = true;
     const ForwardResult result = forward(tokens, plain);
     double total = 0;
     for (std::size_t p = 0; p + 1 < tokens.size(); ++p)
@@ -187,6 +189,8 @@ class BasicTransformer {
                                                 " exceeds seq_len ", config().seq_len);
     ForwardOptions plain = options;
     plain.capture = CaptureOptions{};
+    plain.last_layer = -1;
+    plain.layer_progress = {};
     std::vector<int> tokens = prefix;
     if (steps == 0) return tokens;
     detail::BasicDecoderState<Scalar> state = start_state(total);
@@ -217,7 +221,7 @@ class BasicTransformer {
         attnscope::detail::throw_invalid_argument(fn, name, " has shape ", rows, "x", cols, ", expected ", want_rows,
                                                   "x", want_cols);
     };
-    auto check_matrix = [&](const std::string& name, const RowMatrix<float>& m, Index rows, Index cols) {
+    auto check_matrix = [&](const std::string& name, const WeightMatrix& m, Index rows, Index cols) {
       shape(name, m.rows(), m.cols(), rows, cols);
     };
     auto check_vector = [&](const std::string& name, const Vector<float>& v, Index size) {
@@ -280,6 +284,9 @@ class BasicTransformer {
   }
 
   void validate_options(const char* function, const ForwardOptions& options) const {
+    if (options.last_layer < -1 || options.last_layer >= config().n_layers)
+      attnscope::detail::throw_invalid_argument(function, "options.last_layer = ", options.last_layer,
+                                                " outside [-1, ", config().n_layers, ")");
     if (options.map && options.normalizer)
       attnscope::detail::throw_invalid_argument(function, "set either options.map or options.normalizer, not both");
     if (options.map) attnscope::detail::validate_map(function, *options.map);
@@ -410,15 +417,16 @@ class BasicTransformer {
     const RotaryTable local_rotary = local_rope ? rotary_table(offset, rows, rope_frequencies(c, total, true))
                                                : RotaryTable{};
 
-    RowMatrix<Scalar> residual(rows, c.dim);
-    for (Index r = 0; r < rows; ++r) residual.row(r) = weights_.token_embedding.row(tokens[std::size_t(r)]);
-    if (c.embedding_scale != 1.0f) residual *= c.embedding_scale;              // Gemma: √dim
-    if (!rope) residual += weights_.position_embedding.middleRows(offset, rows);  // GPT-2: wte + wpe
+    RowMatrix<Scalar> residual;
+    detail::embedding_rows(residual, weights_.token_embedding, tokens);
+    if (c.embedding_scale != 1.0f) residual *= c.embedding_scale;                        // Gemma: √dim
+    if (!rope) detail::add_embedding_rows(residual, weights_.position_embedding, offset);  // GPT-2: wte + wpe
 
     const bool pre_norm = c.norm_placement != NormPlacement::post;
     RowMatrix<Scalar> queries(rows, c.query_dim()), head_outputs(rows, c.query_dim());
     RowMatrix<Scalar> scores, attention_buffer;  // reused across heads unless captured
-    for (int l = 0; l < c.n_layers; ++l) {
+    const int layers_run = options.last_layer >= 0 ? options.last_layer + 1 : c.n_layers;
+    for (int l = 0; l < layers_run; ++l) {
       const auto& layer = weights_.layers[std::size_t(l)];
       if (want.hidden_states) capture->hidden_states.push_back(residual);
       const Index window = c.window_of_layer(l);
@@ -482,6 +490,7 @@ class BasicTransformer {
           if (want.head_output) layer_capture->head_output.emplace_back(output);
         }
       }
+      if (streaming) keys = values = RowMatrix<Scalar>();  // a whole sequence: no later pass reads this layer's cache
       add_branch(residual, head_outputs, layer.wo, layer.wo_bias, layer.post_attention_norm);
       // Feed-forward block on norm(x) (x before the attention update with a parallel residual).
       const RowMatrix<Scalar> hidden =
@@ -489,11 +498,12 @@ class BasicTransformer {
           : pre_norm          ? feed_forward_hidden(norm(residual, layer.ffn_norm, layer.ffn_norm_bias), layer)
                               : feed_forward_hidden(residual, layer);
       add_branch(residual, hidden, layer.w2, layer.w2_bias, layer.post_ffn_norm);
+      if (options.layer_progress) options.layer_progress(l + 1, layers_run);
     }
     state.length = total;
     if (want.hidden_states) capture->hidden_states.push_back(residual);
+    if (!last_logits_only && (!options.logits || layers_run < c.n_layers)) return RowMatrix<Scalar>();
     // Final norm then the output head.
-    if (!options.logits && !last_logits_only) return RowMatrix<Scalar>();
     RowMatrix<Scalar> logits;
     if (last_logits_only) {
       const RowMatrix<Scalar> last_row = residual.bottomRows(1);

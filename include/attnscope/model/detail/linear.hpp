@@ -1,33 +1,158 @@
 // attnscope/model/detail/linear.hpp — the one product of activations with a weight matrix: y = x·Wᵀ for an
-// nn.Linear weight W (out_features × in_features). Every projection of the forward pass goes through these three
-// functions, so how weights are stored (model::WeightMatrix) is a concern of this header only.
+// nn.Linear weight W (out_features × in_features), and the embedding lookups. Every projection of the forward pass
+// goes through these functions, so how weights are stored (model::WeightMatrix) is a concern of this header only.
+//
+// How the product runs: the output columns (W's rows) are cut into panels of panel_width(in) rows of W; each panel's
+// product x·W_panelᵀ is one Eigen GEMM in float32 (activations and accumulation float32). A float32 W is multiplied
+// in place; a float16 or bfloat16 W is widened panel by panel into a per-thread buffer of panel × in floats
+// (kernels::widen, exact), so no float32 copy of a weight matrix exists. With OpenMP the panels of a float16 or
+// bfloat16 W are shared among the threads (attnscope::detail::for_each_row; Eigen does not thread inside them); a
+// float32 W is one Eigen call over the whole matrix, threaded by Eigen itself, so an F32 model computes exactly the
+// products it computed when every weight was an owned float32 matrix.
+//
+// Rounding: the panel products accumulate each output element over the depth in float32 as Eigen's one-call product
+// does, but Eigen's blocking differs between the two, so they agree within float32 rounding, not bit for bit
+// (tests/model/test_weight_storage.cpp checks the bound and the bitwise F32 case). The panels depend on the depth
+// only, so a float16/bfloat16 product does not depend on which thread computes which panel.
 #pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include <Eigen/Core>
 
+#include "attnscope/core/error.hpp"
+#include "attnscope/core/parallel.hpp"
 #include "attnscope/core/types.hpp"
+#include "attnscope/kernels/widen.hpp"
 #include "attnscope/model/weights.hpp"
 
 namespace attnscope::model::detail {
+
+/// Rows of W per panel of the product for a depth (in_features) of `depth`: 128, or 256 for depths ≥ 8192 (fewer
+/// repacks of the activations per product); a function of the depth only, so results never depend on the threads.
+inline Index panel_width(Index depth) { return depth >= 8192 ? 256 : 128; }
+
+/// Throws attnscope::invalid_argument naming the weight and the first non-finite element of W, if it has one.
+inline void require_finite_weight(const char* function, const WeightMatrix& w) {
+  std::vector<float> row(static_cast<std::size_t>(w.cols()));
+  for (Index r = 0; r < w.rows(); ++r) {
+    w.widen_row(r, row.data());
+    for (Index c = 0; c < w.cols(); ++c)
+      if (!std::isfinite(row[std::size_t(c)]))
+        attnscope::detail::throw_invalid_argument(function, "weight '", w.name(), "' (", w.rows(), "x", w.cols(), ", ",
+                                                  kernels::stored_float_name(w.format()),
+                                                  ") holds the non-finite value ", row[std::size_t(c)], " at (", r,
+                                                  ", ", c, ")");
+  }
+}
+
+/// out (+)= x·W_panelᵀ for W's rows [first, first + count) into out's columns [first, first + count). A float32 W
+/// is read in place; other formats are widened into `buffer`.
+template <bool Add, class Out>
+void linear_panel(Out& out, const RowMatrixView<float>& x, const WeightMatrix& w, Index first, Index count,
+                  RowMatrix<float>& buffer) {
+  using Stride = Eigen::OuterStride<>;
+  auto target = out.middleCols(first, count);
+  auto apply = [&](const auto& weight_transpose) {
+    if (Add) target.noalias() += x * weight_transpose;
+    else target.noalias() = x * weight_transpose;
+  };
+  const Index depth = w.cols();
+  if (w.format() == kernels::StoredFloat::float32) {
+    const float* base = reinterpret_cast<const float*>(w.data());
+    if (w.transposed())  // the bytes hold Wᵀ (in × out) row by row: its columns [first, first + count)
+      apply(Eigen::Map<const RowMatrix<float>, 0, Stride>(base + first, depth, count, Stride(w.stride())));
+    else
+      apply(Eigen::Map<const RowMatrix<float>, 0, Stride>(base + first * w.stride(), count, depth, Stride(w.stride()))
+                .transpose());
+    return;
+  }
+  const std::size_t element = kernels::stored_float_size(w.format());
+  if (w.transposed()) {
+    buffer.resize(depth, count);
+    for (Index i = 0; i < depth; ++i)
+      kernels::widen(w.data() + w.offset(first, i) * element, w.format(), count, buffer.data() + i * count);
+    apply(buffer);
+  } else {
+    buffer.resize(count, depth);
+    for (Index r = 0; r < count; ++r)
+      kernels::widen(w.data() + w.offset(first + r, 0) * element, w.format(), depth, buffer.data() + r * depth);
+    apply(buffer.transpose());
+  }
+}
+
+/// out (+)= x·Wᵀ in panels (see the header comment). out is rows(x) × rows(W); x is rows × cols(W).
+template <bool Add, class Out, class Derived>
+void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, const WeightMatrix& w) {
+  const char* fn = "linear";
+  if (x_expression.cols() != w.cols() || out.rows() != x_expression.rows() || out.cols() != w.rows())
+    attnscope::detail::throw_invalid_argument(fn, "x is ", x_expression.rows(), "x", x_expression.cols(), ", weight '",
+                                              w.name(), "' ", w.rows(), "x", w.cols(), ", output ", out.rows(), "x",
+                                              out.cols());
+  const RowMatrixView<float> x(x_expression);
+  const Index out_features = w.rows(), width = panel_width(w.cols());
+  const Index panels = std::max<Index>(1, out_features / width);  // the last panel takes the remainder (< 2·width)
+  if (w.format() == kernels::StoredFloat::float32) {
+    RowMatrix<float> unused;
+    linear_panel<Add>(out, x, w, 0, out_features, unused);  // one call: the product as Eigen computes (and threads) it
+  } else {
+    attnscope::detail::for_each_row(panels, x.rows() * w.cols() * width, [&](Index p) {
+      thread_local RowMatrix<float> buffer;
+      const Index first = p * width, count = p + 1 == panels ? out_features - first : width;
+      linear_panel<Add>(out, x, w, first, count, buffer);
+    });
+  }
+  // A weight read in place from a file was never checked element by element: a non-finite output from finite
+  // inputs is traced back to the weight and named (the check costs O(rows·out), the product O(rows·out·in)).
+  if (w.is_view() && !out.allFinite() && x.allFinite()) require_finite_weight(fn, w);
+}
 
 /// x·Wᵀ (rows of x are tokens; W is out × in): a new rows × out matrix.
 template <class Scalar, class Derived>
 RowMatrix<Scalar> linear(const Eigen::MatrixBase<Derived>& x, const WeightMatrix& w) {
   RowMatrix<Scalar> y(x.rows(), w.rows());
-  y.noalias() = x * w.transpose();
+  linear_product<false>(y, x, w);
   return y;
 }
 
 /// out = x·Wᵀ into an existing block of the right shape.
 template <class Out, class Derived>
 void linear_into(Out&& out, const Eigen::MatrixBase<Derived>& x, const WeightMatrix& w) {
-  out.noalias() = x * w.transpose();
+  linear_product<false>(out, x, w);
 }
 
 /// out += x·Wᵀ (the residual update of a block's output projection).
 template <class Out, class Derived>
 void linear_add(Out&& out, const Eigen::MatrixBase<Derived>& x, const WeightMatrix& w) {
-  out.noalias() += x * w.transpose();
+  linear_product<true>(out, x, w);
+}
+
+/// Row r of out = row tokens[r] of the embedding table W (vocab × dim), widened to float32. Throws
+/// attnscope::invalid_argument naming the table for a non-finite value in a row read from a file.
+template <class Scalar>
+void embedding_rows(RowMatrix<Scalar>& out, const WeightMatrix& table, const std::vector<int>& tokens) {
+  out.resize(static_cast<Index>(tokens.size()), table.cols());
+  for (Index r = 0; r < out.rows(); ++r) {
+    table.widen_row(tokens[std::size_t(r)], out.data() + r * out.cols());
+    if (table.is_view() && !out.row(r).allFinite())
+      attnscope::detail::throw_invalid_argument("embedding_rows", "embedding '", table.name(), "' row ",
+                                                tokens[std::size_t(r)], " holds a non-finite value");
+  }
+}
+
+/// out.row(r) += row first + r of W (the learned position embedding of positions first..), widened to float32.
+template <class Scalar>
+void add_embedding_rows(RowMatrix<Scalar>& out, const WeightMatrix& table, Index first) {
+  Eigen::Matrix<float, 1, Eigen::Dynamic> row(table.cols());
+  for (Index r = 0; r < out.rows(); ++r) {
+    table.widen_row(first + r, row.data());
+    if (table.is_view() && !row.allFinite())
+      attnscope::detail::throw_invalid_argument("add_embedding_rows", "embedding '", table.name(), "' row ",
+                                                first + r, " holds a non-finite value");
+    out.row(r) += row;
+  }
 }
 
 }  // namespace attnscope::model::detail
