@@ -33,8 +33,8 @@ def main():
     if export.returncode != 0:
         print("FAIL: the export script exited %d" % export.returncode)
         return 1
-    report = subprocess.run([attnscope, "report", npz, "--json", report_json], capture_output=True, text=True,
-                            timeout=300)
+    report = subprocess.run([attnscope, "report", npz, "--columns", "all", "--json", report_json],
+                            capture_output=True, text=True, timeout=300)
     print(report.stdout, report.stderr)
     if report.returncode != 0:
         print("FAIL: attnscope report exited %d" % report.returncode)

@@ -208,8 +208,8 @@ TEST_CASE("config.json of each family maps to the documented feature flags") {
       const auto matrix = array.to_matrix<float>();
       const auto& wq = hf_fixture_model("gpt_neox").weights().layers[1].wq;
       const auto& wv = hf_fixture_model("gpt_neox").weights().layers[1].wv;
-      CHECK(wq.middleRows(16, 16) == matrix.middleRows(48, 16));
-      CHECK(wv.middleRows(32, 16) == matrix.middleRows(2 * 48 + 32, 16));
+      CHECK(wq.to_float32().middleRows(16, 16) == matrix.middleRows(48, 16));
+      CHECK(wv.to_float32().middleRows(32, 16) == matrix.middleRows(2 * 48 + 32, 16));
     }
 }
 

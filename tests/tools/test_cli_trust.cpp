@@ -269,7 +269,7 @@ TEST_CASE("exit codes: data errors exit 1 without the usage text; usage errors e
   CHECK(contains(report_map.err, "usage: attnscope report"));
 }
 
-TEST_CASE("--from and --skip-tokens choose where a text input starts") {
+TEST_CASE("text inputs start where --from and --skip-tokens say") {
   const std::string model = attnscope::testing::hf_fixture_folder("gpt2");
   const std::string text = attnscope::testing::cli::slurp(attnscope::testing::hf_fixture_sample_text());
   const std::string sample = attnscope::testing::hf_fixture_sample_text();
