@@ -230,6 +230,12 @@ std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink
   };
 }
 
+#ifdef ATTNSCOPE_EXTERN_TEMPLATES
+// Compiled once in the optional compiled part (src/extern_templates/report_columns.cpp).
+extern template std::vector<ReportColumn> analysis_report_columns<double>(const std::vector<Index>&);
+extern template std::vector<ReportColumn> analysis_report_columns<float>(const std::vector<Index>&);
+#endif
+
 /// default_report_columns(sink_keys) followed by analysis_report_columns<Scalar>(sink_keys).
 template <class Scalar = double>
 std::vector<ReportColumn> all_report_columns(const std::vector<Index>& sink_keys = {0}) {

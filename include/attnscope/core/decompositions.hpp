@@ -53,7 +53,7 @@ SymmetricEigen<Matrix> symmetric_eigen(const Matrix& matrix, bool with_vectors =
 }
 
 #ifdef ATTNSCOPE_EXTERN_TEMPLATES
-// Compiled once in src/extern_templates.cpp (CMake target attnscope::extern_templates).
+// Compiled once in src/extern_templates/decompositions.cpp (CMake target attnscope::extern_templates).
 extern template Vector<double> singular_values_divide_and_conquer<Eigen::MatrixXd>(const Eigen::MatrixXd&);
 extern template Vector<double> singular_values_jacobi<Eigen::MatrixXd>(const Eigen::MatrixXd&);
 extern template Vector<float> singular_values_jacobi<Eigen::MatrixXf>(const Eigen::MatrixXf&);

@@ -315,6 +315,10 @@ TransformerWeights read_huggingface_weights(const std::string& folder) {
                      "gpt_neox, olmo2)");
 }
 
+#ifdef ATTNSCOPE_EXTERN_TEMPLATES
+extern template TransformerWeights read_huggingface_weights<nlohmann::json>(const std::string&);  // compiled part
+#endif
+
 /// A Hugging Face model folder as a Transformer (read_huggingface_weights, then the Transformer's own checks).
 template <class Json = nlohmann::json>
 Transformer load_huggingface_model(const std::string& folder) {

@@ -6,7 +6,9 @@
 // model/config.hpp, model/weights.hpp, model/forward_options.hpp and model/sampling.hpp.
 //
 // The class is a template on its scalar (float, the weights' type) so that including this header instantiates no
-// matrix product: code is generated only in the translation units that call the model.
+// matrix product: code is generated only in the translation units that call the model. The forward pass (run and the
+// public members that start it) is defined below the class, so that with the optional compiled part
+// (ATTNSCOPE_EXTERN_TEMPLATES) only src/extern_templates/transformer.cpp compiles it.
 #pragma once
 
 #include <cmath>
@@ -58,14 +60,7 @@ class BasicTransformer {
   /// Throws attnscope::invalid_argument for empty input, L > seq_len, a token outside [0, vocab), an ablated head
   /// outside the model, or a normalizer that returns a wrong shape or non-finite weights.
   /// Cost O(n_layers·(L·dim·(dim + hidden) + n_heads·L²·head_size)) + O(L·vocab·dim).
-  ForwardResult forward(const std::vector<int>& tokens, const ForwardOptions& options = {}) const {
-    validate_tokens("forward", tokens);
-    validate_options("forward", options);
-    detail::BasicDecoderState<Scalar> state = start_state(static_cast<Index>(tokens.size()));
-    ForwardResult result;
-    result.logits = run(tokens, state, options, &result, false);
-    return result;
-  }
+  ForwardResult forward(const std::vector<int>& tokens, const ForwardOptions& options = {}) const;
 
   /// Streaming forward over tokens[0..L) at positions 0..L−1: the same logits as forward() (softmax attention), with
   /// every head's attention run by the blockwise kernel of stream/attention.hpp without capturing any L×L matrix:
@@ -82,48 +77,7 @@ class BasicTransformer {
   /// statistics O(n_layers·n_heads·L), and the kernel's strips of query_block × L scores per thread; never O(L²).
   /// Cost as forward() plus the statistics' O(n_layers·n_heads·L·visible keys).
   StreamingForwardResult forward_row_statistics(const std::vector<int>& tokens, const ForwardOptions& options = {},
-                                                const StreamingOptions& streaming = {}) const {
-    const char* fn = "Transformer::forward_row_statistics";
-    const auto& c = config();
-    if (options.map || options.normalizer)
-      attnscope::detail::throw_invalid_argument(fn, "only softmax attention streams: options.map and ",
-                                                "options.normalizer must be unset");
-    if (options.capture.scores || options.capture.attention)
-      attnscope::detail::throw_invalid_argument(fn, "capture.scores and capture.attention are L x L matrices, ",
-                                                "which the streaming forward never forms; use forward()");
-    const stream::RowStatisticsOptions& statistics = streaming.statistics;
-    if (statistics.visibility.kind() != Visibility::Kind::causal_prefix || statistics.visibility.causal_offset() != 0 ||
-        statistics.scale || statistics.logit_softcap)
-      attnscope::detail::throw_invalid_argument(fn, "streaming.statistics.visibility, scale and logit_softcap are set ",
-                                                "by the model (causal, each layer's window, its attention scale and ",
-                                                "softcap); leave them at their defaults");
-    if (streaming.query_block <= 0 || streaming.key_block <= 0)
-      attnscope::detail::throw_invalid_argument(fn, "query_block = ", streaming.query_block, " and key_block = ",
-                                                streaming.key_block, " must be >= 1");
-    const Index length = static_cast<Index>(tokens.size());
-    const bool beyond = length > c.seq_len;
-    if (beyond && c.position_encoding == PositionEncoding::learned)
-      attnscope::detail::throw_invalid_argument(fn, "sequence length ", length, " exceeds seq_len ", c.seq_len,
-                                                ": the learned position embedding has only ", c.seq_len,
-                                                " positions");
-    if (beyond && !streaming.allow_beyond_trained_positions)
-      attnscope::detail::throw_invalid_argument(fn, "sequence length ", length, " exceeds the trained length seq_len ",
-                                                c.seq_len, "; set allow_beyond_trained_positions to run RoPE past it");
-    validate_tokens(fn, tokens, beyond ? length : c.seq_len);
-    validate_options(fn, options);
-    StreamingRun run_state{&streaming, {}};
-    run_state.statistics.resize(std::size_t(c.n_layers));
-    detail::BasicDecoderState<Scalar> state = start_state(length);
-    ForwardResult captures;
-    StreamingForwardResult result;
-    result.logits = run(tokens, state, options, &captures, false, &run_state);
-    result.row_statistics = std::move(run_state.statistics);
-    result.layers = std::move(captures.layers);
-    result.hidden_states = std::move(captures.hidden_states);
-    result.trained_positions = c.seq_len;
-    result.beyond_trained_positions = beyond;
-    return result;
-  }
+                                                const StreamingOptions& streaming = {}) const;
 
   /// Greedy decoding (argmax, first index on ties, as run.c): returns prefix followed by `steps` new tokens.
   /// Uses a key/value cache, so each step costs one row of the forward pass. Throws if prefix is invalid, steps < 0
@@ -204,69 +158,7 @@ class BasicTransformer {
     return tokens;
   }
 
-  void validate_weights() const {
-    const auto& c = weights_.config;
-    const char* fn = "Transformer";
-    if (const std::string problem = detail::transformer_config_problem(c); !problem.empty())
-      attnscope::detail::throw_invalid_argument(fn, "invalid configuration: ", problem);
-    const Index dim = c.dim, hidden = c.hidden_dim, query_dim = c.query_dim(), kv_dim = c.kv_dim();
-    const bool layer_norm = c.norm == NormKind::layer_norm, gated = is_gated(c.feed_forward);
-    const bool pre_norms = c.norm_placement != NormPlacement::post, post_norms = c.norm_placement != NormPlacement::pre;
-    const Index q_norm_size = c.query_key_norm == QueryKeyNorm::per_head ? c.head_dim
-                              : c.query_key_norm == QueryKeyNorm::full_width ? query_dim : 0;
-    const Index k_norm_size = c.query_key_norm == QueryKeyNorm::per_head ? c.head_dim
-                              : c.query_key_norm == QueryKeyNorm::full_width ? kv_dim : 0;
-    auto shape = [&](const std::string& name, Index rows, Index cols, Index want_rows, Index want_cols) {
-      if (rows != want_rows || cols != want_cols)
-        attnscope::detail::throw_invalid_argument(fn, name, " has shape ", rows, "x", cols, ", expected ", want_rows,
-                                                  "x", want_cols);
-    };
-    auto check_matrix = [&](const std::string& name, const WeightMatrix& m, Index rows, Index cols) {
-      shape(name, m.rows(), m.cols(), rows, cols);
-    };
-    auto check_vector = [&](const std::string& name, const Vector<float>& v, Index size) {
-      if (v.size() != size)
-        attnscope::detail::throw_invalid_argument(fn, name, " has ", v.size(), " entries, expected ", size);
-    };
-    check_matrix("token_embedding", weights_.token_embedding, c.vocab_size, dim);
-    check_matrix("position_embedding", weights_.position_embedding,
-           c.position_encoding == PositionEncoding::learned ? c.seq_len : 0,
-           c.position_encoding == PositionEncoding::learned ? dim : 0);
-    check_matrix("classifier", weights_.classifier, c.tied_embeddings ? 0 : c.vocab_size, c.tied_embeddings ? 0 : dim);
-    check_vector("final_norm", weights_.final_norm, dim);
-    check_vector("final_norm_bias", weights_.final_norm_bias, layer_norm ? dim : 0);
-    if (layer_norm && (c.norm_placement != NormPlacement::pre || c.query_key_norm != QueryKeyNorm::none))
-      attnscope::detail::throw_invalid_argument(fn, "LayerNorm is implemented for pre-norm blocks without q/k norms "
-                                                "only (the post and q/k norms have no bias)");
-    if (weights_.layers.size() != static_cast<std::size_t>(c.n_layers))
-      attnscope::detail::throw_invalid_argument(fn, "have ", weights_.layers.size(), " layers, config says ",
-                                                c.n_layers);
-    for (std::size_t l = 0; l < weights_.layers.size(); ++l) {
-      const auto& layer = weights_.layers[l];
-      const std::string at = attnscope::detail::concat("layers[", l, "].");
-      check_vector(at + "attention_norm", layer.attention_norm, pre_norms ? dim : 0);
-      check_vector(at + "attention_norm_bias", layer.attention_norm_bias, pre_norms && layer_norm ? dim : 0);
-      check_vector(at + "ffn_norm", layer.ffn_norm, pre_norms ? dim : 0);
-      check_vector(at + "ffn_norm_bias", layer.ffn_norm_bias, pre_norms && layer_norm ? dim : 0);
-      check_vector(at + "post_attention_norm", layer.post_attention_norm, post_norms ? dim : 0);
-      check_vector(at + "post_ffn_norm", layer.post_ffn_norm, post_norms ? dim : 0);
-      check_vector(at + "q_norm", layer.q_norm, q_norm_size);
-      check_vector(at + "k_norm", layer.k_norm, k_norm_size);
-      check_matrix(at + "wq", layer.wq, query_dim, dim);
-      check_matrix(at + "wk", layer.wk, kv_dim, dim);
-      check_matrix(at + "wv", layer.wv, kv_dim, dim);
-      check_matrix(at + "wo", layer.wo, dim, query_dim);
-      check_vector(at + "wq_bias", layer.wq_bias, c.attention_qkv_bias ? query_dim : 0);
-      check_vector(at + "wk_bias", layer.wk_bias, c.attention_qkv_bias ? kv_dim : 0);
-      check_vector(at + "wv_bias", layer.wv_bias, c.attention_qkv_bias ? kv_dim : 0);
-      check_vector(at + "wo_bias", layer.wo_bias, c.attention_output_bias ? dim : 0);
-      check_matrix(at + "w1", layer.w1, hidden, dim);
-      check_matrix(at + "w2", layer.w2, dim, hidden);
-      check_matrix(at + "w3", layer.w3, gated ? hidden : 0, gated ? dim : 0);
-      check_vector(at + "w1_bias", layer.w1_bias, c.feed_forward_bias ? hidden : 0);
-      check_vector(at + "w2_bias", layer.w2_bias, c.feed_forward_bias ? dim : 0);
-    }
-  }
+  void validate_weights() const;
 
   void validate_tokens(const char* function, const std::vector<int>& tokens) const {
     validate_tokens(function, tokens, config().seq_len);
@@ -393,130 +285,263 @@ class BasicTransformer {
   // statistics, appended to streaming->statistics; no L×L buffer is allocated.
   RowMatrix<Scalar> run(const std::vector<int>& tokens, detail::BasicDecoderState<Scalar>& state,
                         const ForwardOptions& options, ForwardResult* capture, bool last_logits_only,
-                        StreamingRun* streaming = nullptr) const {
-    const auto& c = config();
-    const Index rows = static_cast<Index>(tokens.size()), offset = state.length, total = offset + rows;
-    const Index head_size = c.head_dim, heads_per_kv = c.n_heads / c.n_kv_heads;
-    const CaptureOptions want = capture ? options.capture : CaptureOptions{};
-    if (capture && want.any_head_capture()) capture->layers.resize(std::size_t(c.n_layers));
-    // the attention kernel's settings: the layer's visibility and the scale (1/√head_size by default: Vaswani et al.
-    // 2017, eq. 1; run.c divides the scores by sqrtf(head_size)), the softcap, the streaming statistics' choices
-    stream::RowStatisticsOptions kernel_options = streaming ? streaming->options->statistics
-                                                            : stream::RowStatisticsOptions{};
-    kernel_options.scale = c.attention_scale > 0 ? c.attention_scale : 1.0 / std::sqrt(static_cast<double>(head_size));
-    if (c.attention_softcap > 0) kernel_options.logit_softcap = c.attention_softcap;
-    if (streaming) kernel_options.block_rows = streaming->options->query_block;
-    const bool softmax = !options.map && !options.normalizer;
-    const bool rope = c.position_encoding != PositionEncoding::learned;
-    const RopeConvention convention = c.position_encoding == PositionEncoding::rope_interleaved
-                                          ? RopeConvention::interleaved
-                                          : RopeConvention::rotate_half;
-    // RoPE tables: the global one, and the sliding-window layers' own when they have their own base (Gemma 3)
-    const RotaryTable rotary = rope ? rotary_table(offset, rows, rope_frequencies(c, total)) : RotaryTable{};
-    const bool local_rope = rope && c.rope_local_theta > 0;
-    const RotaryTable local_rotary = local_rope ? rotary_table(offset, rows, rope_frequencies(c, total, true))
-                                               : RotaryTable{};
-
-    RowMatrix<Scalar> residual;
-    detail::embedding_rows(residual, weights_.token_embedding, tokens);
-    if (c.embedding_scale != 1.0f) residual *= c.embedding_scale;                        // Gemma: √dim
-    if (!rope) detail::add_embedding_rows(residual, weights_.position_embedding, offset);  // GPT-2: wte + wpe
-
-    const bool pre_norm = c.norm_placement != NormPlacement::post;
-    RowMatrix<Scalar> queries(rows, c.query_dim()), head_outputs(rows, c.query_dim());
-    RowMatrix<Scalar> scores, attention_buffer;  // reused across heads unless captured
-    const int layers_run = options.last_layer >= 0 ? options.last_layer + 1 : c.n_layers;
-    for (int l = 0; l < layers_run; ++l) {
-      const auto& layer = weights_.layers[std::size_t(l)];
-      if (want.hidden_states) capture->hidden_states.push_back(residual);
-      const Index window = c.window_of_layer(l);
-      const Visibility visible = visibility(rows, offset, window);
-      kernel_options.visibility = visible;
-      // Attention block: norm, q/k/v projections (+ biases), q/k norms, RoPE, per-head attention, wo (+ bias).
-      const RowMatrix<Scalar> normed =
-          pre_norm ? norm(residual, layer.attention_norm, layer.attention_norm_bias) : residual;
-      // parallel residual (GPT-NeoX): the feed-forward reads the same x as attention
-      const RowMatrix<Scalar> parallel_ffn_input =
-          c.parallel_residual ? norm(residual, layer.ffn_norm, layer.ffn_norm_bias) : RowMatrix<Scalar>();
-      detail::linear_into(queries, normed, layer.wq);
-      add_bias(queries, layer.wq_bias);
-      RowMatrix<Scalar> new_keys = detail::linear<Scalar>(normed, layer.wk);
-      add_bias(new_keys, layer.wk_bias);
-      query_key_norm(queries, layer.q_norm);
-      query_key_norm(new_keys, layer.k_norm);
-      if (rope) {
-        const RotaryTable& table = local_rope && window > 0 ? local_rotary : rotary;
-        apply_rotary(queries, head_size, table, convention);
-        apply_rotary(new_keys, head_size, table, convention);
-      }
-      RowMatrix<Scalar>& keys = state.keys[std::size_t(l)];
-      RowMatrix<Scalar>& values = state.values[std::size_t(l)];
-      keys.middleRows(offset, rows) = new_keys;
-      detail::linear_into(values.middleRows(offset, rows), normed, layer.wv);
-      if (layer.wv_bias.size() > 0) values.middleRows(offset, rows).rowwise() += layer.wv_bias.transpose();
-
-      LayerCapture* layer_capture = want.any_head_capture() ? &capture->layers[std::size_t(l)] : nullptr;
-      const bool keep_scores = layer_capture && want.scores, keep_attention = layer_capture && want.attention;
-      for (int h = 0; h < c.n_heads; ++h) {
-        const Index kv_head = h / heads_per_kv;
-        const RowMatrixView<Scalar> head_queries(queries.middleCols(h * head_size, head_size));
-        const RowMatrixView<Scalar> head_keys(keys.topRows(total).middleCols(kv_head * head_size, head_size));
-        const RowMatrixView<Scalar> head_values(values.topRows(total).middleCols(kv_head * head_size, head_size));
-        auto output = head_outputs.middleCols(h * head_size, head_size);
-        RowMatrix<Scalar> captured_attention;
-        if (softmax) {
-          // one pass of the kernel: scaled scores, softmax (+ statistics), P·V; L×L buffers only when captured
-          stream::AttentionCapture<Scalar> targets;
-          if (keep_scores) targets.scores = &scores;
-          if (keep_attention) targets.probabilities = &captured_attention;
-          stream::RowStatistics statistics;
-          if (streaming) targets.statistics = &statistics;
-          stream::attention_into<Scalar>(head_queries, head_keys, head_values, output, kernel_options, targets);
-          if (streaming) streaming->statistics[std::size_t(l)].push_back(std::move(statistics));
-        } else {
-          // other maps: the kernel forms the scaled scores (−inf where invisible), the map normalizes them
-          stream::attention_scores<Scalar>(head_queries, head_keys, scores, kernel_options);
-          RowMatrix<Scalar>& attention = keep_attention ? captured_attention : attention_buffer;
-          normalize_into(scores, visible, options, attention);
-          output.noalias() = attention * head_values;
-        }
-        detail::ablate(state, options, l, h, output);
-        if (layer_capture) {
-          if (want.q) layer_capture->q.emplace_back(head_queries);
-          if (want.k) layer_capture->k.emplace_back(head_keys);
-          if (want.v) layer_capture->v.emplace_back(head_values);
-          if (want.scores) layer_capture->scores.push_back(std::move(scores));  // handed over, not copied
-          if (want.attention) layer_capture->attention.push_back(std::move(captured_attention));
-          if (want.head_output) layer_capture->head_output.emplace_back(output);
-        }
-      }
-      if (streaming) keys = values = RowMatrix<Scalar>();  // a whole sequence: no later pass reads this layer's cache
-      add_branch(residual, head_outputs, layer.wo, layer.wo_bias, layer.post_attention_norm);
-      // Feed-forward block on norm(x) (x before the attention update with a parallel residual).
-      const RowMatrix<Scalar> hidden =
-          c.parallel_residual ? feed_forward_hidden(parallel_ffn_input, layer)
-          : pre_norm          ? feed_forward_hidden(norm(residual, layer.ffn_norm, layer.ffn_norm_bias), layer)
-                              : feed_forward_hidden(residual, layer);
-      add_branch(residual, hidden, layer.w2, layer.w2_bias, layer.post_ffn_norm);
-      if (options.layer_progress) options.layer_progress(l + 1, layers_run);
-    }
-    state.length = total;
-    if (want.hidden_states) capture->hidden_states.push_back(residual);
-    if (!last_logits_only && (!options.logits || layers_run < c.n_layers)) return RowMatrix<Scalar>();
-    // Final norm then the output head.
-    RowMatrix<Scalar> logits;
-    if (last_logits_only) {
-      const RowMatrix<Scalar> last_row = residual.bottomRows(1);
-      logits = detail::linear<Scalar>(norm(last_row, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
-    } else {
-      logits = detail::linear<Scalar>(norm(residual, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
-    }
-    if (c.final_logit_softcap > 0) softcap_in_place(logits, c.final_logit_softcap);  // Gemma: c·tanh(z/c)
-    return logits;
-  }
+                        StreamingRun* streaming = nullptr) const;
 };
+
+template <class Scalar>
+ForwardResult BasicTransformer<Scalar>::forward(const std::vector<int>& tokens, const ForwardOptions& options) const {
+  validate_tokens("forward", tokens);
+  validate_options("forward", options);
+  detail::BasicDecoderState<Scalar> state = start_state(static_cast<Index>(tokens.size()));
+  ForwardResult result;
+  result.logits = run(tokens, state, options, &result, false);
+  return result;
+}
+
+template <class Scalar>
+StreamingForwardResult BasicTransformer<Scalar>::forward_row_statistics(const std::vector<int>& tokens,
+                                                                      const ForwardOptions& options,
+                                                                      const StreamingOptions& streaming) const {
+  const char* fn = "Transformer::forward_row_statistics";
+  const auto& c = config();
+  if (options.map || options.normalizer)
+    attnscope::detail::throw_invalid_argument(fn, "only softmax attention streams: options.map and ",
+                                              "options.normalizer must be unset");
+  if (options.capture.scores || options.capture.attention)
+    attnscope::detail::throw_invalid_argument(fn, "capture.scores and capture.attention are L x L matrices, ",
+                                              "which the streaming forward never forms; use forward()");
+  const stream::RowStatisticsOptions& statistics = streaming.statistics;
+  if (statistics.visibility.kind() != Visibility::Kind::causal_prefix || statistics.visibility.causal_offset() != 0 ||
+      statistics.scale || statistics.logit_softcap)
+    attnscope::detail::throw_invalid_argument(fn, "streaming.statistics.visibility, scale and logit_softcap are set ",
+                                              "by the model (causal, each layer's window, its attention scale and ",
+                                              "softcap); leave them at their defaults");
+  if (streaming.query_block <= 0 || streaming.key_block <= 0)
+    attnscope::detail::throw_invalid_argument(fn, "query_block = ", streaming.query_block, " and key_block = ",
+                                              streaming.key_block, " must be >= 1");
+  const Index length = static_cast<Index>(tokens.size());
+  const bool beyond = length > c.seq_len;
+  if (beyond && c.position_encoding == PositionEncoding::learned)
+    attnscope::detail::throw_invalid_argument(fn, "sequence length ", length, " exceeds seq_len ", c.seq_len,
+                                              ": the learned position embedding has only ", c.seq_len,
+                                              " positions");
+  if (beyond && !streaming.allow_beyond_trained_positions)
+    attnscope::detail::throw_invalid_argument(fn, "sequence length ", length, " exceeds the trained length seq_len ",
+                                              c.seq_len, "; set allow_beyond_trained_positions to run RoPE past it");
+  validate_tokens(fn, tokens, beyond ? length : c.seq_len);
+  validate_options(fn, options);
+  StreamingRun run_state{&streaming, {}};
+  run_state.statistics.resize(std::size_t(c.n_layers));
+  detail::BasicDecoderState<Scalar> state = start_state(length);
+  ForwardResult captures;
+  StreamingForwardResult result;
+  result.logits = run(tokens, state, options, &captures, false, &run_state);
+  result.row_statistics = std::move(run_state.statistics);
+  result.layers = std::move(captures.layers);
+  result.hidden_states = std::move(captures.hidden_states);
+  result.trained_positions = c.seq_len;
+  result.beyond_trained_positions = beyond;
+  return result;
+}
+
+template <class Scalar>
+void BasicTransformer<Scalar>::validate_weights() const {
+  const auto& c = weights_.config;
+  const char* fn = "Transformer";
+  if (const std::string problem = detail::transformer_config_problem(c); !problem.empty())
+    attnscope::detail::throw_invalid_argument(fn, "invalid configuration: ", problem);
+  const Index dim = c.dim, hidden = c.hidden_dim, query_dim = c.query_dim(), kv_dim = c.kv_dim();
+  const bool layer_norm = c.norm == NormKind::layer_norm, gated = is_gated(c.feed_forward);
+  const bool pre_norms = c.norm_placement != NormPlacement::post, post_norms = c.norm_placement != NormPlacement::pre;
+  const Index q_norm_size = c.query_key_norm == QueryKeyNorm::per_head ? c.head_dim
+                            : c.query_key_norm == QueryKeyNorm::full_width ? query_dim : 0;
+  const Index k_norm_size = c.query_key_norm == QueryKeyNorm::per_head ? c.head_dim
+                            : c.query_key_norm == QueryKeyNorm::full_width ? kv_dim : 0;
+  auto shape = [&](const std::string& name, Index rows, Index cols, Index want_rows, Index want_cols) {
+    if (rows != want_rows || cols != want_cols)
+      attnscope::detail::throw_invalid_argument(fn, name, " has shape ", rows, "x", cols, ", expected ", want_rows,
+                                                "x", want_cols);
+  };
+  auto check_matrix = [&](const std::string& name, const WeightMatrix& m, Index rows, Index cols) {
+    shape(name, m.rows(), m.cols(), rows, cols);
+  };
+  auto check_vector = [&](const std::string& name, const Vector<float>& v, Index size) {
+    if (v.size() != size)
+      attnscope::detail::throw_invalid_argument(fn, name, " has ", v.size(), " entries, expected ", size);
+  };
+  check_matrix("token_embedding", weights_.token_embedding, c.vocab_size, dim);
+  check_matrix("position_embedding", weights_.position_embedding,
+         c.position_encoding == PositionEncoding::learned ? c.seq_len : 0,
+         c.position_encoding == PositionEncoding::learned ? dim : 0);
+  check_matrix("classifier", weights_.classifier, c.tied_embeddings ? 0 : c.vocab_size, c.tied_embeddings ? 0 : dim);
+  check_vector("final_norm", weights_.final_norm, dim);
+  check_vector("final_norm_bias", weights_.final_norm_bias, layer_norm ? dim : 0);
+  if (layer_norm && (c.norm_placement != NormPlacement::pre || c.query_key_norm != QueryKeyNorm::none))
+    attnscope::detail::throw_invalid_argument(fn, "LayerNorm is implemented for pre-norm blocks without q/k norms "
+                                              "only (the post and q/k norms have no bias)");
+  if (weights_.layers.size() != static_cast<std::size_t>(c.n_layers))
+    attnscope::detail::throw_invalid_argument(fn, "have ", weights_.layers.size(), " layers, config says ",
+                                              c.n_layers);
+  for (std::size_t l = 0; l < weights_.layers.size(); ++l) {
+    const auto& layer = weights_.layers[l];
+    const std::string at = attnscope::detail::concat("layers[", l, "].");
+    check_vector(at + "attention_norm", layer.attention_norm, pre_norms ? dim : 0);
+    check_vector(at + "attention_norm_bias", layer.attention_norm_bias, pre_norms && layer_norm ? dim : 0);
+    check_vector(at + "ffn_norm", layer.ffn_norm, pre_norms ? dim : 0);
+    check_vector(at + "ffn_norm_bias", layer.ffn_norm_bias, pre_norms && layer_norm ? dim : 0);
+    check_vector(at + "post_attention_norm", layer.post_attention_norm, post_norms ? dim : 0);
+    check_vector(at + "post_ffn_norm", layer.post_ffn_norm, post_norms ? dim : 0);
+    check_vector(at + "q_norm", layer.q_norm, q_norm_size);
+    check_vector(at + "k_norm", layer.k_norm, k_norm_size);
+    check_matrix(at + "wq", layer.wq, query_dim, dim);
+    check_matrix(at + "wk", layer.wk, kv_dim, dim);
+    check_matrix(at + "wv", layer.wv, kv_dim, dim);
+    check_matrix(at + "wo", layer.wo, dim, query_dim);
+    check_vector(at + "wq_bias", layer.wq_bias, c.attention_qkv_bias ? query_dim : 0);
+    check_vector(at + "wk_bias", layer.wk_bias, c.attention_qkv_bias ? kv_dim : 0);
+    check_vector(at + "wv_bias", layer.wv_bias, c.attention_qkv_bias ? kv_dim : 0);
+    check_vector(at + "wo_bias", layer.wo_bias, c.attention_output_bias ? dim : 0);
+    check_matrix(at + "w1", layer.w1, hidden, dim);
+    check_matrix(at + "w2", layer.w2, dim, hidden);
+    check_matrix(at + "w3", layer.w3, gated ? hidden : 0, gated ? dim : 0);
+    check_vector(at + "w1_bias", layer.w1_bias, c.feed_forward_bias ? hidden : 0);
+    check_vector(at + "w2_bias", layer.w2_bias, c.feed_forward_bias ? dim : 0);
+  }
+}
+
+template <class Scalar>
+RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
+                                                detail::BasicDecoderState<Scalar>& state, const ForwardOptions& options,
+                                                ForwardResult* capture, bool last_logits_only,
+                                                StreamingRun* streaming) const {
+  const auto& c = config();
+  const Index rows = static_cast<Index>(tokens.size()), offset = state.length, total = offset + rows;
+  const Index head_size = c.head_dim, heads_per_kv = c.n_heads / c.n_kv_heads;
+  const CaptureOptions want = capture ? options.capture : CaptureOptions{};
+  if (capture && want.any_head_capture()) capture->layers.resize(std::size_t(c.n_layers));
+  // the attention kernel's settings: the layer's visibility and the scale (1/√head_size by default: Vaswani et al.
+  // 2017, eq. 1; run.c divides the scores by sqrtf(head_size)), the softcap, the streaming statistics' choices
+  stream::RowStatisticsOptions kernel_options = streaming ? streaming->options->statistics
+                                                          : stream::RowStatisticsOptions{};
+  kernel_options.scale = c.attention_scale > 0 ? c.attention_scale : 1.0 / std::sqrt(static_cast<double>(head_size));
+  if (c.attention_softcap > 0) kernel_options.logit_softcap = c.attention_softcap;
+  if (streaming) kernel_options.block_rows = streaming->options->query_block;
+  const bool softmax = !options.map && !options.normalizer;
+  const bool rope = c.position_encoding != PositionEncoding::learned;
+  const RopeConvention convention = c.position_encoding == PositionEncoding::rope_interleaved
+                                        ? RopeConvention::interleaved
+                                        : RopeConvention::rotate_half;
+  // RoPE tables: the global one, and the sliding-window layers' own when they have their own base (Gemma 3)
+  const RotaryTable rotary = rope ? rotary_table(offset, rows, rope_frequencies(c, total)) : RotaryTable{};
+  const bool local_rope = rope && c.rope_local_theta > 0;
+  const RotaryTable local_rotary = local_rope ? rotary_table(offset, rows, rope_frequencies(c, total, true))
+                                             : RotaryTable{};
+
+  RowMatrix<Scalar> residual;
+  detail::embedding_rows(residual, weights_.token_embedding, tokens);
+  if (c.embedding_scale != 1.0f) residual *= c.embedding_scale;                        // Gemma: √dim
+  if (!rope) detail::add_embedding_rows(residual, weights_.position_embedding, offset);  // GPT-2: wte + wpe
+
+  const bool pre_norm = c.norm_placement != NormPlacement::post;
+  RowMatrix<Scalar> queries(rows, c.query_dim()), head_outputs(rows, c.query_dim());
+  RowMatrix<Scalar> scores, attention_buffer;  // reused across heads unless captured
+  const int layers_run = options.last_layer >= 0 ? options.last_layer + 1 : c.n_layers;
+  for (int l = 0; l < layers_run; ++l) {
+    const auto& layer = weights_.layers[std::size_t(l)];
+    if (want.hidden_states) capture->hidden_states.push_back(residual);
+    const Index window = c.window_of_layer(l);
+    const Visibility visible = visibility(rows, offset, window);
+    kernel_options.visibility = visible;
+    // Attention block: norm, q/k/v projections (+ biases), q/k norms, RoPE, per-head attention, wo (+ bias).
+    const RowMatrix<Scalar> normed =
+        pre_norm ? norm(residual, layer.attention_norm, layer.attention_norm_bias) : residual;
+    // parallel residual (GPT-NeoX): the feed-forward reads the same x as attention
+    const RowMatrix<Scalar> parallel_ffn_input =
+        c.parallel_residual ? norm(residual, layer.ffn_norm, layer.ffn_norm_bias) : RowMatrix<Scalar>();
+    detail::linear_into(queries, normed, layer.wq);
+    add_bias(queries, layer.wq_bias);
+    RowMatrix<Scalar> new_keys = detail::linear<Scalar>(normed, layer.wk);
+    add_bias(new_keys, layer.wk_bias);
+    query_key_norm(queries, layer.q_norm);
+    query_key_norm(new_keys, layer.k_norm);
+    if (rope) {
+      const RotaryTable& table = local_rope && window > 0 ? local_rotary : rotary;
+      apply_rotary(queries, head_size, table, convention);
+      apply_rotary(new_keys, head_size, table, convention);
+    }
+    RowMatrix<Scalar>& keys = state.keys[std::size_t(l)];
+    RowMatrix<Scalar>& values = state.values[std::size_t(l)];
+    keys.middleRows(offset, rows) = new_keys;
+    detail::linear_into(values.middleRows(offset, rows), normed, layer.wv);
+    if (layer.wv_bias.size() > 0) values.middleRows(offset, rows).rowwise() += layer.wv_bias.transpose();
+
+    LayerCapture* layer_capture = want.any_head_capture() ? &capture->layers[std::size_t(l)] : nullptr;
+    const bool keep_scores = layer_capture && want.scores, keep_attention = layer_capture && want.attention;
+    for (int h = 0; h < c.n_heads; ++h) {
+      const Index kv_head = h / heads_per_kv;
+      const RowMatrixView<Scalar> head_queries(queries.middleCols(h * head_size, head_size));
+      const RowMatrixView<Scalar> head_keys(keys.topRows(total).middleCols(kv_head * head_size, head_size));
+      const RowMatrixView<Scalar> head_values(values.topRows(total).middleCols(kv_head * head_size, head_size));
+      auto output = head_outputs.middleCols(h * head_size, head_size);
+      RowMatrix<Scalar> captured_attention;
+      if (softmax) {
+        // one pass of the kernel: scaled scores, softmax (+ statistics), P·V; L×L buffers only when captured
+        stream::AttentionCapture<Scalar> targets;
+        if (keep_scores) targets.scores = &scores;
+        if (keep_attention) targets.probabilities = &captured_attention;
+        stream::RowStatistics statistics;
+        if (streaming) targets.statistics = &statistics;
+        stream::attention_into<Scalar>(head_queries, head_keys, head_values, output, kernel_options, targets);
+        if (streaming) streaming->statistics[std::size_t(l)].push_back(std::move(statistics));
+      } else {
+        // other maps: the kernel forms the scaled scores (−inf where invisible), the map normalizes them
+        stream::attention_scores<Scalar>(head_queries, head_keys, scores, kernel_options);
+        RowMatrix<Scalar>& attention = keep_attention ? captured_attention : attention_buffer;
+        normalize_into(scores, visible, options, attention);
+        output.noalias() = attention * head_values;
+      }
+      detail::ablate(state, options, l, h, output);
+      if (layer_capture) {
+        if (want.q) layer_capture->q.emplace_back(head_queries);
+        if (want.k) layer_capture->k.emplace_back(head_keys);
+        if (want.v) layer_capture->v.emplace_back(head_values);
+        if (want.scores) layer_capture->scores.push_back(std::move(scores));  // handed over, not copied
+        if (want.attention) layer_capture->attention.push_back(std::move(captured_attention));
+        if (want.head_output) layer_capture->head_output.emplace_back(output);
+      }
+    }
+    if (streaming) keys = values = RowMatrix<Scalar>();  // a whole sequence: no later pass reads this layer's cache
+    add_branch(residual, head_outputs, layer.wo, layer.wo_bias, layer.post_attention_norm);
+    // Feed-forward block on norm(x) (x before the attention update with a parallel residual).
+    const RowMatrix<Scalar> hidden =
+        c.parallel_residual ? feed_forward_hidden(parallel_ffn_input, layer)
+        : pre_norm          ? feed_forward_hidden(norm(residual, layer.ffn_norm, layer.ffn_norm_bias), layer)
+                            : feed_forward_hidden(residual, layer);
+    add_branch(residual, hidden, layer.w2, layer.w2_bias, layer.post_ffn_norm);
+    if (options.layer_progress) options.layer_progress(l + 1, layers_run);
+  }
+  state.length = total;
+  if (want.hidden_states) capture->hidden_states.push_back(residual);
+  if (!last_logits_only && (!options.logits || layers_run < c.n_layers)) return RowMatrix<Scalar>();
+  // Final norm then the output head.
+  RowMatrix<Scalar> logits;
+  if (last_logits_only) {
+    const RowMatrix<Scalar> last_row = residual.bottomRows(1);
+    logits = detail::linear<Scalar>(norm(last_row, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
+  } else {
+    logits = detail::linear<Scalar>(norm(residual, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
+  }
+  if (c.final_logit_softcap > 0) softcap_in_place(logits, c.final_logit_softcap);  // Gemma: c·tanh(z/c)
+  return logits;
+}
 
 /// The transformer of float32 weights (every supported architecture).
 using Transformer = BasicTransformer<float>;
+
+#ifdef ATTNSCOPE_EXTERN_TEMPLATES
+// Compiled once in the optional compiled part (src/extern_templates/transformer.cpp): the forward pass, defined outside the class
+// above so that this declaration keeps every other translation unit from instantiating it.
+extern template class BasicTransformer<float>;
+#endif
 
 }  // namespace attnscope::model

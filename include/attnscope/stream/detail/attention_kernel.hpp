@@ -366,5 +366,15 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
     if (error) std::rethrow_exception(error);
 }
 
+#ifdef ATTNSCOPE_EXTERN_TEMPLATES
+// Compiled once in the optional compiled part (src/extern_templates/attention.cpp).
+extern template void attention_kernel<float>(const char*, const RowMatrixView<float>&, const RowMatrixView<float>&,
+                                             const RowMatrixView<float>*, RowMatrixSpan<float>*, bool,
+                                             const RowStatisticsOptions&, const AttentionCapture<float>&);
+extern template void attention_kernel<double>(const char*, const RowMatrixView<double>&, const RowMatrixView<double>&,
+                                              const RowMatrixView<double>*, RowMatrixSpan<double>*, bool,
+                                              const RowStatisticsOptions&, const AttentionCapture<double>&);
+#endif
+
 }  // namespace detail
 }  // namespace attnscope::stream

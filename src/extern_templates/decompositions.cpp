@@ -1,6 +1,7 @@
-// The optional compiled part of attnscope: the explicit instantiations that headers declare `extern template` when
-// ATTNSCOPE_EXTERN_TEMPLATES is defined (CMake target attnscope::extern_templates). Linking it changes no result; it
-// only saves every translation unit that uses these templates from compiling them again.
+// The optional compiled part of attnscope (CMake target attnscope::extern_templates), one file per module: the
+// explicit instantiations that headers declare `extern template` when ATTNSCOPE_EXTERN_TEMPLATES is defined. Linking
+// it changes no result; it only saves every translation unit that uses these templates from compiling them again.
+// This file: the Eigen decompositions of core/decompositions.hpp.
 #ifndef ATTNSCOPE_EXTERN_TEMPLATES
 #define ATTNSCOPE_EXTERN_TEMPLATES
 #endif
