@@ -13,5 +13,7 @@ template Vector<double> singular_values_divide_and_conquer<Eigen::MatrixXd>(cons
 template Vector<double> singular_values_jacobi<Eigen::MatrixXd>(const Eigen::MatrixXd&);
 template Vector<float> singular_values_jacobi<Eigen::MatrixXf>(const Eigen::MatrixXf&);
 template SymmetricEigen<Eigen::MatrixXd> symmetric_eigen<Eigen::MatrixXd>(const Eigen::MatrixXd&, bool);
+template Vector<double> minimum_norm_least_squares<Eigen::MatrixXd>(const Eigen::MatrixXd&, const Vector<double>&,
+                                                                    double);
 
 }  // namespace attnscope::detail

@@ -5,6 +5,7 @@
 #include <Eigen/QR>
 #include <Eigen/SVD>
 
+#include "attnscope/core/decompositions.hpp"
 #include "attnscope/core/random.hpp"
 #include "attnscope/logits/bounds.hpp"
 #include "attnscope/logits/masks.hpp"
@@ -37,9 +38,9 @@ Eigen::MatrixXd minimum_rank_completion(Eigen::MatrixXd x) {
   for (Index offset = 1; offset < n; ++offset)
     for (Index i = 0; i + offset < n; ++i) {
       const Index c = i + offset;
-      Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd> solver(x.block(i + 1, 0, n - i - 1, c).transpose());
-      solver.setThreshold(1e-10);
-      const Eigen::VectorXd y = solver.solve(x.row(i).head(c).transpose());
+      const Eigen::MatrixXd rows_below = x.block(i + 1, 0, n - i - 1, c).transpose();
+      const Eigen::VectorXd y =
+          attnscope::detail::minimum_norm_least_squares(rows_below, Eigen::VectorXd(x.row(i).head(c).transpose()), 1e-10);
       x(i, c) = y.dot(x.col(c).segment(i + 1, n - i - 1));
     }
   return x;

@@ -1,5 +1,6 @@
 // attnscope/core/decompositions.hpp — the dense matrix decompositions attnscope uses (Eigen's divide-and-conquer SVD,
-// one-sided Jacobi SVD, self-adjoint eigensolver), each behind one function template.
+// one-sided Jacobi SVD, self-adjoint eigensolver, complete orthogonal decomposition), each behind one function
+// template.
 //
 // Instantiating one of these Eigen decompositions costs a translation unit 15–50 s of compile time. Behind a
 // function template it is instantiated only where it is called; and a program that links the optional compiled part
@@ -10,6 +11,7 @@
 
 #include <Eigen/Core>
 #include <Eigen/Eigenvalues>
+#include <Eigen/QR>
 #include <Eigen/SVD>
 
 #include "attnscope/core/types.hpp"
@@ -52,12 +54,25 @@ SymmetricEigen<Matrix> symmetric_eigen(const Matrix& matrix, bool with_vectors =
   return out;
 }
 
+/// The minimum-norm least-squares solution x of min ‖a·x − b‖₂ by Eigen::CompleteOrthogonalDecomposition (rank-revealing
+/// QR with column pivoting, then a complete orthogonal factorization), treating pivots below `threshold` (relative to
+/// the largest) as zero. O(rows·cols·min(rows, cols)).
+template <class Matrix>
+Vector<typename Matrix::Scalar> minimum_norm_least_squares(const Matrix& a, const Vector<typename Matrix::Scalar>& b,
+                                                           double threshold) {
+  Eigen::CompleteOrthogonalDecomposition<Matrix> solver(a);
+  solver.setThreshold(threshold);
+  return solver.solve(b);
+}
+
 #ifdef ATTNSCOPE_EXTERN_TEMPLATES
 // Compiled once in src/extern_templates/decompositions.cpp (CMake target attnscope::extern_templates).
 extern template Vector<double> singular_values_divide_and_conquer<Eigen::MatrixXd>(const Eigen::MatrixXd&);
 extern template Vector<double> singular_values_jacobi<Eigen::MatrixXd>(const Eigen::MatrixXd&);
 extern template Vector<float> singular_values_jacobi<Eigen::MatrixXf>(const Eigen::MatrixXf&);
 extern template SymmetricEigen<Eigen::MatrixXd> symmetric_eigen<Eigen::MatrixXd>(const Eigen::MatrixXd&, bool);
+extern template Vector<double> minimum_norm_least_squares<Eigen::MatrixXd>(const Eigen::MatrixXd&, const Vector<double>&,
+                                                                           double);
 #endif
 
 }  // namespace attnscope::detail

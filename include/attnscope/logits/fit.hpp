@@ -463,6 +463,38 @@ class AttentionFitter {
   Index updates_ = 0;
 };
 
+/// The fit of `target` by the heads (fit_qk, fit_heads). A function template around AttentionFitter, so that with
+/// the optional compiled part (ATTNSCOPE_EXTERN_TEMPLATES) only src/extern_templates/fit.cpp instantiates the engine.
+template <class Scalar>
+FitResult<Scalar> run_fit(const char* function, const RowMatrixView<Scalar>& target,
+                          const std::vector<Visibility>& heads, const FitOptions& options) {
+  return AttentionFitter<Scalar>(function, target, heads, options).run();
+}
+
+/// The objective and its gradient at `parameters` (fit_objective).
+template <class Scalar>
+FitObjective<Scalar> objective_at(const char* function, const RowMatrixView<Scalar>& target,
+                                  const std::vector<Visibility>& heads, const FitOptions& options,
+                                  const std::vector<RowMatrix<Scalar>>& parameters) {
+  AttentionFitter<Scalar> fitter(function, target, heads, options);
+  fitter.set_parameters(function, parameters);
+  return fitter.objective();
+}
+
+#ifdef ATTNSCOPE_EXTERN_TEMPLATES
+// Compiled once in the optional compiled part (src/extern_templates/fit.cpp).
+extern template FitResult<float> run_fit<float>(const char*, const RowMatrixView<float>&,
+                                                const std::vector<Visibility>&, const FitOptions&);
+extern template FitResult<double> run_fit<double>(const char*, const RowMatrixView<double>&,
+                                                  const std::vector<Visibility>&, const FitOptions&);
+extern template FitObjective<float> objective_at<float>(const char*, const RowMatrixView<float>&,
+                                                        const std::vector<Visibility>&, const FitOptions&,
+                                                        const std::vector<RowMatrix<float>>&);
+extern template FitObjective<double> objective_at<double>(const char*, const RowMatrixView<double>&,
+                                                          const std::vector<Visibility>&, const FitOptions&,
+                                                          const std::vector<RowMatrix<double>>&);
+#endif
+
 }  // namespace detail
 
 /// Fits one head S = QKᵀ/√d (free or projected Q, K) so that softmax over the visible keys matches `target`
@@ -474,8 +506,7 @@ FitResult<typename Derived::Scalar> fit_qk(const Eigen::MatrixBase<Derived>& tar
                                            const FitOptions& options = {}) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::fit_qk: target must be float or double");
-  return detail::AttentionFitter<Scalar>("fit_qk", RowMatrixView<Scalar>(target.derived()), {visibility}, options)
-      .run();
+  return detail::run_fit<Scalar>("fit_qk", RowMatrixView<Scalar>(target.derived()), {visibility}, options);
 }
 
 /// Fits H heads jointly (each with its own visibility, e.g. head_layout: full and sliding-window heads); the model
@@ -486,7 +517,7 @@ FitResult<typename Derived::Scalar> fit_heads(const Eigen::MatrixBase<Derived>& 
                                               const std::vector<Visibility>& heads, const FitOptions& options = {}) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::fit_heads: target must be float or double");
-  return detail::AttentionFitter<Scalar>("fit_heads", RowMatrixView<Scalar>(target.derived()), heads, options).run();
+  return detail::run_fit<Scalar>("fit_heads", RowMatrixView<Scalar>(target.derived()), heads, options);
 }
 
 /// The fit's objective at given parameters: the state (loss, KL, in-band mass, ...) and the analytic gradient of
@@ -500,9 +531,8 @@ FitObjective<typename Derived::Scalar> fit_objective(const Eigen::MatrixBase<Der
                                                      const std::vector<RowMatrix<typename Derived::Scalar>>& parameters) {
   using Scalar = typename Derived::Scalar;
   static_assert(std::is_floating_point<Scalar>::value, "attnscope::fit_objective: target must be float or double");
-  detail::AttentionFitter<Scalar> fitter("fit_objective", RowMatrixView<Scalar>(target.derived()), heads, options);
-  fitter.set_parameters("fit_objective", parameters);
-  return fitter.objective();
+  return detail::objective_at<Scalar>("fit_objective", RowMatrixView<Scalar>(target.derived()), heads, options,
+                                      parameters);
 }
 
 }  // namespace attnscope::logits
