@@ -91,7 +91,7 @@ TEST_CASE("attention kernels: scaled logits, softmax backward and the cross-entr
   for (Index i = 0; i < 6; ++i)
     for (Index j = 0; j < 3; ++j) q(i, j) = random.normal(), k(i, j) = random.normal();
   const auto s = attnscope::logits::scaled_logits(q, k, 0.5);
-  CHECK((s - 0.5 * q * k.transpose()).cwiseAbs().maxCoeff() < 1e-14);
+  CHECK((s - (0.5 * q * k.transpose()).eval()).cwiseAbs().maxCoeff() < 1e-14);
   const auto a = attnscope::softmax(s, 1.0, attnscope::causal);
   const auto p = attnscope::logits::causal_band_target(6, 2);
   // CE: dA = -P/(n A) on the target's support gives dS = (A - P)/n

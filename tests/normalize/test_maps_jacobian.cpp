@@ -70,7 +70,7 @@ void check_against_finite_differences(const Map& map, const attnscope::testing::
     const RowMatrix<double> v = random_logits<double>(random, 1, n, 1.0), g = random_logits<double>(random, 1, n, 1.0);
     const RowMatrix<double> jvp = attnscope::jacobian_vector_product(z, map, v);
     const RowMatrix<double> vjp = attnscope::vector_jacobian_product(z, map, g);
-    CHECK((jvp - v * numeric.transpose()).cwiseAbs().maxCoeff() < 5e-11 * (1 + v.cwiseAbs().sum()));
+    CHECK((jvp - (v * numeric.transpose()).eval()).cwiseAbs().maxCoeff() < 5e-11 * (1 + v.cwiseAbs().sum()));
     CHECK((vjp - g * numeric).cwiseAbs().maxCoeff() < 5e-11 * (1 + g.cwiseAbs().sum()));
   }
   CHECK(checked >= 20);
@@ -147,7 +147,7 @@ TEST_CASE("masked JVP/VJP equal the dense masked Jacobian times the vector; floa
     INFO(attnscope::to_string(map));
     for (Index i = 0; i < rows; ++i) {
       const RowMatrix<double> dense = attnscope::jacobian(z, i, map, visibility);
-      CHECK((jv.row(i) - v.row(i) * dense.transpose()).cwiseAbs().maxCoeff() < 1e-14);
+      CHECK((jv.row(i) - (v.row(i) * dense.transpose()).eval()).cwiseAbs().maxCoeff() < 1e-14);
       CHECK((jtv.row(i) - v.row(i) * dense).cwiseAbs().maxCoeff() < 1e-14);
     }
     CHECK((jv_float.cast<double>() - jv).cwiseAbs().maxCoeff() < 1e-4 * (1 + jv.cwiseAbs().maxCoeff()));
