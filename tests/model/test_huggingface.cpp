@@ -167,7 +167,7 @@ TEST_CASE("HF architectures: captures are consistent (scores, rows summing to 1,
             (q.rows() == length && q.cols() == head_size && attention.rows() == length && attention.cols() == length));
         CHECK(k == layer.k[std::size_t(head / group * group)]);  // query heads of one kv group share k and v
         CHECK(layer.v[std::size_t(head)] == layer.v[std::size_t(head / group * group)]);
-        const RowMatrix<float> expected_scores = (q * k.transpose()) / std::sqrt(float(head_size));
+        const RowMatrix<float> expected_scores = (q * k.transpose()).eval() / std::sqrt(float(head_size));
         double worst_score = 0, worst_sum = 0;
         bool future_zero = true;
         for (long i = 0; i < length; ++i) {

@@ -70,7 +70,7 @@ TEST_CASE("captures have the documented shapes and are consistent with each othe
       CHECK(k == capture.k[std::size_t(head ^ 1)]);
       CHECK(v == capture.v[std::size_t(head ^ 1)]);
       // scores = q·kᵀ/√head_size on and below the diagonal, −inf above; attention rows sum to 1, 0 above.
-      const RowMatrix<float> expected_scores = (q * k.transpose()) / std::sqrt(float(head_size));
+      const RowMatrix<float> expected_scores = (q * k.transpose()).eval() / std::sqrt(float(head_size));
       double worst_score = 0, worst_sum = 0;
       bool future_ok = true;
       for (long i = 0; i < length; ++i) {

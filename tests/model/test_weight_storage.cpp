@@ -183,7 +183,7 @@ TEST_CASE("linear: the panel product equals Eigen's product of the widened weigh
             // float32 accumulation over `depth` terms: |error| <= depth·u·Σ|x||w| (Higham, Accuracy and Stability
             // of Numerical Algorithms, 2nd ed., eq. 3.5), for both products: twice that between them
             const RowMatrix<float> bound =
-                (x.cwiseAbs() * dense.cwiseAbs().transpose()) * float(2 * depth * 6e-8) +
+                (x.cwiseAbs() * dense.cwiseAbs().transpose()).eval() * float(2 * depth * 6e-8) +
                 RowMatrix<float>::Constant(rows, out, 1e-30f);
             INFO("format " << attnscope::kernels::stored_float_name(format) << ", transposed " << transposed << ", "
                            << rows << " x " << depth << " -> " << out);

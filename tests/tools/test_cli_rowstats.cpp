@@ -77,7 +77,7 @@ TEST_CASE("attnscope rowstats writes the dense per-row statistics of every head"
       const std::string prefix = "layer" + std::to_string(layer) + ".";
       const attnscope::RowMatrix<double> q = inputs.at(prefix + "q").slice_matrix<double>({head});
       const attnscope::RowMatrix<double> k = inputs.at(prefix + "k").slice_matrix<double>({head});
-      const attnscope::RowMatrix<double> logits = q * k.transpose() / std::sqrt(double(dimension));
+      const attnscope::RowMatrix<double> logits = (q * k.transpose()).eval() / std::sqrt(double(dimension));
       const attnscope::RowMatrix<double> p = attnscope::softmax(logits, 1.0, attnscope::causal);
       const auto entropy = attnscope::row_entropy(p, attnscope::causal);
       const auto norms = attnscope::softmax_jacobian_spectral_norm(p, 1.0, attnscope::causal);
