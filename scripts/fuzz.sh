@@ -31,7 +31,7 @@ for f in "$fixtures"/*/config.json "$fixtures"/bad/*/config.json "$hostile"/conf
 for f in "$fixtures"/*/tokenizer.json "$hostile"/tokenizer/*/tokenizer.json; do
   [ -f "$f" ] && cp "$f" "$seeds/tokenizer_json/$(echo "$f" | md5sum | cut -c1-12).json"; done
 for d in "$fixtures"/gpt2 "$hostile"/tokenizer/*; do
-  [ -f "$d/vocab.json" ] && { cat "$d/vocab.json"; printf '\377'; cat "$d/merges.txt" 2>/dev/null; } \
+  [ -f "$d/vocab.json" ] && { cat "$d/vocab.json"; printf '\377'; cat "$d/merges.txt" 2>/dev/null || true; } \
     >"$seeds/vocab_merges/$(echo "$d" | md5sum | cut -c1-12)"; done
 cp "$seeds"/npy/* "$seeds"/safetensors/* "$hostile"/attention/* "$hostile"/qk/* "$seeds/capture/" 2>/dev/null || true
 status=0
