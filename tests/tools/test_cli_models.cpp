@@ -2,8 +2,12 @@
 // GPT-2 encoder's ids, `capture --model` end to end against the fixtures' independent PyTorch references, `report
 // --model --text-file` (text to report in one command), the --max-tokens rule, and the errors of the new options.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <set>
 #include <sstream>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -33,6 +37,50 @@ std::string space_separated(const std::vector<std::int64_t>& ids) {
   std::string text;
   for (std::size_t i = 0; i < ids.size(); ++i) text += (i ? " " : "") + std::to_string(ids[i]);
   return text;
+}
+
+// A fixture family and one of its config variants (tests/fixtures/hf/<family>/variants.json; "" for the folder as
+// written): its folder, a scratch copy with the variant's config.json changes applied.
+struct FamilyCase {
+  std::string family, variant;
+  std::string label() const { return variant.empty() ? family : family + "." + variant; }
+  std::string folder() const {
+    const std::string original = attnscope::testing::hf_fixture_folder(family);
+    if (variant.empty()) return original;
+    const fs::path copy = path_in_work_dir("family_" + family + "_" + variant);
+    fs::remove_all(copy);
+    fs::copy(original, copy);
+    nlohmann::json config = nlohmann::json::parse(slurp(copy / "config.json"));
+    const nlohmann::json changes = nlohmann::json::parse(slurp(copy / "variants.json")).at(variant);
+    for (const auto& [key, value] : changes.items()) config[key] = value;
+    std::ofstream(copy / "config.json") << config.dump(2);
+    return copy.string();
+  }
+};
+
+// Every family fixture and every config variant of one.
+std::vector<FamilyCase> family_cases() {
+  std::vector<FamilyCase> cases;
+  for (const std::string family : {"gpt2", "llama", "qwen2", "llama_rope", "smollm", "qwen3", "gemma2", "gemma3",
+                                   "phi3", "gpt_neox", "olmo2"}) {
+    cases.push_back({family, ""});
+    const fs::path variants = fs::path(attnscope::testing::hf_fixture_folder(family)) / "variants.json";
+    if (fs::exists(variants))
+      for (const auto& [variant, changes] : nlohmann::json::parse(slurp(variants)).items()) cases.push_back({family, variant});
+  }
+  return cases;
+}
+
+// The per-row statistics of a reference attention matrix (rows are queries): weight on key 0, entropy in nats, and
+// largest weight.
+struct ReferenceRow {
+  double sink, entropy, max_weight;
+};
+ReferenceRow reference_row(const attnscope::RowMatrix<double>& attention, Eigen::Index row) {
+  ReferenceRow result{attention(row, 0), 0.0, attention.row(row).maxCoeff()};
+  for (Eigen::Index key = 0; key < attention.cols(); ++key)
+    if (attention(row, key) > 0) result.entropy -= attention(row, key) * std::log(attention(row, key));
+  return result;
 }
 
 }  // namespace
@@ -169,4 +217,129 @@ TEST_CASE("model-folder errors name the problem", "[cli][models][errors]") {
       {"report --model " + gpt2_wp_mini() + " --text hi --tokens 1", "only one of", 2},
   };
   check_failures(cases);
+}
+
+TEST_CASE("report --model --tokens on every family and config variant: one finite row per layer and head, as the "
+          "reference attention says", "[cli][report][models]") {
+  // The reference tokens go in as --tokens; the report's per-head means must be those of the independent PyTorch
+  // reference attention (fixtures/hf_reference.hpp): sink_mass (weight on key 0) and max_attention (rows seeing >= 2
+  // keys: every row but the first) to the attention tolerance, entropy to 1e-3 nats (p ln p amplifies a 1e-5 error of
+  // a small p). Variants run on a copy of the folder with their config changes; a variant longer than its trained
+  // length (rope_scaling dynamic) runs through rowstats --beyond-trained-length, which the dense capture does not
+  // allow, and is compared row by row.
+  std::size_t reports = 0;
+  for (const FamilyCase& c : family_cases()) {
+    INFO("fixture " << c.label());
+    const attnscope::testing::HfReference reference = attnscope::testing::read_hf_reference(c.family, c.variant);
+    const std::string folder = c.folder();
+    const nlohmann::json config = nlohmann::json::parse(slurp(folder + "/config.json"));
+    const int layers = config.value("num_hidden_layers", config.value("n_layer", 0));
+    const int heads = config.value("num_attention_heads", config.value("n_head", 0));
+    const int positions = config.value("max_position_embeddings", config.value("n_positions", 0));
+    REQUIRE(layers * heads > 0);
+    REQUIRE(reference.attention.size() == std::size_t(layers));
+    const std::string tokens = "--tokens '" + space_separated(reference.tokens) + "'";
+    const auto length = Eigen::Index(reference.tokens.size());
+    if (length > positions) {
+      const std::string out = path_in_work_dir("family_rows_" + c.label() + ".npz");
+      const Run refused = attnscope_command("report --model " + folder + " " + tokens);
+      CHECK(refused.exit_code == 1);
+      CHECK(contains(refused.err, "--max-tokens"));
+      const Run run = attnscope_command("rowstats --model " + folder + " " + tokens + " --beyond-trained-length --out " + out);
+      REQUIRE(run.exit_code == 0);
+      CHECK(contains(run.err, "--beyond-trained-length"));
+      const auto rows = attnscope::io::read_npz(out);
+      double worst_probability = 0, worst_entropy = 0;
+      for (int layer = 0; layer < layers; ++layer) {
+        const std::string prefix = "layer" + std::to_string(layer) + ".";
+        const auto entropy = rows.at(prefix + "entropy").slice_matrix<double>({});
+        const auto sink = rows.at(prefix + "sink_mass").slice_matrix<double>({});
+        const auto max_weight = rows.at(prefix + "max_attention").slice_matrix<double>({});
+        REQUIRE(entropy.rows() == heads);
+        REQUIRE(entropy.cols() == length);
+        for (int head = 0; head < heads; ++head)
+          for (Eigen::Index row = 0; row < length; ++row) {
+            const ReferenceRow expected = reference_row(reference.attention[std::size_t(layer)][std::size_t(head)], row);
+            worst_probability = std::max({worst_probability, std::abs(sink(head, row) - expected.sink),
+                                          std::abs(max_weight(head, row) - expected.max_weight)});
+            worst_entropy = std::max(worst_entropy, std::abs(entropy(head, row) - expected.entropy));
+          }
+      }
+      CHECK(worst_probability <= attnscope::testing::hf_attention_tolerance);
+      CHECK(worst_entropy <= 1e-3);
+      continue;
+    }
+    const std::string json_file = path_in_work_dir("family_report_" + c.label() + ".json");
+    const Run run = attnscope_command("report --model " + folder + " " + tokens + " --json " + json_file);
+    REQUIRE(run.exit_code == 0);
+    CHECK(contains(run.out, std::to_string(layers * heads) + " heads, L = " + std::to_string(length)));
+    CHECK(contains(run.err, config.at("model_type").get<std::string>()));
+    const nlohmann::json report = nlohmann::json::parse(slurp(json_file));
+    const nlohmann::json& rows = report.at("heads");
+    REQUIRE(rows.size() == std::size_t(layers * heads));
+    std::set<std::pair<int, int>> seen;
+    for (const nlohmann::json& row : rows) {
+      const int layer = row.at("layer").get<int>(), head = row.at("head").get<int>();
+      INFO("layer " << layer << ", head " << head << ": " << row.dump());
+      REQUIRE((layer >= 0 && layer < layers && head >= 0 && head < heads));
+      seen.emplace(layer, head);
+      for (const std::string column : {"sink_mass", "entropy", "max_attention", "max_scaled_logit",
+                                       "mean_jacobian_norm", "max_jacobian_norm", "content_entropy",
+                                       "sink_entropy_share"}) {
+        INFO("column " << column);
+        REQUIRE(row.at(column).is_number());
+        CHECK(std::isfinite(row.at(column).get<double>()));
+      }
+      const attnscope::RowMatrix<double>& attention = reference.attention[std::size_t(layer)][std::size_t(head)];
+      double sink = 0, entropy = 0, max_weight = 0;
+      for (Eigen::Index i = 0; i < length; ++i) {
+        const ReferenceRow expected = reference_row(attention, i);
+        sink += expected.sink / double(length);
+        entropy += expected.entropy / double(length);
+        if (i > 0) max_weight = std::max(max_weight, expected.max_weight);
+      }
+      CHECK(std::abs(row.at("sink_mass").get<double>() - sink) <= attnscope::testing::hf_attention_tolerance);
+      CHECK(std::abs(row.at("max_attention").get<double>() - max_weight) <= attnscope::testing::hf_attention_tolerance);
+      CHECK(std::abs(row.at("entropy").get<double>() - entropy) <= 1e-3);
+      // bounds that hold for any causal attention: entropy <= ln L, the exact softmax Jacobian norm <= 1/2
+      CHECK(row.at("entropy").get<double>() <= std::log(double(length)) + 1e-9);
+      CHECK(row.at("max_jacobian_norm").get<double>() <= 0.5 + 1e-9);
+    }
+    CHECK(seen.size() == std::size_t(layers * heads));
+    ++reports;
+  }
+  CHECK(reports >= 15);  // 11 families and the variants that fit their trained length
+}
+
+TEST_CASE("capture --model on every config variant equals its reference", "[cli][capture][models]") {
+  // The families as written are checked by "capture --model equals the fixtures' independent PyTorch forward"; here
+  // the variants (rope_scaling linear/yarn, Qwen2's per-layer windows, Phi-3's short factors, GPT-NeoX's sequential
+  // residual), each on a copy of the folder with its config changes, through --tokens.
+  std::size_t compared = 0;
+  for (const FamilyCase& c : family_cases()) {
+    if (c.variant.empty()) continue;
+    INFO("fixture " << c.label());
+    const attnscope::testing::HfReference reference = attnscope::testing::read_hf_reference(c.family, c.variant);
+    const std::string folder = c.folder();
+    const nlohmann::json config = nlohmann::json::parse(slurp(folder + "/config.json"));
+    if (std::int64_t(reference.tokens.size()) > config.value("max_position_embeddings", 0)) continue;  // see above
+    const std::string out = path_in_work_dir("variant_capture_" + c.label() + ".npz");
+    const Run run = attnscope_command("capture --model " + folder + " --tokens '" + space_separated(reference.tokens) +
+                                      "' --out " + out);
+    REQUIRE(run.exit_code == 0);
+    const auto arrays = attnscope::io::read_npz(out);
+    CHECK(arrays.at("tokens").to_vector<std::int64_t>() == reference.tokens);
+    CHECK(attnscope::testing::hf_logits_error(arrays.at("logits").to_matrix<double>(), reference.logits) <=
+          attnscope::testing::hf_logits_relative_tolerance);
+    for (std::size_t layer = 0; layer < reference.attention.size(); ++layer) {
+      const attnscope::io::Array& heads = arrays.at("layer" + std::to_string(layer) + ".attention");
+      REQUIRE(heads.shape()[0] == std::int64_t(reference.attention[layer].size()));
+      for (std::int64_t head = 0; head < heads.shape()[0]; ++head)
+        CHECK(attnscope::testing::hf_attention_error(heads.slice_matrix<double>({head}),
+                                                     reference.attention[layer][std::size_t(head)]) <=
+              attnscope::testing::hf_attention_tolerance);
+    }
+    ++compared;
+  }
+  CHECK(compared == 5);
 }
