@@ -40,23 +40,45 @@ std::string space_separated(const std::vector<std::int64_t>& ids) {
 }
 
 // A fixture family and one of its config variants (tests/fixtures/hf/<family>/variants.json; "" for the folder as
-// written): its folder, a scratch copy with the variant's config.json changes applied.
+// written).
 struct FamilyCase {
   std::string family, variant;
   std::string label() const { return variant.empty() ? family : family + "." + variant; }
-  std::string folder() const {
-    const std::string original = attnscope::testing::hf_fixture_folder(family);
-    if (variant.empty()) return original;
-    const fs::path copy = path_in_work_dir("family_" + family + "_" + variant);
+};
+
+// One case ready to run: its folder (the fixture, or a scratch copy with the variant's config.json changes), config,
+// sizes and reference outputs.
+struct FamilyFixture {
+  std::string folder;
+  nlohmann::json config;
+  int layers = 0, heads = 0, positions = 0;
+  attnscope::testing::HfReference reference;
+  std::int64_t length() const { return std::int64_t(reference.tokens.size()); }
+  std::string token_list() const { return "'" + space_separated(reference.tokens) + "'"; }
+};
+
+FamilyFixture prepare_family_case(const FamilyCase& c) {
+  FamilyFixture fixture;
+  fixture.folder = attnscope::testing::hf_fixture_folder(c.family);
+  if (!c.variant.empty()) {
+    const fs::path copy = path_in_work_dir("family_" + c.family + "_" + c.variant);
     fs::remove_all(copy);
-    fs::copy(original, copy);
+    fs::copy(fixture.folder, copy);
     nlohmann::json config = nlohmann::json::parse(slurp(copy / "config.json"));
-    const nlohmann::json changes = nlohmann::json::parse(slurp(copy / "variants.json")).at(variant);
+    const nlohmann::json changes = nlohmann::json::parse(slurp(copy / "variants.json")).at(c.variant);
     for (const auto& [key, value] : changes.items()) config[key] = value;
     std::ofstream(copy / "config.json") << config.dump(2);
-    return copy.string();
+    fixture.folder = copy.string();
   }
-};
+  fixture.config = nlohmann::json::parse(slurp(fixture.folder + "/config.json"));
+  fixture.layers = fixture.config.value("num_hidden_layers", fixture.config.value("n_layer", 0));
+  fixture.heads = fixture.config.value("num_attention_heads", fixture.config.value("n_head", 0));
+  fixture.positions = fixture.config.value("max_position_embeddings", fixture.config.value("n_positions", 0));
+  fixture.reference = attnscope::testing::read_hf_reference(c.family, c.variant);
+  REQUIRE(fixture.layers * fixture.heads > 0);
+  REQUIRE(fixture.reference.attention.size() == std::size_t(fixture.layers));
+  return fixture;
+}
 
 // Every family fixture and every config variant of one.
 std::vector<FamilyCase> family_cases() {
@@ -140,15 +162,23 @@ TEST_CASE("tokenize: --add-special-tokens adds the post-processor's BOS; with --
   CHECK(std::count(plain_ids.begin(), plain_ids.end(), 1) == 0);
 }
 
-TEST_CASE("capture --model equals the fixtures' independent PyTorch forward", "[cli][capture][models]") {
-  for (const std::string name : {"gpt2", "llama", "qwen2", "llama_rope", "smollm", "qwen3", "gemma2", "gemma3", "phi3",
-                                 "gpt_neox", "olmo2"}) {
-    INFO("fixture " << name);
-    const attnscope::testing::HfReference reference = attnscope::testing::read_hf_reference(name);
-    const std::string out = path_in_work_dir("capture_" + name + ".npz");
-    // The reference tokens are the fixture tokenizer's encoding of sample.txt: --text-file must give the same ids.
-    const Run run = attnscope_command("capture --model " + attnscope::testing::hf_fixture_folder(name) + " --text-file " +
-                                      attnscope::testing::hf_fixture_sample_text() + " --out " + out);
+TEST_CASE("capture --model equals the fixtures' independent PyTorch forward, config variants included",
+          "[cli][capture][models]") {
+  // The families as written through --text-file (the reference tokens are the fixture tokenizer's encoding of
+  // sample.txt, so --text-file must give the same ids); the config variants (rope_scaling linear/yarn, Qwen2's
+  // per-layer windows, Phi-3's short factors, GPT-NeoX's sequential residual) on a copy of the folder with their
+  // config changes, through --tokens. rope_scaling dynamic runs beyond its trained length, which capture refuses
+  // (see the report test below).
+  std::size_t compared = 0;
+  for (const FamilyCase& c : family_cases()) {
+    INFO("fixture " << c.label());
+    const FamilyFixture fixture = prepare_family_case(c);
+    const attnscope::testing::HfReference& reference = fixture.reference;
+    if (fixture.length() > fixture.positions) continue;
+    const std::string out = path_in_work_dir("capture_" + c.label() + ".npz");
+    const std::string input = c.variant.empty() ? " --text-file " + attnscope::testing::hf_fixture_sample_text()
+                                                : " --tokens " + fixture.token_list();
+    const Run run = attnscope_command("capture --model " + fixture.folder + input + " --out " + out);
     REQUIRE(run.exit_code == 0);
     const auto arrays = attnscope::io::read_npz(out);
     CHECK(arrays.at("tokens").to_vector<std::int64_t>() == reference.tokens);
@@ -159,11 +189,13 @@ TEST_CASE("capture --model equals the fixtures' independent PyTorch forward", "[
       REQUIRE(heads.shape()[0] == static_cast<std::int64_t>(reference.attention[layer].size()));
       for (std::int64_t head = 0; head < heads.shape()[0]; ++head)
         CHECK(attnscope::testing::hf_attention_error(heads.slice_matrix<double>({head}),
-                                                 reference.attention[layer][std::size_t(head)]) <=
+                                                     reference.attention[layer][std::size_t(head)]) <=
               attnscope::testing::hf_attention_tolerance);
     }
     for (const char* member : {"layer0.q", "layer0.k", "layer0.v", "layer0.scores"}) CHECK(arrays.count(member) == 1);
+    ++compared;
   }
+  CHECK(compared == 16);  // 11 families and 5 variants
 }
 
 TEST_CASE("report --model --text-file: text to per-head report in one command", "[cli][report][models]") {
@@ -230,17 +262,13 @@ TEST_CASE("report --model --tokens on every family and config variant: one finit
   std::size_t reports = 0;
   for (const FamilyCase& c : family_cases()) {
     INFO("fixture " << c.label());
-    const attnscope::testing::HfReference reference = attnscope::testing::read_hf_reference(c.family, c.variant);
-    const std::string folder = c.folder();
-    const nlohmann::json config = nlohmann::json::parse(slurp(folder + "/config.json"));
-    const int layers = config.value("num_hidden_layers", config.value("n_layer", 0));
-    const int heads = config.value("num_attention_heads", config.value("n_head", 0));
-    const int positions = config.value("max_position_embeddings", config.value("n_positions", 0));
-    REQUIRE(layers * heads > 0);
-    REQUIRE(reference.attention.size() == std::size_t(layers));
-    const std::string tokens = "--tokens '" + space_separated(reference.tokens) + "'";
-    const auto length = Eigen::Index(reference.tokens.size());
-    if (length > positions) {
+    const FamilyFixture fixture = prepare_family_case(c);
+    const attnscope::testing::HfReference& reference = fixture.reference;
+    const std::string& folder = fixture.folder;
+    const int layers = fixture.layers, heads = fixture.heads;
+    const std::string tokens = "--tokens " + fixture.token_list();
+    const auto length = Eigen::Index(fixture.length());
+    if (length > fixture.positions) {
       const std::string out = path_in_work_dir("family_rows_" + c.label() + ".npz");
       const Run refused = attnscope_command("report --model " + folder + " " + tokens);
       CHECK(refused.exit_code == 1);
@@ -273,7 +301,7 @@ TEST_CASE("report --model --tokens on every family and config variant: one finit
     const Run run = attnscope_command("report --model " + folder + " " + tokens + " --json " + json_file);
     REQUIRE(run.exit_code == 0);
     CHECK(contains(run.out, std::to_string(layers * heads) + " heads, L = " + std::to_string(length)));
-    CHECK(contains(run.err, config.at("model_type").get<std::string>()));
+    CHECK(contains(run.err, fixture.config.at("model_type").get<std::string>()));
     const nlohmann::json report = nlohmann::json::parse(slurp(json_file));
     const nlohmann::json& rows = report.at("heads");
     REQUIRE(rows.size() == std::size_t(layers * heads));
@@ -309,37 +337,4 @@ TEST_CASE("report --model --tokens on every family and config variant: one finit
     ++reports;
   }
   CHECK(reports >= 15);  // 11 families and the variants that fit their trained length
-}
-
-TEST_CASE("capture --model on every config variant equals its reference", "[cli][capture][models]") {
-  // The families as written are checked by "capture --model equals the fixtures' independent PyTorch forward"; here
-  // the variants (rope_scaling linear/yarn, Qwen2's per-layer windows, Phi-3's short factors, GPT-NeoX's sequential
-  // residual), each on a copy of the folder with its config changes, through --tokens.
-  std::size_t compared = 0;
-  for (const FamilyCase& c : family_cases()) {
-    if (c.variant.empty()) continue;
-    INFO("fixture " << c.label());
-    const attnscope::testing::HfReference reference = attnscope::testing::read_hf_reference(c.family, c.variant);
-    const std::string folder = c.folder();
-    const nlohmann::json config = nlohmann::json::parse(slurp(folder + "/config.json"));
-    if (std::int64_t(reference.tokens.size()) > config.value("max_position_embeddings", 0)) continue;  // see above
-    const std::string out = path_in_work_dir("variant_capture_" + c.label() + ".npz");
-    const Run run = attnscope_command("capture --model " + folder + " --tokens '" + space_separated(reference.tokens) +
-                                      "' --out " + out);
-    REQUIRE(run.exit_code == 0);
-    const auto arrays = attnscope::io::read_npz(out);
-    CHECK(arrays.at("tokens").to_vector<std::int64_t>() == reference.tokens);
-    CHECK(attnscope::testing::hf_logits_error(arrays.at("logits").to_matrix<double>(), reference.logits) <=
-          attnscope::testing::hf_logits_relative_tolerance);
-    for (std::size_t layer = 0; layer < reference.attention.size(); ++layer) {
-      const attnscope::io::Array& heads = arrays.at("layer" + std::to_string(layer) + ".attention");
-      REQUIRE(heads.shape()[0] == std::int64_t(reference.attention[layer].size()));
-      for (std::int64_t head = 0; head < heads.shape()[0]; ++head)
-        CHECK(attnscope::testing::hf_attention_error(heads.slice_matrix<double>({head}),
-                                                     reference.attention[layer][std::size_t(head)]) <=
-              attnscope::testing::hf_attention_tolerance);
-    }
-    ++compared;
-  }
-  CHECK(compared == 5);
 }
