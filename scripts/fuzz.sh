@@ -53,7 +53,10 @@ for parser in "${parsers[@]}"; do
   fi
   executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$' || echo "?")
   coverage=$(grep -o 'cov: [0-9]*' "$work/log.txt" | tail -n 1 | grep -o '[0-9]*' || echo "?")
-  summary+="fuzz_$parser: $result, $executions executions in ${seconds}s, coverage $coverage edges (log: $work/log.txt)"$'\n'
+  # libFuzzer's "Done N runs in S second(s)" ends a run that found nothing; a finding stops it early
+  ran=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$work/log.txt" | grep -o '[0-9]* second' | grep -o '[0-9]*' || true)
+  [ -n "$ran" ] && ran="${ran}s" || ran="until the first finding (artifact in $work/artifacts/)"
+  summary+="fuzz_$parser: $result, $executions executions in $ran, coverage $coverage edges (log: $work/log.txt)"$'\n'
 done
 printf '%s' "$summary"
 exit $status
