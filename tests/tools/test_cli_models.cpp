@@ -86,8 +86,9 @@ std::vector<FamilyCase> family_cases() {
                                    "phi3", "gpt_neox", "olmo2"}) {
     cases.push_back({family, ""});
     const fs::path variants = fs::path(attnscope::testing::hf_fixture_folder(family)) / "variants.json";
-    if (fs::exists(variants))
-      for (const auto& [variant, changes] : nlohmann::json::parse(slurp(variants)).items()) cases.push_back({family, variant});
+    if (!fs::exists(variants)) continue;
+    const nlohmann::json listed = nlohmann::json::parse(slurp(variants));  // kept alive while items() is iterated
+    for (const auto& [variant, changes] : listed.items()) cases.push_back({family, variant});
   }
   return cases;
 }
