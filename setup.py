@@ -32,9 +32,17 @@ if os.environ.get("ATTNSCOPE_NATIVE") == "1":
     compile_args.append("-march=native")
 
 ParallelCompile("NPY_NUM_BUILD_JOBS", default=2).install()
+# Every header the extension includes is a dependency: setuptools rebuilds the extension when a source or one of
+# these is newer than the built module (otherwise a header change would leave a stale module in build-python/).
+headers = sorted(
+    os.path.relpath(path, ROOT)
+    for pattern in ("include/**/*.hpp", "python/src/*.hpp")
+    for path in glob(os.path.join(ROOT, pattern), recursive=True)
+)
 extension = Pybind11Extension(
     "attnscope._attnscope",
     sorted(os.path.relpath(path, ROOT) for path in glob(os.path.join(ROOT, "python", "src", "*.cpp"))),
+    depends=headers,
     include_dirs=[os.path.join(ROOT, "include")] + eigen + pcre2_include,
     libraries=["z"] + pcre2_libraries,
     extra_compile_args=compile_args,

@@ -1,7 +1,8 @@
 // libFuzzer target: a tokenizer.json (text::ByteLevelBpeTokenizer::from_tokenizer_json). Only attnscope::io_error
 // may escape the loader; a tokenizer that loads encodes fixed texts (ASCII, accents, CJK, emoji, digits, spaces and
-// newlines) and a UTF-8 prefix of the input itself, and decoding the ids gives the text back byte for byte (byte-level
-// BPE is lossless), unless the vocabulary lacks a byte (attnscope::invalid_argument or io_error naming it).
+// newlines) and a UTF-8 prefix of the input itself with the properties of fuzz_tokenizer_round_trip.hpp: ids in the
+// vocabulary that decode, the post-processor's ids around them on request, and for byte-level BPE without a
+// normalizer the text back byte for byte, unless the vocabulary lacks a byte (attnscope::invalid_argument or io_error).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

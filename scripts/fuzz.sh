@@ -31,7 +31,7 @@ for f in "$fixtures"/*/config.json "$fixtures"/bad/*/config.json "$hostile"/conf
 for f in "$fixtures"/*/tokenizer.json "$hostile"/tokenizer/*/tokenizer.json; do
   [ -f "$f" ] && cp "$f" "$seeds/tokenizer_json/$(echo "$f" | md5sum | cut -c1-12).json"; done
 for d in "$fixtures"/gpt2 "$hostile"/tokenizer/*; do
-  [ -f "$d/vocab.json" ] && { cat "$d/vocab.json"; printf '\377'; cat "$d/merges.txt" 2>/dev/null; } \
+  [ -f "$d/vocab.json" ] && { cat "$d/vocab.json"; printf '\377'; cat "$d/merges.txt" 2>/dev/null || true; } \
     >"$seeds/vocab_merges/$(echo "$d" | md5sum | cut -c1-12)"; done
 cp "$seeds"/npy/* "$seeds"/safetensors/* "$hostile"/attention/* "$hostile"/qk/* "$seeds/capture/" 2>/dev/null || true
 status=0
@@ -53,7 +53,10 @@ for parser in "${parsers[@]}"; do
   fi
   executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$' || echo "?")
   coverage=$(grep -o 'cov: [0-9]*' "$work/log.txt" | tail -n 1 | grep -o '[0-9]*' || echo "?")
-  summary+="fuzz_$parser: $result, $executions executions in ${seconds}s, coverage $coverage edges (log: $work/log.txt)"$'\n'
+  # libFuzzer's "Done N runs in S second(s)" ends a run that found nothing; a finding stops it early
+  ran=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$work/log.txt" | grep -o '[0-9]* second' | grep -o '[0-9]*' || true)
+  [ -n "$ran" ] && ran="${ran}s" || ran="until the first finding (artifact in $work/artifacts/)"
+  summary+="fuzz_$parser: $result, $executions executions in $ran, coverage $coverage edges (log: $work/log.txt)"$'\n'
 done
 printf '%s' "$summary"
 exit $status

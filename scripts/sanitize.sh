@@ -41,7 +41,7 @@ export ATTNSCOPE_CLI=$build/tools/attnscope
 export ASAN_OPTIONS=detect_leaks=1:exitcode=86:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=87
 echo "sanitize.sh: running $tests_build/tests/test_tools \"$filter\" against $ATTNSCOPE_CLI" >&2
-"$tests_build/tests/test_tools" "$filter" --success=false --reporter console 2>&1 | tee "$build.hostile.log" | tail -n 30
+"$tests_build/tests/test_tools" "$filter" 2>&1 | tee "$build.hostile.log" | tail -n 30
 status=${PIPESTATUS[0]}
 grep -h "hostile corpus:" "$build.hostile.log" || true
 if grep -q -E "AddressSanitizer|LeakSanitizer|runtime error:" "$build.hostile.log"; then

@@ -181,32 +181,49 @@ void bind_stream(py::module_& parent) {
       "Mean of a per-row statistic over bins of rows (position n = row + 1): first_row, end_row, position, mean.");
 
   // ---- text -------------------------------------------------------------------------------------------------------
-  py::module_ t = parent.def_submodule("text", "attnscope::text: byte-level BPE tokenizers (GPT-2, Llama-3, Qwen2).");
+  py::module_ t = parent.def_submodule("text",
+                                       "attnscope::text: BPE tokenizers with Hugging Face's ids, byte-level (GPT-2, "
+                                       "Llama-3, Qwen2, GPT-NeoX) and SentencePiece-style (Llama-2, Mistral, Phi-3).");
   py::class_<text::ByteLevelBpeTokenizer>(t, "ByteLevelBpeTokenizer",
-                                          "Byte-level BPE tokenizer (vocab.json + merges.txt or tokenizer.json).")
+                                          "BPE tokenizer, byte-level or SentencePiece-style (tokenizer.json,\n"
+                                          "tokenizer.model, or vocab.json + merges.txt).")
       .def_static("from_folder", &text::ByteLevelBpeTokenizer::from_folder, "folder"_a,
-                  "tokenizer.json, or vocab.json + merges.txt, or encoder.json + vocab.bpe in a folder (OSError if\n"
-                  "none or unsupported).")
+                  "tokenizer.json, or tokenizer.model, or vocab.json + merges.txt, or encoder.json + vocab.bpe in a\n"
+                  "folder (OSError if none or unsupported).")
       .def_static("from_vocab_and_merges", &text::ByteLevelBpeTokenizer::from_vocab_and_merges, "vocab_json_path"_a,
                   "merges_txt_path"_a, "GPT-2 style vocab.json (token -> id) and merges.txt (one merge per line).")
       .def_static("from_tokenizer_json", &text::ByteLevelBpeTokenizer::from_tokenizer_json, "tokenizer_json_path"_a,
-                  "A Hugging Face tokenizer.json with a byte-level BPE model (GPT-2, Llama-3, Qwen2); OSError for\n"
-                  "other kinds (SentencePiece, WordPiece, ...).")
+                  "A Hugging Face tokenizer.json with a BPE model, byte-level (GPT-2, Llama-3, Qwen2) or\n"
+                  "SentencePiece-style (Llama-2, Mistral, Phi-3); OSError for other kinds (Unigram, WordPiece, ...).")
+      .def_static("from_sentencepiece_model", &text::ByteLevelBpeTokenizer::from_sentencepiece_model,
+                  "tokenizer_model_path"_a,
+                  "SentencePiece's tokenizer.model (a BPE model: Llama-1/2, Mistral-7B v0.1, TinyLlama), read as\n"
+                  "Hugging Face's LlamaConverter turns it into a tokenizer.json; OSError for Unigram models.")
       .def(
           "encode",
-          [](const text::ByteLevelBpeTokenizer& tokenizer, const std::string& utf8_text, bool parse_special_tokens) {
+          [](const text::ByteLevelBpeTokenizer& tokenizer, const std::string& utf8_text, bool parse_special_tokens,
+             bool add_special_tokens) {
             text::EncodeOptions options;
             options.parse_special_tokens = parse_special_tokens;
+            options.add_special_tokens = add_special_tokens;
             py::gil_scoped_release release;
             return tokenizer.encode(utf8_text, options);
           },
-          "text"_a, "parse_special_tokens"_a = false, "Token ids (list of int) of a str.")
+          "text"_a, "parse_special_tokens"_a = false, "add_special_tokens"_a = false,
+          "Token ids (list of int) of a str. parse_special_tokens: special tokens written in the text (\"<s>\",\n"
+          "\"<|endoftext|>\") become their ids instead of ordinary text. add_special_tokens: the post-processor's\n"
+          "tokens are added around the text (Llama-2's and Mistral's BOS <s>, RoBERTa's <s> ... </s>), as the\n"
+          "command's --add-special-tokens. Both True: the ids of Hugging Face's default tokenizer(text).")
       .def("decode",
            [](const text::ByteLevelBpeTokenizer& tokenizer, const std::vector<int>& ids) {
              return py::bytes(tokenizer.decode(ids)).attr("decode")("utf-8", "replace");
            },
            "ids"_a, "The text of token ids (invalid UTF-8 replaced).")
       .def("vocab_size", &text::ByteLevelBpeTokenizer::vocab_size, "Largest id + 1, added tokens included.")
+      .def("added_prefix_ids", &text::ByteLevelBpeTokenizer::added_prefix_ids,
+           "The ids add_special_tokens puts before the text (the post-processor's, e.g. [BOS]).")
+      .def("added_suffix_ids", &text::ByteLevelBpeTokenizer::added_suffix_ids,
+           "The ids add_special_tokens puts after the text (the post-processor's, e.g. [EOS]).")
       .def("token_id", &text::ByteLevelBpeTokenizer::token_id, "token"_a, "Id of a token string, or None.")
       .def("token_bytes", [](const text::ByteLevelBpeTokenizer& tokenizer, int id) {
         return py::bytes(tokenizer.token_bytes(id));

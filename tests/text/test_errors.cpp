@@ -87,6 +87,17 @@ TEST_CASE("text errors: malformed vocabulary JSON", "[text][errors]") {
   CHECK_THAT(errors_load_pair("huge", vocab.dump(), errors_small_merges), Contains("'bad'") && Contains("1073741824"));
 }
 
+TEST_CASE("text errors: a JSON number beyond the range of double is an io_error naming the file", "[text][errors]") {
+  // nlohmann's parser reports such a number as out_of_range, not as a parse_error; both files of both formats
+  CHECK_THAT(errors_load_pair("overflow_id", "{\"a\": 5.019e11627}", errors_small_merges),
+             Contains("vocab.json") && Contains("unreadable JSON"));
+  CHECK_THAT(errors_load_pair("overflow_negative", "{\"a\": -1e400}", errors_small_merges), Contains("vocab.json"));
+  const std::string path = text_scratch_dir("errors_overflow_tokenizer_json") + "/tokenizer.json";
+  io::write_file(path, "{\"model\": {\"type\": \"BPE\", \"dropout\": 1e999, \"vocab\": {}, \"merges\": []}}");
+  CHECK_THAT(error_message<io_error>([&] { ByteLevelBpeTokenizer::from_tokenizer_json(path); }),
+             Contains("tokenizer.json") && Contains("unreadable JSON"));
+}
+
 TEST_CASE("text errors: duplicate ids", "[text][errors]") {
   nlohmann::json vocab = errors_small_vocab();
   vocab["Ġthe"] = 257;  // the id of "he"

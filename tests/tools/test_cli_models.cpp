@@ -2,8 +2,12 @@
 // GPT-2 encoder's ids, `capture --model` end to end against the fixtures' independent PyTorch references, `report
 // --model --text-file` (text to report in one command), the --max-tokens rule, and the errors of the new options.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <set>
 #include <sstream>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -33,6 +37,72 @@ std::string space_separated(const std::vector<std::int64_t>& ids) {
   std::string text;
   for (std::size_t i = 0; i < ids.size(); ++i) text += (i ? " " : "") + std::to_string(ids[i]);
   return text;
+}
+
+// A fixture family and one of its config variants (tests/fixtures/hf/<family>/variants.json; "" for the folder as
+// written).
+struct FamilyCase {
+  std::string family, variant;
+  std::string label() const { return variant.empty() ? family : family + "." + variant; }
+};
+
+// One case ready to run: its folder (the fixture, or a scratch copy with the variant's config.json changes), config,
+// sizes and reference outputs.
+struct FamilyFixture {
+  std::string folder;
+  nlohmann::json config;
+  int layers = 0, heads = 0;
+  attnscope::testing::HfReference reference;
+  std::int64_t length() const { return std::int64_t(reference.tokens.size()); }
+  std::string token_list() const { return "'" + space_separated(reference.tokens) + "'"; }
+};
+
+FamilyFixture prepare_family_case(const FamilyCase& c) {
+  FamilyFixture fixture;
+  fixture.folder = attnscope::testing::hf_fixture_folder(c.family);
+  if (!c.variant.empty()) {
+    const fs::path copy = path_in_work_dir("family_" + c.family + "_" + c.variant);
+    fs::remove_all(copy);
+    fs::copy(fixture.folder, copy);
+    nlohmann::json config = nlohmann::json::parse(slurp(copy / "config.json"));
+    const nlohmann::json changes = nlohmann::json::parse(slurp(copy / "variants.json")).at(c.variant);
+    for (const auto& [key, value] : changes.items()) config[key] = value;
+    std::ofstream(copy / "config.json") << config.dump(2);
+    fixture.folder = copy.string();
+  }
+  fixture.config = nlohmann::json::parse(slurp(fixture.folder + "/config.json"));
+  fixture.layers = fixture.config.value("num_hidden_layers", fixture.config.value("n_layer", 0));
+  fixture.heads = fixture.config.value("num_attention_heads", fixture.config.value("n_head", 0));
+  fixture.reference = attnscope::testing::read_hf_reference(c.family, c.variant);
+  REQUIRE(fixture.layers * fixture.heads > 0);
+  REQUIRE(fixture.reference.attention.size() == std::size_t(fixture.layers));
+  return fixture;
+}
+
+// Every family fixture and every config variant of one.
+std::vector<FamilyCase> family_cases() {
+  std::vector<FamilyCase> cases;
+  for (const std::string family : {"gpt2", "llama", "qwen2", "llama_rope", "smollm", "qwen3", "gemma2", "gemma3",
+                                   "phi3", "gpt_neox", "olmo2"}) {
+    cases.push_back({family, ""});
+    const fs::path variants = fs::path(attnscope::testing::hf_fixture_folder(family)) / "variants.json";
+    if (!fs::exists(variants)) continue;
+    const nlohmann::json listed = nlohmann::json::parse(slurp(variants));  // kept alive while items() is iterated
+    for (const auto& [variant, changes] : listed.items()) cases.push_back({family, variant});
+  }
+  return cases;
+}
+
+// The per-row statistics of a reference attention matrix (rows are queries): weight on key 0, entropy in nats, and
+// largest weight.
+struct ReferenceRow {
+  double sink, entropy, max_weight;
+};
+ReferenceRow reference_row(const attnscope::RowMatrix<double>& attention, Eigen::Index row) {
+  ReferenceRow result{attention(row, 0), 0.0, attention.row(row).maxCoeff()};
+  for (Eigen::Index key = 0; key < attention.cols(); ++key)
+    if (attention(row, key) > 0) result.entropy -= attention(row, key) * std::log(attention(row, key));
+  return result;
 }
 
 }  // namespace
@@ -92,15 +162,21 @@ TEST_CASE("tokenize: --add-special-tokens adds the post-processor's BOS; with --
   CHECK(std::count(plain_ids.begin(), plain_ids.end(), 1) == 0);
 }
 
-TEST_CASE("capture --model equals the fixtures' independent PyTorch forward", "[cli][capture][models]") {
-  for (const std::string name : {"gpt2", "llama", "qwen2", "llama_rope", "smollm", "qwen3", "gemma2", "gemma3", "phi3",
-                                 "gpt_neox", "olmo2"}) {
-    INFO("fixture " << name);
-    const attnscope::testing::HfReference reference = attnscope::testing::read_hf_reference(name);
-    const std::string out = path_in_work_dir("capture_" + name + ".npz");
-    // The reference tokens are the fixture tokenizer's encoding of sample.txt: --text-file must give the same ids.
-    const Run run = attnscope_command("capture --model " + attnscope::testing::hf_fixture_folder(name) + " --text-file " +
-                                      attnscope::testing::hf_fixture_sample_text() + " --out " + out);
+TEST_CASE("capture --model equals the fixtures' independent PyTorch forward, config variants included",
+          "[cli][capture][models]") {
+  // The families as written through --text-file (the reference tokens are the fixture tokenizer's encoding of
+  // sample.txt, so --text-file must give the same ids); the config variants (rope_scaling linear/dynamic/yarn, Qwen2's
+  // per-layer windows, Phi-3's short factors, GPT-NeoX's sequential residual) on a copy of the folder with their
+  // config changes, through --tokens.
+  std::size_t compared = 0;
+  for (const FamilyCase& c : family_cases()) {
+    INFO("fixture " << c.label());
+    const FamilyFixture fixture = prepare_family_case(c);
+    const attnscope::testing::HfReference& reference = fixture.reference;
+    const std::string out = path_in_work_dir("capture_" + c.label() + ".npz");
+    const std::string input = c.variant.empty() ? " --text-file " + attnscope::testing::hf_fixture_sample_text()
+                                                : " --tokens " + fixture.token_list();
+    const Run run = attnscope_command("capture --model " + fixture.folder + input + " --out " + out);
     REQUIRE(run.exit_code == 0);
     const auto arrays = attnscope::io::read_npz(out);
     CHECK(arrays.at("tokens").to_vector<std::int64_t>() == reference.tokens);
@@ -111,11 +187,13 @@ TEST_CASE("capture --model equals the fixtures' independent PyTorch forward", "[
       REQUIRE(heads.shape()[0] == static_cast<std::int64_t>(reference.attention[layer].size()));
       for (std::int64_t head = 0; head < heads.shape()[0]; ++head)
         CHECK(attnscope::testing::hf_attention_error(heads.slice_matrix<double>({head}),
-                                                 reference.attention[layer][std::size_t(head)]) <=
+                                                     reference.attention[layer][std::size_t(head)]) <=
               attnscope::testing::hf_attention_tolerance);
     }
     for (const char* member : {"layer0.q", "layer0.k", "layer0.v", "layer0.scores"}) CHECK(arrays.count(member) == 1);
+    ++compared;
   }
+  CHECK(compared == 17);  // 11 families and 6 variants
 }
 
 TEST_CASE("report --model --text-file: text to per-head report in one command", "[cli][report][models]") {
@@ -169,4 +247,61 @@ TEST_CASE("model-folder errors name the problem", "[cli][models][errors]") {
       {"report --model " + gpt2_wp_mini() + " --text hi --tokens 1", "only one of", 2},
   };
   check_failures(cases);
+}
+
+TEST_CASE("report --model --tokens on every family and config variant: one finite row per layer and head, as the "
+          "reference attention says", "[cli][report][models]") {
+  // The reference tokens go in as --tokens; the report's per-head means must be those of the independent PyTorch
+  // reference attention (fixtures/hf_reference.hpp): sink_mass (weight on key 0) and max_attention (rows seeing >= 2
+  // keys: every row but the first) to the attention tolerance, entropy to 1e-4 nats (p ln p amplifies the error of a
+  // small p; measured: 3e-7). Variants run on a copy of the folder with their config changes.
+  std::size_t reports = 0;
+  for (const FamilyCase& c : family_cases()) {
+    INFO("fixture " << c.label());
+    const FamilyFixture fixture = prepare_family_case(c);
+    const attnscope::testing::HfReference& reference = fixture.reference;
+    const std::string& folder = fixture.folder;
+    const int layers = fixture.layers, heads = fixture.heads;
+    const std::string tokens = "--tokens " + fixture.token_list();
+    const auto length = Eigen::Index(fixture.length());
+    const std::string json_file = path_in_work_dir("family_report_" + c.label() + ".json");
+    const Run run = attnscope_command("report --model " + folder + " " + tokens + " --json " + json_file);
+    REQUIRE(run.exit_code == 0);
+    CHECK(contains(run.out, std::to_string(layers * heads) + " heads, L = " + std::to_string(length)));
+    CHECK(contains(run.err, fixture.config.at("model_type").get<std::string>()));
+    const nlohmann::json report = nlohmann::json::parse(slurp(json_file));
+    const nlohmann::json& rows = report.at("heads");
+    REQUIRE(rows.size() == std::size_t(layers * heads));
+    std::set<std::pair<int, int>> seen;
+    for (const nlohmann::json& row : rows) {
+      const int layer = row.at("layer").get<int>(), head = row.at("head").get<int>();
+      INFO("layer " << layer << ", head " << head << ": " << row.dump());
+      REQUIRE((layer >= 0 && layer < layers && head >= 0 && head < heads));
+      seen.emplace(layer, head);
+      for (const std::string column : {"sink_mass", "entropy", "max_attention", "max_scaled_logit",
+                                       "mean_jacobian_norm", "max_jacobian_norm", "content_entropy",
+                                       "sink_entropy_share"}) {
+        INFO("column " << column);
+        REQUIRE(row.at(column).is_number());
+        CHECK(std::isfinite(row.at(column).get<double>()));
+      }
+      const attnscope::RowMatrix<double>& attention = reference.attention[std::size_t(layer)][std::size_t(head)];
+      double sink = 0, entropy = 0, max_weight = 0;
+      for (Eigen::Index i = 0; i < length; ++i) {
+        const ReferenceRow expected = reference_row(attention, i);
+        sink += expected.sink / double(length);
+        entropy += expected.entropy / double(length);
+        if (i > 0) max_weight = std::max(max_weight, expected.max_weight);
+      }
+      CHECK(std::abs(row.at("sink_mass").get<double>() - sink) <= attnscope::testing::hf_attention_tolerance);
+      CHECK(std::abs(row.at("max_attention").get<double>() - max_weight) <= attnscope::testing::hf_attention_tolerance);
+      CHECK(std::abs(row.at("entropy").get<double>() - entropy) <= 1e-4);
+      // bounds that hold for any causal attention: entropy <= ln L, the exact softmax Jacobian norm <= 1/2
+      CHECK(row.at("entropy").get<double>() <= std::log(double(length)) + 1e-9);
+      CHECK(row.at("max_jacobian_norm").get<double>() <= 0.5 + 1e-9);
+    }
+    CHECK(seen.size() == std::size_t(layers * heads));
+    ++reports;
+  }
+  CHECK(reports == 17);  // 11 families and 6 variants
 }

@@ -245,7 +245,7 @@ TEST_CASE("report of a plain NPZ uses scores and v beside attention, warns about
                  {"scores", io::Array::from_vector(data.scores, {heads, length, length})},
                  {"v", io::Array::from_vector(values, {heads, length, dim})}},
                 io::Compression::deflated);
-  CHECK(report_json_of(deflated, "plain_deflated.json")["heads"] == report["heads"]);
+  CHECK(report_json_of("--columns all " + deflated, "plain_deflated.json")["heads"] == report["heads"]);
   // Per-layer names layer{i}.* in a hand-made NPZ are read as a capture.
   const std::string layered = path_in_work_dir("layered.npz");
   io::write_npz(layered,
@@ -253,7 +253,7 @@ TEST_CASE("report of a plain NPZ uses scores and v beside attention, warns about
                  {"layer0.scores", io::Array::from_vector(data.scores, {heads, length, length})},
                  {"layer0.v", io::Array::from_vector(values, {heads, length, dim})}},
                 io::Compression::stored);
-  const auto layered_report = report_json_of(layered, "layered.json");
+  const auto layered_report = report_json_of("--columns all " + layered, "layered.json");
   CHECK(layered_report["heads"] == report["heads"]);
   // --sink-keys 0,1: the sink mass is the mean of the weights on keys 0 and 1 (computed here from the array).
   const auto sinks = report_json_of("--basic --sink-keys 0,1 " + npz, "sinks.json");

@@ -24,6 +24,15 @@ struct HeadInput {
   RowMatrix<double> values;     // L_k × d values of the head; empty when unknown
 };
 
+namespace detail {
+/// True when two matrices have the same shape and entries, compared in storage order (Eigen's operator== walks a
+/// row-major matrix column by column, about ten times slower on an L × L attention matrix at L = 1024). The report's
+/// per-head caches use it to recognise the head they computed last.
+inline bool same_entries(const RowMatrix<double>& a, const RowMatrix<double>& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() && std::equal(a.data(), a.data() + a.size(), b.data());
+}
+}  // namespace detail
+
 /// Called as progress(done, total) after each head (the same type as model::ProgressCallback).
 using ProgressCallback = std::function<void(int, int)>;
 /// Receives each head in turn; the head is dropped after the call.

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -91,12 +92,16 @@ double attention_sink_mass(const Eigen::MatrixBase<Derived>& attention, const st
 
 /// Mean row entropy in nats, (1/L) Σ_i H_i with H_i = attnscope::row_entropy (−Σ_j A(i,j) ln A(i,j), 0 ln 0 = 0,
 /// Shannon); NaN when the matrix is empty or has a negative or non-finite entry (rows that are not distributions,
-/// e.g. SA-softmax rows). O(L²).
+/// e.g. SA-softmax rows: row_entropy checks every entry and refuses them). O(L²).
 template <class Derived>
 double mean_attention_entropy(const Eigen::MatrixBase<Derived>& attention) {
   const RowMatrixView<typename Derived::Scalar> a(attention.derived());
-  if (a.size() == 0 || !a.allFinite() || a.minCoeff() < 0) return std::numeric_limits<double>::quiet_NaN();
-  return static_cast<double>(row_entropy(a).template cast<double>().mean());
+  if (a.size() == 0) return std::numeric_limits<double>::quiet_NaN();
+  try {
+    return static_cast<double>(row_entropy(a).template cast<double>().mean());
+  } catch (const attnscope::invalid_argument&) {  // a negative or non-finite entry
+    return std::numeric_limits<double>::quiet_NaN();
+  }
 }
 
 /// Largest finite entry (e.g. the max scaled logit of scores with −inf future entries); NaN when there is none.
@@ -139,6 +144,27 @@ namespace detail {
 inline std::string reason_not_distributions(const HeadInput&) {
   return "rows are not probability distributions (sink or SA-softmax map, or --lenient input)";
 }
+
+/// attention_jacobian_norms of one head, computed once for the two Jacobian columns: the last head's attention is
+/// kept and compared by value (same_entries; far cheaper than the norms), so a stale result is never returned. A
+/// template, as the columns are, so that only programs building the columns compile the norms.
+template <class Scalar>
+class JacobianNormsCache {
+ public:
+  const Vector<double>& get(const HeadInput& head) {
+    if (!(have_ && same_entries(attention_, head.attention))) {
+      norms_ = attention_jacobian_norms(head.attention.template cast<Scalar>());
+      attention_ = head.attention;
+      have_ = true;
+    }
+    return norms_;
+  }
+
+ private:
+  RowMatrix<double> attention_;
+  bool have_ = false;
+  Vector<double> norms_;
+};
 }  // namespace detail
 
 /// The report's standard columns: sink_mass (weight on `sink_keys`, default key 0), entropy, max_attention (rows
@@ -151,6 +177,7 @@ inline std::string reason_not_distributions(const HeadInput&) {
 template <class Scalar = double>
 std::vector<ReportColumn> default_report_columns(const std::vector<Index>& sink_keys = {0}) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto jacobian = std::make_shared<detail::JacobianNormsCache<double>>();
   return {
       {"sink_mass", "mean attention weight on the sink keys over query rows",
        [sink_keys](const HeadInput& h) { return attention_sink_mass(h.attention, sink_keys); },
@@ -188,8 +215,8 @@ std::vector<ReportColumn> default_report_columns(const std::vector<Index>& sink_
         "Small logits: soft, near-uniform attention.",
         "stories260K: 11-49 (median 25); gpt2-wp-mini: 3.7-17 (median 11)."}},
       {"mean_jacobian_norm", "mean over rows of the exact ||diag p - pp^T||_2",
-       [nan](const HeadInput& h) {
-         const Vector<double> norms = attention_jacobian_norms(h.attention);
+       [nan, jacobian](const HeadInput& h) {
+         const Vector<double>& norms = jacobian->get(h);
          return norms.size() ? norms.mean() : nan;
        },
        detail::reason_not_distributions, "mean_J", true,
@@ -198,8 +225,8 @@ std::vector<ReportColumn> default_report_columns(const std::vector<Index>& sink_
         "Near 0: rows that are one-hot (saturated) or spread over many keys (1/n for n equal weights).",
         "stories260K: 0.18-0.26; gpt2-wp-mini: 0.022-0.080."}},
       {"max_jacobian_norm", "max over rows of the exact ||diag p - pp^T||_2",
-       [nan](const HeadInput& h) {
-         const Vector<double> norms = attention_jacobian_norms(h.attention);
+       [nan, jacobian](const HeadInput& h) {
+         const Vector<double>& norms = jacobian->get(h);
          return norms.size() ? norms.maxCoeff() : nan;
        },
        detail::reason_not_distributions, "max_J", true,

@@ -71,8 +71,7 @@ class EntropyChannelsCache {
  public:
   explicit EntropyChannelsCache(std::vector<Index> sink_keys) : sink_keys_(std::move(sink_keys)) {}
   const EntropyChannels& get(const HeadInput& head) {
-    if (!(have_ && attention_.rows() == head.attention.rows() && attention_.cols() == head.attention.cols() &&
-          attention_ == head.attention)) {
+    if (!(have_ && same_entries(attention_, head.attention))) {
       value_ = entropy_channels(head.attention.template cast<Scalar>(), sink_keys_);
       attention_ = head.attention;
       have_ = true;
@@ -107,7 +106,8 @@ class CapacityCache {
       problem_ = causal_only_reason(head);
       return nullptr;
     }
-    if (!(have_ && same(attention_, head.attention) && same(scores_, head.scores) && same(values_, head.values))) {
+    if (!(have_ && same_entries(attention_, head.attention) && same_entries(scores_, head.scores) &&
+          same_entries(values_, head.values))) {
       attention_ = head.attention;
       scores_ = head.scores;
       values_ = head.values;
@@ -130,9 +130,6 @@ class CapacityCache {
   const std::string& problem() const { return problem_; }
 
  private:
-  static bool same(const RowMatrix<double>& a, const RowMatrix<double>& b) {
-    return a.rows() == b.rows() && a.cols() == b.cols() && a == b;
-  }
   RowMatrix<double> attention_, scores_, values_;
   bool have_ = false, valid_ = false;
   capacity::HeadCapacity value_;

@@ -107,7 +107,8 @@ std::vector<AddedToken> tokenizer_json_added_tokens(const Json& added, const Loa
   return tokens;
 }
 
-/// Parses a JSON file; io_error naming the file and the byte position for malformed JSON.
+/// Parses a JSON file; io_error naming the file and the byte position for malformed JSON, and naming the file for
+/// JSON the parser cannot represent (a number beyond the range of double, e.g. 5e1000: out_of_range).
 template <class Json>
 Json read_json_file(const std::string& path, const char* function) {
   const std::vector<unsigned char> bytes = io::read_file(path);
@@ -115,6 +116,8 @@ Json read_json_file(const std::string& path, const char* function) {
     return Json::parse(bytes.begin(), bytes.end());
   } catch (const typename Json::parse_error& error) {
     attnscope::detail::throw_io_error(function, path, "malformed JSON at byte ", error.byte, ": ", error.what());
+  } catch (const typename Json::exception& error) {
+    attnscope::detail::throw_io_error(function, path, "unreadable JSON: ", error.what());
   }
 }
 
