@@ -119,6 +119,22 @@ analysis::HeadComparison compare_dense_reference(const RowMatrix<float>& attenti
   return out;
 }
 
+// forward() captures of both models' attention on the same tokens; head() gives one head's two matrices in double.
+struct CompareDenseCaptures {
+  model::ForwardResult a, b;
+  CompareDenseCaptures(const model::Transformer& model_a, const model::Transformer& model_b,
+                       const std::vector<int>& tokens) {
+    model::ForwardOptions capture;
+    capture.capture.attention = true;
+    a = model_a.forward(tokens, capture);
+    b = model_b.forward(tokens, capture);
+  }
+  std::pair<RowMatrix<double>, RowMatrix<double>> head(int layer, int head_index) const {
+    return {a.layers[std::size_t(layer)].attention[std::size_t(head_index)].cast<double>(),
+            b.layers[std::size_t(layer)].attention[std::size_t(head_index)].cast<double>()};
+  }
+};
+
 void compare_against_dense(const std::string& fixture, int length, Index query_block) {
   const model::Transformer a = compare_fixture(fixture);
   const model::Transformer b = compare_perturbed(a, 27);
@@ -195,6 +211,24 @@ TEST_CASE("compare_models agrees head by head with a dense reference from forwar
   compare_against_dense("gpt2", 25, 1);     // learned positions, biases; one row per block
 }
 
+TEST_CASE("compare_models: a layer windowed in one model only is compared over the keys either model sees") {
+  const model::Transformer llama = compare_fixture("llama");   // causal everywhere
+  const model::Transformer gemma = compare_fixture("gemma2");  // window 12 on alternate layers, same shape and vocabulary
+  const std::vector<int> tokens = compare_tokens(30, 300, 12);
+  const auto result = analysis::compare_models(llama, gemma, tokens);
+  const CompareDenseCaptures dense(llama, gemma, tokens);
+  for (const auto& head : result.heads) {
+    INFO("layer " << head.layer << " head " << head.head);
+    // the dense matrices hold 0 where a model does not see a key: JS over every causal key is JS over the union
+    const auto [pa, pb] = dense.head(head.layer, head.head);
+    CHECK(head.js_keep == Approx(attnscope::composition::jensen_shannon(pa, pb, attnscope::causal).mean()).margin(2e-5));
+    CHECK(head.b.sink_mass == Approx(pb.col(0).mean()).margin(2e-5));
+    CHECK(head.js_keep <= std::log(2.0));
+    CHECK(head.top_k_overlap >= 0);
+    CHECK(head.top_k_overlap <= 1);
+  }
+}
+
 TEST_CASE("compare_models: the drop convention removes the sink keys; several sink keys") {
   const model::Transformer a = compare_fixture("llama");
   const model::Transformer b = compare_perturbed(a, 11);
@@ -203,13 +237,10 @@ TEST_CASE("compare_models: the drop convention removes the sink keys; several si
   options.sink_keys = {2, 0};
   const auto result = analysis::compare_models(a, b, tokens, options);
   REQUIRE(result.sink_keys == std::vector<Index>{0, 2});
-  model::ForwardOptions capture;
-  capture.capture.attention = true;
-  const auto dense_a = a.forward(tokens, capture), dense_b = b.forward(tokens, capture);
+  const CompareDenseCaptures dense(a, b, tokens);
   for (const auto& head : result.heads) {
     INFO("layer " << head.layer << " head " << head.head);
-    const RowMatrix<double> pa = dense_a.layers[std::size_t(head.layer)].attention[std::size_t(head.head)].cast<double>();
-    const RowMatrix<double> pb = dense_b.layers[std::size_t(head.layer)].attention[std::size_t(head.head)].cast<double>();
+    const auto [pa, pb] = dense.head(head.layer, head.head);
     // rows 3.. see both sinks and content: the dense split over that block (rows 0..2: see the code's rules)
     const attnscope::composition::SinkSet sinks({0, 2});
     const attnscope::Visibility rows_from_3 = attnscope::Causal{3};

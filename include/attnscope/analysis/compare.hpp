@@ -148,14 +148,6 @@ void compare_layer(int layer, const RowMatrixView<Scalar>& queries_a, const RowM
                    const RowMatrixView<Scalar>& queries_b, const RowMatrixView<Scalar>& keys_b,
                    const stream::RowStatisticsOptions& attention_b, const model::TransformerConfig& config_b,
                    const CompareOptions& options, std::vector<HeadSums>& heads) {
-  const char* function = "analysis::compare_models";
-  const Visibility& layer_visibility = attention_a.visibility;
-  if (layer_visibility.kind() != attention_b.visibility.kind() ||
-      layer_visibility.window() != attention_b.visibility.window() ||
-      layer_visibility.causal_offset() != attention_b.visibility.causal_offset())
-    attnscope::detail::throw_invalid_argument(function, "layer ", layer, " attends to other keys in the two models (",
-                                              "sliding window ", layer_visibility.window(), " vs ",
-                                              attention_b.visibility.window(), ")");
   const Index length = queries_a.rows(), keys_total = keys_a.rows();
   const Index size_a = config_a.head_dim, size_b = config_b.head_dim;
   const RowMatrix<Scalar> zero_values = RowMatrix<Scalar>::Zero(keys_total, 1);
@@ -170,9 +162,10 @@ void compare_layer(int layer, const RowMatrixView<Scalar>& queries_a, const RowM
     const Index kv_a = h / (config_a.n_heads / config_a.n_kv_heads), kv_b = h / (config_b.n_heads / config_b.n_kv_heads);
     for (Index first = 0; first < length; first += options.query_block) {
       const Index rows = std::min(options.query_block, length - first);
-      const Index key_count = std::min(keys_total, first + rows + layer_visibility.causal_offset());
+      // the streaming forward runs the whole sequence from position 0: rows first.. see keys < first + rows
+      const Index key_count = std::min(keys_total, first + rows);
       stream::RowStatisticsOptions block_a = attention_a, block_b = attention_b;
-      block_a.visibility = block_b.visibility = compare_block_visibility(layer_visibility, first);
+      block_a.visibility = compare_block_visibility(attention_a.visibility, first);
       block_a.sink_keys.clear();
       for (Index s : options.sink_keys)
         if (s < key_count) block_a.sink_keys.push_back(s);
@@ -183,6 +176,7 @@ void compare_layer(int layer, const RowMatrixView<Scalar>& queries_a, const RowM
       block_a.threads = options.threads;
       const std::optional<double> scale_b = block_b.scale, softcap_b = block_b.logit_softcap;
       block_b = block_a;
+      block_b.visibility = compare_block_visibility(attention_b.visibility, first);
       block_b.scale = scale_b;
       block_b.logit_softcap = softcap_b;
       compare_block_attention<Scalar>(queries_a.middleRows(first, rows).middleCols(h * size_a, size_a),
@@ -192,7 +186,8 @@ void compare_layer(int layer, const RowMatrixView<Scalar>& queries_a, const RowM
                                       keys_b.topRows(key_count).middleCols(kv_b * size_b, size_b), zero_values,
                                       block_b, probabilities_b, statistics_b, output);
       for (Index i = 0; i < rows; ++i) {
-        gather_compared_row(probabilities_a, probabilities_b, i, block_a.visibility, block_a.sink_keys, row);
+        gather_compared_row(probabilities_a, probabilities_b, i, block_a.visibility, block_b.visibility,
+                            block_a.sink_keys, row);
         if (sums.image)
           for (std::size_t j = 0; j < row.columns.size(); ++j)
             sums.accumulator.add(first + i, row.columns[j], row.a[j], row.b[j]);
@@ -249,8 +244,10 @@ inline std::vector<HeadComparison> finish_comparison(std::vector<HeadSums>& head
 /// per head). Never an L×L matrix. Cost: both forwards, plus per head twice the attention of the layer (the kernel
 /// with ‖J‖₂) and O(L · visible keys) row work (gathering, entropy split, JS, top-k) — the same order as the forwards'
 /// attention.
+/// A layer with a sliding window in one model only is compared over the keys either model sees (weight 0 where a
+/// model does not see the key).
 /// Throws attnscope::invalid_argument naming `analysis::compare_models` for: no tokens; models of other vocabulary
-/// sizes, layer counts or head counts; a layer whose window differs between the models; sink keys < 0; top_k,
+/// sizes, layer counts or head counts; sink keys < 0; top_k,
 /// query_block or image_max_side < 1; an image head outside the model; plus every error of the forwards (a token
 /// outside the vocabulary, too many tokens), rethrown from whichever model failed.
 template <class Scalar>

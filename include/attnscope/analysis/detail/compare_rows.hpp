@@ -40,14 +40,16 @@ struct ComparedRow {
   std::vector<Index> columns;   // the key of each position
 };
 
-/// Gathers row `row` of the two probability blocks over the keys `visibility` lets it see.
+/// Gathers row `row` of the two probability blocks over the keys either model's visibility lets it see (the
+/// union: a layer may have a sliding window in one model only; a key the other model does not see has weight 0 there).
 template <class Scalar>
 void gather_compared_row(const RowMatrix<Scalar>& a, const RowMatrix<Scalar>& b, Index row,
-                         const Visibility& visibility, const std::vector<Index>& sink_keys, ComparedRow& out) {
+                         const Visibility& visibility_a, const Visibility& visibility_b,
+                         const std::vector<Index>& sink_keys, ComparedRow& out) {
   out.a.clear(), out.b.clear(), out.sinks.clear(), out.columns.clear();
   const Index cols = a.cols();
   for (Index j = 0; j < cols; ++j) {
-    if (!visibility.visible(row, j, cols)) continue;
+    if (!visibility_a.visible(row, j, cols) && !visibility_b.visible(row, j, cols)) continue;
     if (std::binary_search(sink_keys.begin(), sink_keys.end(), j)) out.sinks.push_back(Index(out.a.size()));
     out.columns.push_back(j);
     out.a.push_back(static_cast<double>(a(row, j)));
@@ -119,7 +121,7 @@ inline RowDivergence compared_divergence(const ComparedRow& row) {
   return out;
 }
 
-/// |top_k(a) ∩ top_k(b)| / k′ with k′ = min(k, visible keys); the k′ largest weights of each row, ties to the lower
+/// |top_k(a) ∩ top_k(b)| / k′ with k′ = min(k, gathered keys); the k′ largest weights of each row, ties to the lower
 /// key. 1 for identical rows.
 inline double top_k_overlap(const std::vector<double>& a, const std::vector<double>& b, Index k,
                             std::vector<Index>& order_a, std::vector<Index>& order_b) {
