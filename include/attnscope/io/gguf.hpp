@@ -404,6 +404,109 @@ inline GgufHeader parse_gguf_header(const unsigned char* data, std::size_t size,
   return header;
 }
 
+/// One tensor to write with serialize_gguf: its dims in ggml order (dims[0] contiguous), ggml type and bytes.
+struct GgufTensorBytes {
+  std::string name;
+  std::vector<std::uint64_t> dims;
+  GgmlType type = GgmlType::f32;
+  std::string bytes;
+};
+
+namespace detail {
+
+inline void gguf_append_string(std::string& out, const std::string& text) {
+  append_little_endian<std::uint64_t>(out, text.size());
+  out += text;
+}
+
+inline void gguf_append_value(std::string& out, const GgufValue& value) {
+  switch (value.type) {
+    case GgufType::uint8: append_little_endian<std::uint8_t>(out, std::uint8_t(value.unsigned_integer)); return;
+    case GgufType::int8: append_little_endian<std::int8_t>(out, std::int8_t(value.integer)); return;
+    case GgufType::uint16: append_little_endian<std::uint16_t>(out, std::uint16_t(value.unsigned_integer)); return;
+    case GgufType::int16: append_little_endian<std::int16_t>(out, std::int16_t(value.integer)); return;
+    case GgufType::uint32: append_little_endian<std::uint32_t>(out, std::uint32_t(value.unsigned_integer)); return;
+    case GgufType::int32: append_little_endian<std::int32_t>(out, std::int32_t(value.integer)); return;
+    case GgufType::uint64: append_little_endian<std::uint64_t>(out, value.unsigned_integer); return;
+    case GgufType::int64: append_little_endian<std::int64_t>(out, value.integer); return;
+    case GgufType::float32: append_little_endian<float>(out, float(value.real)); return;
+    case GgufType::float64: append_little_endian<double>(out, value.real); return;
+    case GgufType::boolean: append_little_endian<std::uint8_t>(out, value.integer != 0 ? 1 : 0); return;
+    case GgufType::string: gguf_append_string(out, value.text); return;
+    case GgufType::array: {
+      append_little_endian<std::uint32_t>(out, static_cast<std::uint32_t>(value.element_type));
+      GgufValue element;
+      element.type = value.element_type;
+      if (value.element_type == GgufType::string) {
+        append_little_endian<std::uint64_t>(out, value.strings.size());
+        for (const std::string& text : value.strings) gguf_append_string(out, text);
+      } else if (value.element_type == GgufType::array) {
+        append_little_endian<std::uint64_t>(out, value.items.size());
+        for (const GgufValue& item : value.items) gguf_append_value(out, item);
+      } else if (value.element_type == GgufType::float32 || value.element_type == GgufType::float64) {
+        append_little_endian<std::uint64_t>(out, value.reals.size());
+        for (const double real : value.reals) {
+          element.real = real;
+          gguf_append_value(out, element);
+        }
+      } else {
+        append_little_endian<std::uint64_t>(out, value.integers.size());
+        for (const std::int64_t integer : value.integers) {
+          element.integer = integer;
+          element.unsigned_integer = static_cast<std::uint64_t>(integer);
+          gguf_append_value(out, element);
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace detail
+
+/// The bytes of a GGUF file (version 3) holding `metadata` (in order; general.alignment, when present, must be a
+/// uint32 power of two and sets the alignment) and `tensors` (in order, each at the next multiple of the alignment).
+/// Throws attnscope::invalid_argument for a tensor whose byte count disagrees with its dims and type.
+inline std::string serialize_gguf(const std::vector<std::pair<std::string, GgufValue>>& metadata,
+                                  const std::vector<GgufTensorBytes>& tensors) {
+  std::uint64_t alignment = 32;
+  for (const auto& entry : metadata)
+    if (entry.first == "general.alignment") alignment = entry.second.unsigned_integer;
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0)
+    detail::throw_invalid_argument("serialize_gguf", "general.alignment = ", alignment, " is not a power of two");
+  std::string out = "GGUF";
+  detail::append_little_endian<std::uint32_t>(out, 3);
+  detail::append_little_endian<std::uint64_t>(out, tensors.size());
+  detail::append_little_endian<std::uint64_t>(out, metadata.size());
+  for (const auto& entry : metadata) {
+    detail::gguf_append_string(out, entry.first);
+    detail::append_little_endian<std::uint32_t>(out, static_cast<std::uint32_t>(entry.second.type));
+    detail::gguf_append_value(out, entry.second);
+  }
+  std::uint64_t offset = 0;
+  for (const GgufTensorBytes& tensor : tensors) {
+    const GgmlTypeInfo info = ggml_type_info(static_cast<std::uint32_t>(tensor.type));
+    std::uint64_t elements = 1;
+    for (const std::uint64_t d : tensor.dims) elements *= d;
+    if (info.name == nullptr || tensor.dims.empty() || tensor.dims[0] % info.block_elements != 0 ||
+        elements / info.block_elements * info.block_bytes != tensor.bytes.size())
+      detail::throw_invalid_argument("serialize_gguf", "tensor '", tensor.name, "' holds ", tensor.bytes.size(),
+                                     " bytes, which do not match its dims and ggml type ",
+                                     static_cast<std::uint32_t>(tensor.type));
+    detail::gguf_append_string(out, tensor.name);
+    detail::append_little_endian<std::uint32_t>(out, static_cast<std::uint32_t>(tensor.dims.size()));
+    for (const std::uint64_t d : tensor.dims) detail::append_little_endian<std::uint64_t>(out, d);
+    detail::append_little_endian<std::uint32_t>(out, static_cast<std::uint32_t>(tensor.type));
+    detail::append_little_endian<std::uint64_t>(out, offset);
+    offset += (tensor.bytes.size() + alignment - 1) / alignment * alignment;
+  }
+  for (const GgufTensorBytes& tensor : tensors) {
+    out.resize((out.size() + alignment - 1) / alignment * alignment, '\0');
+    out += tensor.bytes;
+  }
+  return out;
+}
+
 /// A memory-mapped GGUF file: typed access to its metadata and views of its tensors. Move-only (it owns the map);
 /// values and views stay valid across moves. Every accessor that fails throws attnscope::io_error naming the file,
 /// the key or tensor and, for a value of the wrong type, its byte offset.
