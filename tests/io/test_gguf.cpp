@@ -140,7 +140,7 @@ TEST_CASE("GGUF: typed accessors refuse a value of another type, naming the file
   CHECK_THAT(wrong, Contains("GgufFile::string") && Contains("metadata.gguf") && Contains("test.uint8") &&
                         Contains("expected a string, found a uint8") && Contains("byte offset"));
   CHECK_THAT(error_message<io_error>([&] { file.strings("test.ints"); }),
-             Contains("expected a array of strings, found a array of int32"));
+             Contains("expected an array of strings, found an array of int32"));
   CHECK_THAT(error_message<io_error>([&] { file.integer("test.float32"); }), Contains("found a float32"));
   CHECK_THAT(error_message<io_error>([&] { file.integer("absent.key"); }), Contains("missing metadata key 'absent.key'"));
   CHECK_THAT(error_message<io_error>([&] { file.tensor("absent"); }), Contains("no tensor named 'absent'"));

@@ -630,8 +630,10 @@ class GgufFile {
     const GgufValue* found = find(key);
     if (found == nullptr) fail(function, "missing metadata key '", key, "'");
     const GgufValue& v = *found;
+    const auto article = [](const char* word) { return std::strchr("aeio", word[0]) != nullptr ? "an " : "a "; };
     if (!accept(v))
-      fail_value(function, key, v, "expected a ", wanted, ", found a ", gguf_type_name(v.type),
+      fail_value(function, key, v, "expected ", article(wanted), wanted, ", found ", article(gguf_type_name(v.type)),
+                 gguf_type_name(v.type),
                  v.is_array() ? std::string(" of ") + gguf_type_name(v.element_type) : std::string());
     return v;
   }
