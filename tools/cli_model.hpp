@@ -138,9 +138,14 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
   CaptureRequest request;
   request.model_path = model_path;
   const bool folder = std::filesystem::is_directory(model_path);
+  const bool gguf = !folder && std::filesystem::is_regular_file(model_path) &&
+                    io::detect_file_format(model_path) == io::FileFormat::gguf;
   const int sources = int(arguments.has("tokens")) + int(arguments.has("tokens-file")) + int(arguments.has("text")) +
                       int(arguments.has("text-file"));
   if (sources > 1) throw usage_error("give only one of --tokens, --tokens-file, --text, --text-file");
+  if ((arguments.has("text") || arguments.has("text-file")) && gguf)
+    throw usage_error("--text and --text-file are not supported for a GGUF model (" + model_path +
+                      "): its tokenizer is not read yet; give token ids with --tokens or --tokens-file");
   if ((arguments.has("text") || arguments.has("text-file")) && !folder)
     throw usage_error("--text and --text-file need a model folder with a tokenizer (--model DIR); a llama2.c "
                       "checkpoint carries none: give token ids with --tokens or --tokens-file");
@@ -153,6 +158,7 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
     throw usage_error("--skip-tokens needs --text, --text-file, --tokens or --tokens-file");
   if (sources == 0 && folder)
     throw usage_error("a model folder needs input: give --text, --text-file, --tokens or --tokens-file");
+  if (sources == 0 && gguf) throw usage_error("a GGUF model needs input: give --tokens or --tokens-file");
   if (arguments.has("tokens") || arguments.has("tokens-file")) request.tokens = token_ids_argument(arguments);
   if (arguments.has("text") || arguments.has("text-file")) request.tokens = encode_text_argument(arguments, model_path);
   if (request.tokens.empty())  // a data error (exit 1): the options were right, the text was empty
@@ -173,15 +179,20 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
   return request;
 }
 
-/// The model path of capture/report: exactly one of --model DIR and --checkpoint FILE (or `positional` when given).
+/// The model path of capture/report: exactly one of --model DIR|FILE.gguf and --checkpoint FILE (or `positional`
+/// when given).
 inline std::string model_path_argument(const Arguments& arguments) {
   if (arguments.has("model") && arguments.has("checkpoint")) throw usage_error("give either --model or --checkpoint");
   if (arguments.has("model")) {
     const std::string folder = arguments.get("model");
-    if (!std::filesystem::is_directory(folder))  // a data error: the option is right, the folder is not there
+    const bool gguf = std::filesystem::is_regular_file(folder) &&
+                      io::detect_file_format(folder) == io::FileFormat::gguf;
+    if (!std::filesystem::is_directory(folder) && !gguf)  // a data error: the option is right, the path is not
       attnscope::detail::throw_io_error("model", folder,
-                                        std::filesystem::exists(folder) ? "is not a folder" : "does not exist",
-                                        "; --model expects a Hugging Face model folder (config.json, *.safetensors)");
+                                        std::filesystem::exists(folder) ? "is neither a folder nor a GGUF file"
+                                                                        : "does not exist",
+                                        "; --model expects a Hugging Face model folder (config.json, *.safetensors) ",
+                                        "or a GGUF file");
     return folder;
   }
   return arguments.require("checkpoint");
