@@ -15,6 +15,7 @@
 #include "attnscope/model/load.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "attnscope/text.hpp"
+#include "attnscope/text/gguf_tokenizer.hpp"
 #include "cli_common.hpp"
 #include "cli_progress.hpp"
 
@@ -72,8 +73,11 @@ inline void skip_tokens_argument(const Arguments& arguments, std::vector<int>& t
   tokens.erase(tokens.begin(), tokens.begin() + skip);
 }
 
-/// The tokenizer of a Hugging Face model folder (tokenizer.json, tokenizer.model, or vocab.json + merges.txt).
+/// The tokenizer of a model: a GGUF file's (its tokenizer.ggml.* metadata), else a Hugging Face model folder's
+/// (tokenizer.json, tokenizer.model, or vocab.json + merges.txt).
 inline text::ByteLevelBpeTokenizer folder_tokenizer(const std::string& folder) {
+  if (std::filesystem::is_regular_file(folder) && io::detect_file_format(folder) == io::FileFormat::gguf)
+    return text::gguf_tokenizer(folder);
   return text::ByteLevelBpeTokenizer::from_folder(folder);
 }
 
@@ -143,12 +147,9 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
   const int sources = int(arguments.has("tokens")) + int(arguments.has("tokens-file")) + int(arguments.has("text")) +
                       int(arguments.has("text-file"));
   if (sources > 1) throw usage_error("give only one of --tokens, --tokens-file, --text, --text-file");
-  if ((arguments.has("text") || arguments.has("text-file")) && gguf)
-    throw usage_error("--text and --text-file are not supported for a GGUF model (" + model_path +
-                      "): its tokenizer is not read yet; give token ids with --tokens or --tokens-file");
-  if ((arguments.has("text") || arguments.has("text-file")) && !folder)
-    throw usage_error("--text and --text-file need a model folder with a tokenizer (--model DIR); a llama2.c "
-                      "checkpoint carries none: give token ids with --tokens or --tokens-file");
+  if ((arguments.has("text") || arguments.has("text-file")) && !folder && !gguf)
+    throw usage_error("--text and --text-file need a model with a tokenizer (--model DIR or --model FILE.gguf); a "
+                      "llama2.c checkpoint carries none: give token ids with --tokens or --tokens-file");
   for (const char* name : {"special-tokens", "add-special-tokens"})
     if (arguments.has(name) && !(arguments.has("text") || arguments.has("text-file")))
       throw usage_error(std::string("--") + name + " applies to --text or --text-file only");
@@ -158,7 +159,8 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
     throw usage_error("--skip-tokens needs --text, --text-file, --tokens or --tokens-file");
   if (sources == 0 && folder)
     throw usage_error("a model folder needs input: give --text, --text-file, --tokens or --tokens-file");
-  if (sources == 0 && gguf) throw usage_error("a GGUF model needs input: give --tokens or --tokens-file");
+  if (sources == 0 && gguf)
+    throw usage_error("a GGUF model needs input: give --text, --text-file, --tokens or --tokens-file");
   if (arguments.has("tokens") || arguments.has("tokens-file")) request.tokens = token_ids_argument(arguments);
   if (arguments.has("text") || arguments.has("text-file")) request.tokens = encode_text_argument(arguments, model_path);
   if (request.tokens.empty())  // a data error (exit 1): the options were right, the text was empty

@@ -37,11 +37,11 @@ js_drop between the content compositions (sink keys dropped, the rest renormalis
 attended keys. Heads are ordered by js_keep, largest first. Both forwards are streaming forwards run in lock-step,
 layer by layer; the attention rows are formed block by block (64 query rows), never as an L×L matrix.
 
-With --text or --text-file each model's tokenizer encodes the text (Hugging Face folders) and the two token lists
-must be equal; llama2.c checkpoints take token ids only.
+With --text or --text-file each model's tokenizer encodes the text (a Hugging Face folder's, or the one stored in a
+GGUF file) and the two token lists must be equal; llama2.c checkpoints take token ids only.
 
 Options:
-  --model PATH        a Hugging Face model folder or a llama2.c checkpoint; give it twice (A, then B)
+  --model PATH        a Hugging Face model folder, a GGUF file or a llama2.c checkpoint; give it twice (A, then B)
   --tokens LIST, --tokens-file FILE, --text STRING, --text-file FILE, --max-tokens N, --special-tokens,
   --add-special-tokens   the input (as for `attnscope capture`)
   --csv FILE          every head: rank, layer, head, js_keep, js_drop, drop_rows, top_k_overlap, then for
@@ -129,8 +129,8 @@ int command_compare(int argc, char** argv) {
   options.allow_beyond_trained_positions = arguments.has("beyond-trained-length");
   for (const std::string& path : models)
     if (!std::filesystem::exists(path))  // a data error: the option is right, the model is not there
-      attnscope::detail::throw_io_error("model", path, "does not exist; --model expects a Hugging Face model folder "
-                                        "or a llama2.c checkpoint");
+      attnscope::detail::throw_io_error("model", path, "does not exist; --model expects a Hugging Face model folder, "
+                                        "a GGUF file or a llama2.c checkpoint");
 
   std::size_t input_length = 0;
   const std::vector<int> tokens = compare_tokens_argument(arguments, models[0], models[1], input_length);

@@ -2,6 +2,7 @@
 // models and tokens (computed here in process), a model compared with itself gives zero changes, text goes through
 // both tokenizers, the HTML page shows the most changed heads, and bad input (one model, a missing model, different
 // vocabularies or tokenizers, an empty text) gets a clear error.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/model/load.hpp"
+#include "fixtures/gguf_fixtures.hpp"
 #include "fixtures/hf_reference.hpp"
 #include "support/catch.hpp"
 #include "tools/cli_runner.hpp"
@@ -92,6 +94,32 @@ TEST_CASE("attnscope compare of a model with itself: zero changes; text through 
     CHECK(rows[r][6] == "1");  // top-k overlap
     for (std::size_t c = 9; c < rows[r].size(); c += 3) CHECK(rows[r][c] == "0");  // every delta_
   }
+}
+
+TEST_CASE("attnscope compare of GGUF files: Q4_K against F16 of one model changes little, each with itself nothing") {
+  const std::string f16 = attnscope::testing::gguf_fixture("llama_q4k_f16.gguf");
+  const std::string q4k = attnscope::testing::gguf_fixture("llama_q4k.gguf");
+  const std::string tokens = "1,17,200,3,99,41,7,250,12,8,64,2,150,33,90,5";
+  const std::string csv = path_in_work_dir("compare_gguf.csv"), self = path_in_work_dir("compare_gguf_self.csv");
+  REQUIRE(attnscope_command("compare --model " + f16 + " --model " + q4k + " --tokens " + tokens + " --csv " + csv)
+              .exit_code == 0);
+  REQUIRE(attnscope_command("compare --model " + q4k + " --model " + q4k + " --tokens " + tokens + " --csv " + self)
+              .exit_code == 0);
+  const auto rows = compare_csv_rows(csv), same = compare_csv_rows(self);
+  REQUIRE(rows.size() == same.size());
+  REQUIRE(rows.size() > 1);
+  double largest = 0;
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    const double js = std::stod(rows[r][3]);
+    largest = std::max(largest, js);
+    CHECK(js >= 0);
+    CHECK(same[r][3] == "0");
+    for (std::size_t c = 9; c < same[r].size(); c += 3) CHECK(same[r][c] == "0");
+  }
+  // quantization moves the attention rows, but far less than a different model does (llama vs gemma2 above: JS
+  // ~0.1 per head): the 4.5-bit weights change each row by a small amount
+  CHECK(largest > 0);
+  CHECK(largest < 0.01);
 }
 
 TEST_CASE("attnscope compare refuses bad input with a clear error") {

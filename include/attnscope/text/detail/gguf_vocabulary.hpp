@@ -73,6 +73,17 @@ inline TokenizerParts gguf_tokenizer_parts(const GgufTokenizerMetadata& metadata
       where.fail("not supported: tokenizer.ggml.pre '" + metadata.pre + "' (supported for tokenizer.ggml.model gpt2: "
                  "gpt-2)");
     if (metadata.merges.empty()) where.fail("tokenizer.ggml.merges is missing or empty (needed by a gpt2 tokenizer)");
+    std::vector<MergeEntry> merges;
+    merges.reserve(metadata.merges.size());
+    for (std::size_t m = 0; m < metadata.merges.size(); ++m) {
+      const std::string& merge = metadata.merges[m];
+      const std::size_t space = merge.find(' ');
+      if (space == std::string::npos || space == 0 || space + 1 == merge.size() ||
+          merge.find(' ', space + 1) != std::string::npos)
+        where.fail(attnscope::detail::concat("tokenizer.ggml.merges[", m, "] is not two tokens separated by one space: ",
+                                             quoted_excerpt(merge)));
+      merges.push_back({merge.substr(0, space), merge.substr(space + 1), m});
+    }
     TokenizerParts parts;
     std::vector<std::pair<std::string, int>> entries;
     entries.reserve(count);
@@ -89,17 +100,6 @@ inline TokenizerParts gguf_tokenizer_parts(const GgufTokenizerMetadata& metadata
       }
     }
     parts.vocabulary.set_tokens(entries, where, true);
-    std::vector<MergeEntry> merges;
-    merges.reserve(metadata.merges.size());
-    for (std::size_t m = 0; m < metadata.merges.size(); ++m) {
-      const std::string& merge = metadata.merges[m];
-      const std::size_t space = merge.find(' ');
-      if (space == std::string::npos || space == 0 || space + 1 == merge.size() ||
-          merge.find(' ', space + 1) != std::string::npos)
-        where.fail(attnscope::detail::concat("tokenizer.ggml.merges[", m, "] is not two tokens separated by one space: ",
-                                             quoted_excerpt(merge)));
-      merges.push_back({merge.substr(0, space), merge.substr(space + 1), m});
-    }
     parts.vocabulary.set_merges(merges, MergeSource::json_array, where);
     parts.vocabulary.add_tokens(std::move(added), where);
     for (const std::string& pattern : patterns) {
