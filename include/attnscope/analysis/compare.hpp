@@ -23,6 +23,10 @@
 
 #include <Eigen/Core>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include "attnscope/analysis/detail/compare_rows.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
@@ -349,7 +353,17 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
     }
     meeting.changed.notify_all();
   };
-  std::thread thread_a([&] { run(a, forward_a, error_a, meeting.a_done); });
+  // OpenMP's thread count is a per-thread setting: model A's thread takes the caller's, so that both forwards split
+  // their products alike and a model compared with itself gives bitwise equal rows
+#if defined(_OPENMP)
+  const int openmp_threads = omp_get_max_threads();
+#endif
+  std::thread thread_a([&] {
+#if defined(_OPENMP)
+    omp_set_num_threads(openmp_threads);
+#endif
+    run(a, forward_a, error_a, meeting.a_done);
+  });
   run(b, forward_b, error_b, meeting.b_done);
   thread_a.join();
   if (error_a) std::rethrow_exception(error_a);
