@@ -2,7 +2,8 @@
 # `attnscope rowstats --model` on a model folder with its peak anonymous memory: RssAnon of /proc/PID/status sampled
 # every 0.2 s (the page cache of the memory-mapped weights is RssFile and not counted), the wall time, and the
 # per-layer progress line (layers, tokens/s). Token ids are (7919 · p) mod vocab for p < TOKENS.
-# Usage: bench/rowstats_memory.sh FOLDER TOKENS [extra rowstats options, e.g. --layers 0,1 --threads 2]
+# Usage: bench/rowstats_memory.sh FOLDER|FILE.gguf TOKENS [extra rowstats options, e.g. --layers 0,1 --threads 2]
+# (for a GGUF file, VOCAB=<vocabulary size> in the environment)
 # Needs the attnscope tool in $ATTNSCOPE_BUILD_DIR (default build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,11 @@ shift 2
 build=${ATTNSCOPE_BUILD_DIR:-build}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-vocab=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]+'/config.json'))['vocab_size'])" "$folder")
+if [ -d "$folder" ]; then
+  vocab=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]+'/config.json'))['vocab_size'])" "$folder")
+else  # a GGUF file: give its vocabulary size
+  vocab=${VOCAB:?"set VOCAB to the vocabulary size of the GGUF file $folder"}
+fi
 /usr/bin/python3 -c "import sys; n,v=int(sys.argv[1]),int(sys.argv[2]); print(','.join(str(7919*p%v) for p in range(n)))" \
   "$tokens" "$vocab" > "$work/tokens.txt"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs," \

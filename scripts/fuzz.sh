@@ -2,8 +2,8 @@
 # Builds the libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined) in build-fuzz and runs each parser's
 # fuzzer for a bounded time: FUZZ_SECONDS per fuzzer (default 60). Fails if any fuzzer reports a crash, a sanitizer
 # error, a leak, an out-of-memory or a timeout; prints the number of executions of each.
-# Usage: scripts/fuzz.sh [PARSER...]   (PARSER: npy, safetensors, llama2c, hf_config, tokenizer_json, vocab_merges,
-#                                       capture; default all seven)
+# Usage: scripts/fuzz.sh [PARSER...]   (PARSER: npy, safetensors, llama2c, gguf, hf_config, tokenizer_json,
+#                                       vocab_merges, capture; default all eight)
 # Environment: FUZZ_SECONDS (60), FUZZ_BUILD_DIR (<repo>/build-fuzz), FUZZ_JOBS (build jobs, 2), CXX_FUZZ (clang++).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,7 +15,7 @@ command -v "$compiler" >/dev/null || { echo "fuzz.sh: $compiler not found (scrip
 cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER="$compiler" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DATTNSCOPE_BUILD_FUZZERS=ON -DATTNSCOPE_BUILD_TESTS=OFF -DATTNSCOPE_BUILD_EXAMPLES=OFF -DATTNSCOPE_BUILD_TOOLS=OFF \
   >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; exit 1; }
-all_parsers=(npy safetensors llama2c hf_config tokenizer_json vocab_merges capture)
+all_parsers=(npy safetensors llama2c gguf hf_config tokenizer_json vocab_merges capture)
 parsers=("$@")
 [ ${#parsers[@]} -gt 0 ] || parsers=("${all_parsers[@]}")
 cmake --build "$build" --target fuzz_seed_corpus $(printf 'fuzz_%s ' "${parsers[@]}") -j"${FUZZ_JOBS:-2}"
@@ -25,7 +25,8 @@ rm -rf "$seeds"
 "$build/fuzz/fuzz_seed_corpus" "$seeds"
 # seeds of the file readers: the fixtures' files and the hostile corpus of tests/tools/hostile
 fixtures=$root/tests/fixtures/hf hostile=$root/tests/tools/hostile
-mkdir -p "$seeds/hf_config" "$seeds/tokenizer_json" "$seeds/vocab_merges" "$seeds/capture"
+mkdir -p "$seeds/hf_config" "$seeds/tokenizer_json" "$seeds/vocab_merges" "$seeds/capture" "$seeds/gguf"
+cp "$root"/tests/fixtures/gguf/*.gguf "$seeds/gguf/"
 for f in "$fixtures"/*/config.json "$fixtures"/bad/*/config.json "$hostile"/config/*/config.json; do
   [ -f "$f" ] && cp "$f" "$seeds/hf_config/$(echo "$f" | md5sum | cut -c1-12).json"; done
 for f in "$fixtures"/*/tokenizer.json "$hostile"/tokenizer/*/tokenizer.json; do

@@ -27,6 +27,12 @@ class Arguments {
     if (!alias.empty()) aliases_[alias] = "--" + name;
     return *this;
   }
+  /// An option taking a value that may be given several times (`--model A --model B`); read with get_all.
+  Arguments& repeated_option(const std::string& name) {
+    takes_value_.insert(name);
+    repeated_.insert(name);
+    return *this;
+  }
   /// An option without a value.
   Arguments& flag(const std::string& name) {
     flags_.insert(name);
@@ -51,12 +57,13 @@ class Arguments {
           continue;
         }
         if (!takes_value_.count(name)) throw usage_error("unknown option --" + name);
-        if (values_.count(name)) throw usage_error("option --" + name + " given twice");
+        if (values_.count(name) && !repeated_.count(name)) throw usage_error("option --" + name + " given twice");
         if (!inline_value) {
           if (i + 1 >= argc) throw usage_error("option --" + name + " needs a value");
           value = argv[++i];
         }
         values_[name] = value;
+        all_values_[name].push_back(value);
         present_.insert(name);
       } else if (argument.size() > 1 && argument[0] == '-' && !(argument[1] >= '0' && argument[1] <= '9')) {
         throw usage_error("unknown option " + argument);
@@ -76,11 +83,17 @@ class Arguments {
     if (!values_.count(name)) throw usage_error("missing required option --" + name);
     return values_.at(name);
   }
+  /// Every value of a repeated option, in the order given (empty when absent).
+  std::vector<std::string> get_all(const std::string& name) const {
+    const auto it = all_values_.find(name);
+    return it == all_values_.end() ? std::vector<std::string>{} : it->second;
+  }
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
-  std::set<std::string> takes_value_, flags_, present_;
+  std::set<std::string> takes_value_, flags_, present_, repeated_;
   std::map<std::string, std::string> aliases_, values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   std::vector<std::string> positional_;
 };
 

@@ -15,6 +15,7 @@
 #include "attnscope/model/load.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "attnscope/text.hpp"
+#include "attnscope/text/gguf_tokenizer.hpp"
 #include "cli_common.hpp"
 #include "cli_progress.hpp"
 
@@ -72,8 +73,11 @@ inline void skip_tokens_argument(const Arguments& arguments, std::vector<int>& t
   tokens.erase(tokens.begin(), tokens.begin() + skip);
 }
 
-/// The tokenizer of a Hugging Face model folder (tokenizer.json, tokenizer.model, or vocab.json + merges.txt).
+/// The tokenizer of a model: a GGUF file's (its tokenizer.ggml.* metadata), else a Hugging Face model folder's
+/// (tokenizer.json, tokenizer.model, or vocab.json + merges.txt).
 inline text::ByteLevelBpeTokenizer folder_tokenizer(const std::string& folder) {
+  if (std::filesystem::is_regular_file(folder) && io::detect_file_format(folder) == io::FileFormat::gguf)
+    return text::gguf_tokenizer(folder);
   return text::ByteLevelBpeTokenizer::from_folder(folder);
 }
 
@@ -138,12 +142,14 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
   CaptureRequest request;
   request.model_path = model_path;
   const bool folder = std::filesystem::is_directory(model_path);
+  const bool gguf = !folder && std::filesystem::is_regular_file(model_path) &&
+                    io::detect_file_format(model_path) == io::FileFormat::gguf;
   const int sources = int(arguments.has("tokens")) + int(arguments.has("tokens-file")) + int(arguments.has("text")) +
                       int(arguments.has("text-file"));
   if (sources > 1) throw usage_error("give only one of --tokens, --tokens-file, --text, --text-file");
-  if ((arguments.has("text") || arguments.has("text-file")) && !folder)
-    throw usage_error("--text and --text-file need a model folder with a tokenizer (--model DIR); a llama2.c "
-                      "checkpoint carries none: give token ids with --tokens or --tokens-file");
+  if ((arguments.has("text") || arguments.has("text-file")) && !folder && !gguf)
+    throw usage_error("--text and --text-file need a model with a tokenizer (--model DIR or --model FILE.gguf); a "
+                      "llama2.c checkpoint carries none: give token ids with --tokens or --tokens-file");
   for (const char* name : {"special-tokens", "add-special-tokens"})
     if (arguments.has(name) && !(arguments.has("text") || arguments.has("text-file")))
       throw usage_error(std::string("--") + name + " applies to --text or --text-file only");
@@ -153,6 +159,8 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
     throw usage_error("--skip-tokens needs --text, --text-file, --tokens or --tokens-file");
   if (sources == 0 && folder)
     throw usage_error("a model folder needs input: give --text, --text-file, --tokens or --tokens-file");
+  if (sources == 0 && gguf)
+    throw usage_error("a GGUF model needs input: give --text, --text-file, --tokens or --tokens-file");
   if (arguments.has("tokens") || arguments.has("tokens-file")) request.tokens = token_ids_argument(arguments);
   if (arguments.has("text") || arguments.has("text-file")) request.tokens = encode_text_argument(arguments, model_path);
   if (request.tokens.empty())  // a data error (exit 1): the options were right, the text was empty
@@ -173,15 +181,20 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
   return request;
 }
 
-/// The model path of capture/report: exactly one of --model DIR and --checkpoint FILE (or `positional` when given).
+/// The model path of capture/report: exactly one of --model DIR|FILE.gguf and --checkpoint FILE (or `positional`
+/// when given).
 inline std::string model_path_argument(const Arguments& arguments) {
   if (arguments.has("model") && arguments.has("checkpoint")) throw usage_error("give either --model or --checkpoint");
   if (arguments.has("model")) {
     const std::string folder = arguments.get("model");
-    if (!std::filesystem::is_directory(folder))  // a data error: the option is right, the folder is not there
+    const bool gguf = std::filesystem::is_regular_file(folder) &&
+                      io::detect_file_format(folder) == io::FileFormat::gguf;
+    if (!std::filesystem::is_directory(folder) && !gguf)  // a data error: the option is right, the path is not
       attnscope::detail::throw_io_error("model", folder,
-                                        std::filesystem::exists(folder) ? "is not a folder" : "does not exist",
-                                        "; --model expects a Hugging Face model folder (config.json, *.safetensors)");
+                                        std::filesystem::exists(folder) ? "is neither a folder nor a GGUF file"
+                                                                        : "does not exist",
+                                        "; --model expects a Hugging Face model folder (config.json, *.safetensors) ",
+                                        "or a GGUF file");
     return folder;
   }
   return arguments.require("checkpoint");

@@ -14,11 +14,12 @@ const Command& normalize_command();
 const Command& tokenize_command();
 const Command& rowstats_command();
 const Command& merge_command();
+const Command& compare_command();
 
 /// Every subcommand, in the order of the general usage text.
 inline std::vector<const Command*> all_commands() {
   return {&capture_command(), &report_command(), &tokenize_command(), &normalize_command(), &rowstats_command(),
-          &merge_command()};
+          &merge_command(), &compare_command()};
 }
 
 }  // namespace attnscope::cli

@@ -65,7 +65,7 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1,600", "token 600 at position 1", 1},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1,x", "--tokens: expected an integer", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --tokens-file f", "only one of --tokens", 2},
-      {"capture --checkpoint " + ckpt + " --out " + out + " --text hello", "need a model folder with a tokenizer", 2},
+      {"capture --checkpoint " + ckpt + " --out " + out + " --text hello", "need a model with a tokenizer", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --special-tokens", "--special-tokens applies",
        2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --add-special-tokens",

@@ -1,7 +1,7 @@
 // attnscope/io/detect_format.hpp — what kind of file a path is, decided from its first bytes (and, for a ZIP archive,
 // from the names in its central directory), never from its extension: an NPY array, an NPZ archive, a PyTorch
-// torch.save archive (a ZIP holding data.pkl), another ZIP archive, a safetensors file, a llama2.c checkpoint (a
-// plausible header), a Hugging Face model folder, text, or something unknown. Readers and the `attnscope` command use
+// torch.save archive (a ZIP holding data.pkl), another ZIP archive, a safetensors file, a GGUF file (the magic
+// "GGUF"), a llama2.c checkpoint (a plausible header), a Hugging Face model folder, text, or something unknown. Readers and the `attnscope` command use
 // it to give a precise message instead of misreading a file (e.g. a .npy renamed .bin read as a checkpoint).
 #pragma once
 
@@ -26,6 +26,7 @@ enum class FileFormat {
   torch_save,          ///< a ZIP archive holding data.pkl (PyTorch torch.save since 1.6)
   zip,                 ///< any other ZIP archive
   safetensors,         ///< 8-byte little-endian header length N ≤ size − 8, then a JSON object
+  gguf,                ///< starts with the GGUF magic "GGUF" (llama.cpp model files)
   llama2c,             ///< a llama2.c checkpoint header (version 0, 1 or 2) that passes the reader's sanity limits
   huggingface_folder,  ///< a directory holding config.json
   directory,           ///< any other directory
@@ -41,6 +42,7 @@ inline const char* file_format_name(FileFormat format) {
     case FileFormat::torch_save: return "PyTorch torch.save archive";
     case FileFormat::zip: return "ZIP archive";
     case FileFormat::safetensors: return "safetensors file";
+    case FileFormat::gguf: return "GGUF file";
     case FileFormat::llama2c: return "llama2.c checkpoint";
     case FileFormat::huggingface_folder: return "Hugging Face model folder";
     case FileFormat::directory: return "directory";
@@ -132,6 +134,7 @@ inline bool looks_like_text(const unsigned char* data, std::size_t size) {
 /// member names: a ZIP archive is reported as FileFormat::zip here (detect_file_format() looks inside it).
 inline FileFormat detect_format_of_prefix(const unsigned char* prefix, std::size_t prefix_size, std::uint64_t file_size) {
   if (prefix_size >= 6 && std::memcmp(prefix, "\x93NUMPY", 6) == 0) return FileFormat::npy;
+  if (prefix_size >= 4 && std::memcmp(prefix, "GGUF", 4) == 0) return FileFormat::gguf;
   if (prefix_size >= 4 && (std::memcmp(prefix, "PK\x03\x04", 4) == 0 || std::memcmp(prefix, "PK\x05\x06", 4) == 0))
     return FileFormat::zip;
   if (prefix_size >= 9 && file_size >= 10) {

@@ -54,6 +54,15 @@ enum class AblationMode {
 /// Progress callback: (steps done, total steps).
 using ProgressCallback = std::function<void(int, int)>;
 
+/// Per-layer view of what the attention of one layer reads: (layer, queries, keys, attention), called once per layer
+/// run, after the q/k projections, biases, q/k norms and RoPE and before the heads' attention. queries: the pass's rows
+/// × n_heads·head_dim (head h in columns h·head_dim…), keys: every position so far × n_kv_heads·head_dim (query head h
+/// reads kv head h / (n_heads / n_kv_heads)), attention: the kernel's settings of the layer (visibility with its row
+/// offset and window, scale, softcap). The views are valid during the call only.
+using LayerAttentionInputs = std::function<void(int layer, const RowMatrixView<float>& queries,
+                                                const RowMatrixView<float>& keys,
+                                                const stream::RowStatisticsOptions& attention)>;
+
 /// Options of a forward pass.
 struct ForwardOptions {
   CaptureOptions capture{};
@@ -74,6 +83,9 @@ struct ForwardOptions {
   bool logits = true;
   /// Called after each layer with (layers done, layers to run).
   ProgressCallback layer_progress{};
+  /// Called in each layer with its post-RoPE queries and keys (see LayerAttentionInputs) by forward(),
+  /// forward_row_statistics() and the likelihood; generation ignores it.
+  LayerAttentionInputs layer_attention_inputs{};
 };
 
 /// Per-head captures of one layer; each vector has n_heads entries (or is empty when not requested).

@@ -474,6 +474,8 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     keys.middleRows(offset, rows) = new_keys;
     detail::linear_into(values.middleRows(offset, rows), normed, layer.wv);
     if (layer.wv_bias.size() > 0) values.middleRows(offset, rows).rowwise() += layer.wv_bias.transpose();
+    if (options.layer_attention_inputs && !last_logits_only)
+      options.layer_attention_inputs(l, queries, keys.topRows(total), kernel_options);
 
     LayerCapture* layer_capture = want.any_head_capture() ? &capture->layers[std::size_t(l)] : nullptr;
     const bool keep_scores = layer_capture && want.scores, keep_attention = layer_capture && want.attention;

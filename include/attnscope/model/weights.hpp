@@ -1,6 +1,6 @@
 // attnscope/model/weights.hpp — the tensors of a decoder-only transformer, per layer and global: weight matrices in
-// their stored format (WeightMatrix: float32, float16 or bfloat16, owned or a view into a memory-mapped file), norm
-// weights and biases as float32 vectors.
+// their stored format (WeightMatrix: float32, float16, bfloat16 or a ggml block format, owned or a view into a
+// memory-mapped file), norm weights and biases as float32 vectors.
 #pragma once
 
 #include <cstddef>
@@ -24,11 +24,15 @@ namespace attnscope::model {
 /// memory) or a view into memory owned elsewhere (a memory-mapped safetensors shard, kept alive by a shared owner),
 /// possibly transposed (GPT-2's Conv1D weights are stored in × out) or a block of a larger tensor (GPT-2's fused
 /// q|k|v). The forward pass multiplies by it only through model/detail/linear.hpp, which widens float16 and
-/// bfloat16 panels to float32 on the fly: no float32 copy of a stored model is made.
+/// bfloat16 panels to float32 and dequantizes block-quantized panels (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: GGUF files) on
+/// the fly: no float32 copy of a stored model is made.
 ///
-/// Storage layout: element (r, c) is at data() + offset(r, c) · stored_float_size(format()), with
-/// offset(r, c) = r·stride() + c, or c·stride() + r when transposed() (the bytes then hold the cols × rows matrix
-/// row by row). Copies of a view share the viewed memory; copies of an owned matrix are deep.
+/// Storage layout: for the float formats element (r, c) is at data() + offset(r, c) · stored_float_size(format()),
+/// with offset(r, c) = r·stride() + c, or c·stride() + r when transposed() (the bytes then hold the cols × rows
+/// matrix row by row). A block format stores each row as cols / block consecutive blocks (stride() a multiple of
+/// the block size): the block holding (r, c) starts at data() + byte_offset(r, c − c mod block); such a matrix is
+/// never transposed and its column ranges start and end on block boundaries. Copies of a view share the viewed
+/// memory; copies of an owned matrix are deep.
 class WeightMatrix {
  public:
   using Format = kernels::StoredFloat;
@@ -41,12 +45,17 @@ class WeightMatrix {
 
   /// A view of the rows × cols row-major matrix of `format` at `data` (no copy); `keep_alive` owns that memory (the
   /// view and its copies hold it); `name` names the tensor in error messages. Throws attnscope::invalid_argument
-  /// for negative sizes or a null `data` with elements.
+  /// for negative sizes, a null `data` with elements, or rows that are not a whole number of blocks of a block
+  /// format.
   static WeightMatrix view(Format format, const void* data, Index rows, Index cols,
                            std::shared_ptr<const void> keep_alive, std::string name = {}) {
     if (rows < 0 || cols < 0 || (data == nullptr && rows * cols > 0))
       attnscope::detail::throw_invalid_argument("WeightMatrix::view", "invalid view of ", rows, "x", cols,
                                                 " elements at ", data, " (tensor '", name, "')");
+    if (cols % kernels::stored_block_elements(format) != 0)
+      attnscope::detail::throw_invalid_argument("WeightMatrix::view", "rows of ", cols, " elements are not whole ",
+                                                kernels::stored_float_name(format), " blocks of ",
+                                                kernels::stored_block_elements(format), " (tensor '", name, "')");
     WeightMatrix matrix;
     matrix.view_ = static_cast<const unsigned char*>(data);
     matrix.keep_alive_ = std::move(keep_alive);
@@ -73,13 +82,22 @@ class WeightMatrix {
   }
   Index stride() const { return stride_; }
   bool transposed() const { return transposed_; }
-  /// Element offset of (r, c) from data().
+  /// Element offset of (r, c) from data() (float formats).
   std::size_t offset(Index r, Index c) const {
     return static_cast<std::size_t>(transposed_ ? c * stride_ + r : r * stride_ + c);
   }
+  /// Byte offset of (r, c) from data(), every format (c a block boundary for a block format).
+  std::size_t byte_offset(Index r, Index c) const {
+    if (transposed_) return offset(r, c) * kernels::stored_block_bytes(format_);
+    return kernels::stored_bytes(format_, r * stride_) + kernels::stored_bytes(format_, c);
+  }
 
-  /// The transpose (cols × rows), sharing the storage (an owned matrix gives an owned transposed copy).
+  /// The transpose (cols × rows), sharing the storage (an owned matrix gives an owned transposed copy). Throws
+  /// attnscope::invalid_argument for a block format (its blocks run along rows).
   WeightMatrix transposed_view() const {
+    if (kernels::is_block_format(format_))
+      attnscope::detail::throw_invalid_argument("WeightMatrix::transposed_view", "a ", kernels::stored_float_name(format_),
+                                                " matrix cannot be viewed transposed (tensor '", name_, "')");
     if (!is_view()) return WeightMatrix(RowMatrix<float>(owned_.transpose()));
     WeightMatrix t = *this;
     std::swap(t.rows_, t.cols_);
@@ -93,17 +111,18 @@ class WeightMatrix {
   /// Columns [first, first + count), as middle_rows.
   WeightMatrix middle_cols(Index first, Index count) const { return block("middle_cols", 0, rows_, first, count); }
 
-  /// Element (r, c) as float32 (unchecked indices).
+  /// Element (r, c) as float32 (unchecked indices; a block format dequantizes the block holding it).
   float operator()(Index r, Index c) const {
-    float value;
-    kernels::widen_reference(data() + offset(r, c) * element_size(), format_, 1, &value);
-    return value;
+    const Index block = kernels::stored_block_elements(format_);
+    float values[256];
+    kernels::widen_reference(data() + byte_offset(r, c - c % block), format_, block, values);
+    return values[c % block];
   }
 
   /// Row r as float32 into out[0..cols) (unchecked index).
   void widen_row(Index r, float* out) const {
     if (!transposed_) {
-      kernels::widen(data() + offset(r, 0) * element_size(), format_, cols_, out);
+      kernels::widen(data() + byte_offset(r, 0), format_, cols_, out);
       return;
     }
     for (Index c = 0; c < cols_; ++c) out[c] = (*this)(r, c);
@@ -139,17 +158,20 @@ class WeightMatrix {
   }
 
  private:
-  std::size_t element_size() const { return kernels::stored_float_size(format_); }
-
   WeightMatrix block(const char* function, Index first_row, Index row_count, Index first_col, Index col_count) const {
     if (first_row < 0 || row_count < 0 || first_row + row_count > rows_ || first_col < 0 || col_count < 0 ||
         first_col + col_count > cols_)
       attnscope::detail::throw_invalid_argument(function, "block [", first_row, ", +", row_count, ") x [", first_col,
                                                 ", +", col_count, ") outside the ", rows_, "x", cols_,
                                                 " matrix '", name_, "'");
+    const Index block = kernels::stored_block_elements(format_);
+    if (first_col % block != 0 || col_count % block != 0)
+      attnscope::detail::throw_invalid_argument(function, "columns [", first_col, ", +", col_count, ") of the ",
+                                                kernels::stored_float_name(format_), " matrix '", name_,
+                                                "' do not start and end on blocks of ", block);
     if (!is_view()) return WeightMatrix(RowMatrix<float>(owned_.block(first_row, first_col, row_count, col_count)));
     WeightMatrix b = *this;
-    b.view_ = view_ + offset(first_row, first_col) * element_size();
+    b.view_ = view_ + byte_offset(first_row, first_col);
     b.rows_ = row_count;
     b.cols_ = col_count;
     return b;

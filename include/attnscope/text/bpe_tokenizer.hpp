@@ -29,6 +29,7 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/text/bpe_merge.hpp"
 #include "attnscope/text/byte_level.hpp"
+#include "attnscope/text/detail/gguf_vocabulary.hpp"
 #include "attnscope/text/detail/pre_tokenizer.hpp"
 #include "attnscope/text/detail/sentencepiece_model.hpp"
 #include "attnscope/text/detail/tokenizer_files.hpp"
@@ -69,6 +70,17 @@ class BasicByteLevelBpeTokenizer {
   static BasicByteLevelBpeTokenizer from_sentencepiece_model(const std::string& tokenizer_model_path) {
     return BasicByteLevelBpeTokenizer(detail::load_sentencepiece_model(
         tokenizer_model_path, "text::ByteLevelBpeTokenizer::from_sentencepiece_model"));
+  }
+
+  /// The tokenizer a GGUF file's metadata describes (text/gguf_tokenizer.hpp reads it from the file):
+  /// tokenizer.ggml.model "llama" (SentencePiece BPE: tokens, scores, token types, byte fallback to the <0xXX>
+  /// pieces, add_space_prefix) or "gpt2" (byte-level BPE: tokens and merges, with the pre-tokenizer `tokenizer.ggml.pre`
+  /// names: gpt-2); control and user-defined tokens are added tokens; add_bos_token / add_eos_token put BOS / EOS
+  /// around the text when EncodeOptions::add_special_tokens is set. io_error naming the file and the key for an
+  /// unsupported model or pre-tokenizer and for missing or inconsistent keys.
+  static BasicByteLevelBpeTokenizer from_gguf_metadata(const GgufTokenizerMetadata& metadata) {
+    return BasicByteLevelBpeTokenizer(
+        detail::gguf_tokenizer_parts(metadata, "text::ByteLevelBpeTokenizer::from_gguf_metadata"));
   }
 
   /// A model folder: tokenizer.json when present (it then decides: an unsupported tokenizer.json throws rather than

@@ -2,7 +2,10 @@
 // tokens, GPT-2's pre-tokenizer pattern and the largest accepted token id. No dependency beyond the standard library.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace attnscope::text {
 
@@ -33,6 +36,23 @@ struct AddedToken {
   bool right_strip = false;  // absorbs the white space after it (tokenizer.json "rstrip")
   bool single_word = false;  // matches only when no word character touches it (tokenizer.json "single_word")
   bool normalized = false;   // matched in the normalized text rather than the raw text (tokenizer.json "normalized")
+};
+
+/// The tokenizer of a GGUF file as its metadata states it (llama.cpp's `tokenizer.ggml.*` keys; text/gguf_tokenizer.hpp
+/// reads them from a file). `model` is "gpt2" (byte-level BPE: tokens and merges) or "llama" (SentencePiece BPE:
+/// tokens, scores, token types); token types are llama.cpp's (1 normal, 2 unknown, 3 control, 4 user-defined,
+/// 5 unused, 6 byte). Ids are −1 and flags unset when the file has no such key.
+struct GgufTokenizerMetadata {
+  std::string source;              // the file, named in errors
+  std::string model;               // tokenizer.ggml.model
+  std::string pre;                 // tokenizer.ggml.pre ("" when absent)
+  std::vector<std::string> tokens;  // tokenizer.ggml.tokens: the token of each id
+  std::vector<double> scores;      // tokenizer.ggml.scores (llama)
+  std::vector<std::int64_t> token_types;  // tokenizer.ggml.token_type
+  std::vector<std::string> merges;  // tokenizer.ggml.merges, "left right" (gpt2)
+  std::int64_t bos_id = -1, eos_id = -1, unknown_id = -1;  // tokenizer.ggml.{bos,eos,unknown}_token_id
+  std::optional<bool> add_bos, add_eos;  // tokenizer.ggml.add_bos_token, add_eos_token
+  std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix (llama; default true)
 };
 
 }  // namespace attnscope::text

@@ -5,8 +5,9 @@
 // How the product runs: the output columns (W's rows) are cut into panels of panel_width(in) rows of W; each panel's
 // product x·W_panelᵀ is one Eigen GEMM in float32 (activations and accumulation float32). A float32 W is multiplied
 // in place; a float16 or bfloat16 W is widened panel by panel into a per-thread buffer of panel × in floats
-// (kernels::widen, exact), so no float32 copy of a weight matrix exists. With OpenMP the panels of a float16 or
-// bfloat16 W are shared among the threads (attnscope::detail::for_each_row; Eigen does not thread inside them); a
+// (kernels::widen, exact), and a block-quantized W (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) is dequantized the same way, row
+// by row of the panel (kernels/dequantize.hpp), so no float32 copy of a weight matrix exists. With OpenMP the panels
+// of a float16, bfloat16 or quantized W are shared among the threads (attnscope::detail::for_each_row; Eigen does not thread inside them); a
 // float32 W is one Eigen call over the whole matrix, threaded by Eigen itself, so an F32 model computes exactly the
 // products it computed when every weight was an owned float32 matrix.
 //
@@ -49,7 +50,7 @@ inline void require_finite_weight(const char* function, const WeightMatrix& w) {
 }
 
 /// out (+)= x·W_panelᵀ for W's rows [first, first + count) into out's columns [first, first + count). A float32 W
-/// is read in place; other formats are widened into `buffer`.
+/// is read in place; other formats are widened or dequantized into `buffer`.
 template <bool Add, class Out>
 void linear_panel(Out& out, const RowMatrixView<float>& x, const WeightMatrix& w, Index first, Index count,
                   RowMatrix<float>& buffer) {
@@ -69,16 +70,15 @@ void linear_panel(Out& out, const RowMatrixView<float>& x, const WeightMatrix& w
                 .transpose());
     return;
   }
-  const std::size_t element = kernels::stored_float_size(w.format());
   if (w.transposed()) {
     buffer.resize(depth, count);
     for (Index i = 0; i < depth; ++i)
-      kernels::widen(w.data() + w.offset(first, i) * element, w.format(), count, buffer.data() + i * count);
+      kernels::widen(w.data() + w.byte_offset(first, i), w.format(), count, buffer.data() + i * count);
     apply(buffer);
   } else {
     buffer.resize(count, depth);
     for (Index r = 0; r < count; ++r)
-      kernels::widen(w.data() + w.offset(first + r, 0) * element, w.format(), depth, buffer.data() + r * depth);
+      kernels::widen(w.data() + w.byte_offset(first + r, 0), w.format(), depth, buffer.data() + r * depth);
     apply(buffer.transpose());
   }
 }

@@ -110,71 +110,35 @@ class ProtobufReader {
   std::size_t position_ = 0;
 };
 
-/// The parts of a BPE tokenizer from a SentencePiece BPE tokenizer.model (see the header comment).
-inline TokenizerParts load_sentencepiece_model(const std::string& path, const char* function) {
-  const std::vector<unsigned char> file = io::read_file(path);
-  const std::string_view data(reinterpret_cast<const char*>(file.data()), file.size());
-  const LoadContext where{function, path};
-  struct Piece {
-    std::string text;
-    float score = 0;
-    int type = 1;  // NORMAL
-  };
-  std::vector<Piece> pieces;
-  int model_type = 1;  // UNIGRAM (the proto's default)
-  bool byte_fallback = false, add_dummy_prefix = true, remove_extra_whitespaces = true, escape_whitespaces = true;
-  std::int64_t unknown_id = 0, bos_id = 1;
-  std::string normalizer_name;
-  bool has_charsmap = false;
+/// One piece of a SentencePiece vocabulary: its text, score (merge priority) and type (SentencePiece's
+/// ModelProto.SentencePiece.Type, the numbers llama.cpp's GGUF token types use too: 1 NORMAL, 2 UNKNOWN, 3 CONTROL,
+/// 4 USER_DEFINED, 5 UNUSED, 6 BYTE).
+struct SentencePiece {
+  std::string text;
+  float score = 0;
+  int type = 1;  // NORMAL
+};
 
-  ProtobufReader model(data, 0, where);
-  for (ProtobufField field; model.next(field);) {
-    if (field.wire_type != 2 && (field.number >= 1 && field.number <= 3))
-      where.fail(attnscope::detail::concat("malformed SentencePiece model at byte ", field.offset, ": field ",
-                                           field.number, " of ModelProto is not a message"));
-    if (field.number == 1) {
-      Piece piece;
-      ProtobufReader reader(field.bytes, model.offset_of(field.bytes), where);
-      for (ProtobufField inner; reader.next(inner);) {
-        if (inner.number == 1 && inner.wire_type == 2) piece.text = std::string(inner.bytes);
-        if (inner.number == 2 && inner.wire_type == 5) {
-          const auto bits = static_cast<std::uint32_t>(inner.value);
-          std::memcpy(&piece.score, &bits, sizeof(float));
-        }
-        if (inner.number == 3 && inner.wire_type == 0) piece.type = static_cast<int>(inner.value);
-      }
-      pieces.push_back(std::move(piece));
-    } else if (field.number == 2) {
-      ProtobufReader reader(field.bytes, model.offset_of(field.bytes), where);
-      for (ProtobufField inner; reader.next(inner);) {
-        if (inner.wire_type != 0) continue;
-        const auto as_int = static_cast<std::int64_t>(static_cast<std::int32_t>(inner.value & 0xFFFFFFFFu));
-        if (inner.number == 3) model_type = static_cast<int>(inner.value);
-        if (inner.number == 35) byte_fallback = inner.value != 0;
-        if (inner.number == 40) unknown_id = as_int;
-        if (inner.number == 41) bos_id = as_int;
-      }
-    } else if (field.number == 3) {
-      ProtobufReader reader(field.bytes, model.offset_of(field.bytes), where);
-      for (ProtobufField inner; reader.next(inner);) {
-        if (inner.number == 1 && inner.wire_type == 2) normalizer_name = std::string(inner.bytes);
-        if (inner.number == 2 && inner.wire_type == 2) has_charsmap = !inner.bytes.empty();
-        if (inner.number == 3 && inner.wire_type == 0) add_dummy_prefix = inner.value != 0;
-        if (inner.number == 4 && inner.wire_type == 0) remove_extra_whitespaces = inner.value != 0;
-        if (inner.number == 5 && inner.wire_type == 0) escape_whitespaces = inner.value != 0;
-      }
-    }
-  }
-  const auto unsupported = [&](const std::string& what) { where.fail("not supported: " + what); };
+/// The settings of a SentencePiece BPE vocabulary that shape the tokenizer besides its pieces.
+struct SentencePieceSettings {
+  bool byte_fallback = false, add_dummy_prefix = true, escape_whitespaces = true;
+  std::int64_t unknown_id = 0;
+  std::vector<int> prefix, suffix;  // ids the post-processor puts around the text (BOS, EOS)
+};
+
+/// The parts of a BPE tokenizer from a SentencePiece BPE vocabulary, as Hugging Face's LlamaConverter builds its
+/// tokenizer.json: every piece a token (UNKNOWN, CONTROL and USER_DEFINED pieces also added tokens, the first two
+/// special), merges of two pieces ordered by the score of the piece they form (ties: the order of the pieces, then of
+/// the two parts' ids), byte fallback and the unknown token, a normalizer Prepend("▁") + Replace(" ", "▁"), and the
+/// decoder Replace("▁", " ") + ByteFallback + Fuse + Strip(" ", 1, 0).
+inline TokenizerParts sentencepiece_parts(const std::vector<SentencePiece>& pieces,
+                                          const SentencePieceSettings& settings, const LoadContext& where) {
   if (pieces.empty()) where.fail("no pieces (not a SentencePiece model?)");
-  if (model_type != 2)
-    unsupported(attnscope::detail::concat("SentencePiece model_type ", model_type,
-                                          model_type == 1 ? " (Unigram)" : "", " (only BPE models are supported)"));
-  if (has_charsmap || (!normalizer_name.empty() && normalizer_name != "identity"))
-    unsupported("SentencePiece normalizer '" + normalizer_name + "' (a precompiled character map)");
-  if (remove_extra_whitespaces) unsupported("SentencePiece remove_extra_whitespaces");
   if (static_cast<std::int64_t>(pieces.size()) - 1 > max_token_id)
     where.fail(attnscope::detail::concat(pieces.size(), " pieces (at most ", max_token_id + 1, ")"));
+  const bool byte_fallback = settings.byte_fallback, add_dummy_prefix = settings.add_dummy_prefix;
+  const bool escape_whitespaces = settings.escape_whitespaces;
+  const std::int64_t unknown_id = settings.unknown_id;
 
   TokenizerParts parts;
   std::vector<std::pair<std::string, int>> entries;
@@ -245,8 +209,8 @@ inline TokenizerParts load_sentencepiece_model(const std::string& path, const ch
   }
   parts.vocabulary.add_tokens(std::move(added), where);
   build_added_token_matchers(parts);
-  if (bos_id >= 0 && bos_id < static_cast<std::int64_t>(pieces.size()))
-    parts.post_processor.prefix.push_back(static_cast<int>(bos_id));
+  parts.post_processor.prefix = settings.prefix;
+  parts.post_processor.suffix = settings.suffix;
   DecoderStep to_space;
   to_space.kind = DecoderStep::Kind::replace;
   to_space.pattern = metaspace;
@@ -261,6 +225,74 @@ inline TokenizerParts load_sentencepiece_model(const std::string& path, const ch
   strip.start = 1;
   parts.decoder = {to_space, bytes, fuse, strip};
   return parts;
+}
+
+/// The parts of a BPE tokenizer from a SentencePiece BPE tokenizer.model (see the header comment).
+inline TokenizerParts load_sentencepiece_model(const std::string& path, const char* function) {
+  const std::vector<unsigned char> file = io::read_file(path);
+  const std::string_view data(reinterpret_cast<const char*>(file.data()), file.size());
+  const LoadContext where{function, path};
+  using Piece = SentencePiece;
+  std::vector<Piece> pieces;
+  int model_type = 1;  // UNIGRAM (the proto's default)
+  bool byte_fallback = false, add_dummy_prefix = true, remove_extra_whitespaces = true, escape_whitespaces = true;
+  std::int64_t unknown_id = 0, bos_id = 1;
+  std::string normalizer_name;
+  bool has_charsmap = false;
+
+  ProtobufReader model(data, 0, where);
+  for (ProtobufField field; model.next(field);) {
+    if (field.wire_type != 2 && (field.number >= 1 && field.number <= 3))
+      where.fail(attnscope::detail::concat("malformed SentencePiece model at byte ", field.offset, ": field ",
+                                           field.number, " of ModelProto is not a message"));
+    if (field.number == 1) {
+      Piece piece;
+      ProtobufReader reader(field.bytes, model.offset_of(field.bytes), where);
+      for (ProtobufField inner; reader.next(inner);) {
+        if (inner.number == 1 && inner.wire_type == 2) piece.text = std::string(inner.bytes);
+        if (inner.number == 2 && inner.wire_type == 5) {
+          const auto bits = static_cast<std::uint32_t>(inner.value);
+          std::memcpy(&piece.score, &bits, sizeof(float));
+        }
+        if (inner.number == 3 && inner.wire_type == 0) piece.type = static_cast<int>(inner.value);
+      }
+      pieces.push_back(std::move(piece));
+    } else if (field.number == 2) {
+      ProtobufReader reader(field.bytes, model.offset_of(field.bytes), where);
+      for (ProtobufField inner; reader.next(inner);) {
+        if (inner.wire_type != 0) continue;
+        const auto as_int = static_cast<std::int64_t>(static_cast<std::int32_t>(inner.value & 0xFFFFFFFFu));
+        if (inner.number == 3) model_type = static_cast<int>(inner.value);
+        if (inner.number == 35) byte_fallback = inner.value != 0;
+        if (inner.number == 40) unknown_id = as_int;
+        if (inner.number == 41) bos_id = as_int;
+      }
+    } else if (field.number == 3) {
+      ProtobufReader reader(field.bytes, model.offset_of(field.bytes), where);
+      for (ProtobufField inner; reader.next(inner);) {
+        if (inner.number == 1 && inner.wire_type == 2) normalizer_name = std::string(inner.bytes);
+        if (inner.number == 2 && inner.wire_type == 2) has_charsmap = !inner.bytes.empty();
+        if (inner.number == 3 && inner.wire_type == 0) add_dummy_prefix = inner.value != 0;
+        if (inner.number == 4 && inner.wire_type == 0) remove_extra_whitespaces = inner.value != 0;
+        if (inner.number == 5 && inner.wire_type == 0) escape_whitespaces = inner.value != 0;
+      }
+    }
+  }
+  const auto unsupported = [&](const std::string& what) { where.fail("not supported: " + what); };
+  if (pieces.empty()) where.fail("no pieces (not a SentencePiece model?)");
+  if (model_type != 2)
+    unsupported(attnscope::detail::concat("SentencePiece model_type ", model_type,
+                                          model_type == 1 ? " (Unigram)" : "", " (only BPE models are supported)"));
+  if (has_charsmap || (!normalizer_name.empty() && normalizer_name != "identity"))
+    unsupported("SentencePiece normalizer '" + normalizer_name + "' (a precompiled character map)");
+  if (remove_extra_whitespaces) unsupported("SentencePiece remove_extra_whitespaces");
+  SentencePieceSettings settings;
+  settings.byte_fallback = byte_fallback;
+  settings.add_dummy_prefix = add_dummy_prefix;
+  settings.escape_whitespaces = escape_whitespaces;
+  settings.unknown_id = unknown_id;
+  if (bos_id >= 0 && bos_id < static_cast<std::int64_t>(pieces.size())) settings.prefix.push_back(static_cast<int>(bos_id));
+  return sentencepiece_parts(pieces, settings, where);
 }
 
 }  // namespace attnscope::text::detail

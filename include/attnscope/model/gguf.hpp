@@ -1,0 +1,374 @@
+// attnscope/model/gguf.hpp — GGUF model files (llama.cpp's format) as a model::Transformer. The file is memory-mapped
+// (io::GgufFile); weight matrices stay in their stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) as
+// WeightMatrix views, dequantized panel by panel inside the products (model/detail/linear.hpp); norm weights and
+// biases are converted to float32. Needs nlohmann-json (link attnscope::io) because it shares the generic tensor
+// reader of model/huggingface.hpp.
+//
+// general.architecture and the `{arch}.*` keys fill a TransformerConfig; llama.cpp's tensor names (token_embd.weight,
+// blk.{i}.attn_q.weight, output_norm.weight, …) form one TensorNames table per architecture; every tensor of the
+// file must be used (an unknown tensor is an error naming it) and every needed tensor present.
+//
+// Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that the loader undoes:
+//   - llama: the rows of attn_q and attn_k are permuted within each head from Hugging Face's rotate-half order
+//     (pairs (i, i + d/2)) to the interleaved order (pairs (2i, 2i + 1)): row 2i + j of a head holds Hugging Face row
+//     j·d/2 + i. The loader runs interleaved RoPE on those rows, which gives the same attention (each query-key dot
+//     product sums the same pairs, rotated by the same angles) without copying a weight;
+//   - gpt_neox: the per-head [q_h k_h v_h] rows of query_key_value are regrouped into all q, all k, all v rows;
+//   - gemma2: 1 is added to every RMSNorm weight, so the file's norms are plain RMSNorm weights;
+//   - phi3: qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up with the gate rows first);
+//   - a head tied to the embedding is stored once: output.weight is absent.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attnscope/core/error.hpp"
+#include "attnscope/core/types.hpp"
+#include "attnscope/io/gguf.hpp"
+#include "attnscope/kernels/widen.hpp"
+#include "attnscope/model/detail/architectures.hpp"
+#include "attnscope/model/huggingface.hpp"
+#include "attnscope/model/transformer.hpp"
+
+namespace attnscope::model {
+
+/// The ggml tensor types a GGUF weight may have: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K.
+inline const char* gguf_supported_types() { return "f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K"; }
+/// The GGUF architectures (general.architecture) load_gguf_model reads.
+inline const char* gguf_supported_architectures() { return "llama, qwen2, qwen3, gemma2, phi3, gpt_neox"; }
+
+namespace detail {
+
+/// The stored format of ggml type `type`, or false when attnscope cannot dequantize it.
+inline bool stored_format_of(io::GgmlType type, kernels::StoredFloat& format) {
+  switch (type) {
+    case io::GgmlType::f32: format = kernels::StoredFloat::float32; return true;
+    case io::GgmlType::f16: format = kernels::StoredFloat::float16; return true;
+    case io::GgmlType::bf16: format = kernels::StoredFloat::bfloat16; return true;
+    case io::GgmlType::q8_0: format = kernels::StoredFloat::q8_0; return true;
+    case io::GgmlType::q4_0: format = kernels::StoredFloat::q4_0; return true;
+    case io::GgmlType::q4_k: format = kernels::StoredFloat::q4_k; return true;
+    case io::GgmlType::q5_k: format = kernels::StoredFloat::q5_k; return true;
+    case io::GgmlType::q6_k: format = kernels::StoredFloat::q6_k; return true;
+    default: return false;
+  }
+}
+
+/// Reads the configuration keys and the tensors of one GGUF file for an architecture table, turning every problem
+/// into an attnscope::io_error naming the file and the key or tensor. The same interface as HuggingFaceReader for
+/// the generic tensor reader (matrix, vector, require_all_used).
+class GgufReader {
+ public:
+  explicit GgufReader(const std::string& path) : file_(std::make_shared<io::GgufFile>(path)) {}
+
+  const io::GgufFile& file() const { return *file_; }
+  const std::string& path() const { return file_->path(); }
+  /// general.architecture (io_error when missing or not a string).
+  std::string architecture() const {
+    if (!file_->has("general.architecture")) fail("missing metadata key 'general.architecture'");
+    return file_->string("general.architecture");
+  }
+
+  [[noreturn]] void fail(const std::string& message) const {
+    attnscope::detail::throw_io_error("load_gguf_model", path(), message);
+  }
+
+  bool has(const std::string& key) const { return file_->has(key); }
+
+  /// A positive integer key (or `fallback` when absent and fallback > 0).
+  int positive_integer(const std::string& key, int fallback = 0) const {
+    if (!has(key)) {
+      if (fallback > 0) return fallback;
+      fail("missing metadata key '" + key + "'");
+    }
+    const std::int64_t value = file_->integer(key);
+    if (value <= 0 || value > (std::int64_t(1) << 30))
+      fail(attnscope::detail::concat("key '", key, "' = ", value, " is not a positive integer (byte offset ",
+                                     file_->value(key).offset, ")"));
+    return static_cast<int>(value);
+  }
+
+  /// A positive finite number key (or `fallback` when absent and fallback > 0).
+  double positive_number(const std::string& key, double fallback = 0) const {
+    if (!has(key)) {
+      if (fallback > 0) return fallback;
+      fail("missing metadata key '" + key + "'");
+    }
+    const double value = file_->number(key);
+    if (!(value > 0) || !std::isfinite(value))
+      fail(attnscope::detail::concat("key '", key, "' = ", value, " is not a positive number (byte offset ",
+                                     file_->value(key).offset, ")"));
+    return value;
+  }
+
+  bool boolean(const std::string& key, bool fallback) const { return has(key) ? file_->boolean(key) : fallback; }
+  std::string text(const std::string& key, const std::string& fallback) const {
+    return has(key) ? file_->string(key) : fallback;
+  }
+
+  bool has_tensor(const std::string& name) const { return file_->has_tensor(name); }
+
+  /// Tensor `name` as a rows × cols WeightMatrix view in its stored type (GGUF dims {cols, rows}); io_error naming
+  /// the file, the tensor and its info offset when missing, mis-shaped or of a type attnscope cannot dequantize.
+  WeightMatrix matrix(const std::string& name, Index rows, Index cols) const {
+    const io::GgufTensor& t = checked(name, {std::uint64_t(cols), std::uint64_t(rows)});
+    kernels::StoredFloat format;
+    stored_format_of(t.type, format);
+    return WeightMatrix::view(format, t.data, rows, cols, file_, name + " in " + path());
+  }
+
+  /// Tensor `name` (dims {size}) as float32; io_error for a non-finite element, naming it.
+  Vector<float> vector(const std::string& name, Index size) const {
+    const io::GgufTensor& t = checked(name, {std::uint64_t(size)});
+    kernels::StoredFloat format;
+    stored_format_of(t.type, format);
+    Vector<float> out(size);
+    kernels::widen(t.data, format, size, out.data());
+    for (Index i = 0; i < size; ++i)
+      if (!std::isfinite(out[i]))
+        fail(attnscope::detail::concat("tensor '", name, "' holds the non-finite value ", out[i], " at index ", i,
+                                       " (data at byte offset ", t.file_offset, ")"));
+    return out;
+  }
+
+  /// The rows (dims[1]) of a 2-D tensor, or 0 when absent.
+  Index rows_of(const std::string& name) const {
+    if (!has_tensor(name)) return 0;
+    const io::GgufTensor& t = file_->tensor(name);
+    return t.dims.size() >= 2 ? Index(t.dims[1]) : 0;
+  }
+
+  /// Throws an io_error naming the first tensor of the file that was not read and whose name does not end in one
+  /// of `tolerated` (an unknown tensor: the file is not what its metadata says, or uses a feature not implemented).
+  void require_all_used(const std::vector<std::string>& tolerated) const {
+    for (const io::GgufTensor& t : file_->tensors()) {
+      if (used_.count(t.name) != 0) continue;
+      const bool ok = std::any_of(tolerated.begin(), tolerated.end(), [&](const std::string& suffix) {
+        return t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      });
+      if (!ok)
+        fail(attnscope::detail::concat("unknown tensor '", t.name, "' (", t.type_name(), ", info at byte offset ",
+                                       t.info_offset, ") is not used by architecture '", architecture(),
+                                       "' (the file does not hold the model its metadata describes, or uses a feature "
+                                       "that is not implemented)"));
+    }
+  }
+
+ private:
+  std::shared_ptr<const io::GgufFile> file_;  // shared with the weight views
+  mutable std::set<std::string> used_;
+
+  const io::GgufTensor& checked(const std::string& name, const std::vector<std::uint64_t>& dims) const {
+    if (!has_tensor(name))
+      fail(attnscope::detail::concat("missing tensor '", name, "' (needed by architecture '", architecture(), "')"));
+    const io::GgufTensor& t = file_->tensor(name);
+    used_.insert(name);
+    std::vector<std::uint64_t> stored = t.dims;
+    while (stored.size() > dims.size() && stored.back() == 1) stored.pop_back();  // trailing unit dimensions
+    if (stored != dims) {
+      std::string want, have;
+      for (const auto d : dims) want += (want.empty() ? "" : ", ") + std::to_string(d);
+      for (const auto d : t.dims) have += (have.empty() ? "" : ", ") + std::to_string(d);
+      fail(attnscope::detail::concat("tensor '", name, "' has dims {", have, "}, expected {", want,
+                                     "} from the metadata (info at byte offset ", t.info_offset, ")"));
+    }
+    kernels::StoredFloat format;
+    if (!stored_format_of(t.type, format))
+      fail(attnscope::detail::concat("tensor '", name, "' has ggml type ", t.type_name(),
+                                     ", which attnscope cannot dequantize (supported: ", gguf_supported_types(),
+                                     "; info at byte offset ", t.info_offset, ")"));
+    return t;
+  }
+};
+
+/// llama.cpp's tensor names for the Llama layout (LLM_TENSOR_* of llama-arch.cpp); layer tensors under "blk.{i}.".
+inline TensorNames gguf_llama_tensor_names() {
+  TensorNames n;
+  n.embedding = "token_embd.weight";
+  n.final_norm = "output_norm.weight";
+  n.output_head = "output.weight";
+  n.layer_prefix = "blk.";
+  n.attention_norm = "attn_norm.weight";
+  n.ffn_norm = "ffn_norm.weight";
+  n.q = "attn_q.weight";
+  n.k = "attn_k.weight";
+  n.v = "attn_v.weight";
+  n.q_bias = "attn_q.bias";
+  n.k_bias = "attn_k.bias";
+  n.v_bias = "attn_v.bias";
+  n.o = "attn_output.weight";
+  n.q_norm = "attn_q_norm.weight";
+  n.k_norm = "attn_k_norm.weight";
+  n.gate = "ffn_gate.weight";
+  n.up = "ffn_up.weight";
+  n.down = "ffn_down.weight";
+  return n;
+}
+
+/// The `{arch}.*` keys every architecture shares: sizes, RoPE base and rotated width, the context length; the vocab
+/// from token_embd.weight (checked against {arch}.vocab_size when present).
+inline void read_gguf_sizes(const GgufReader& r, const std::string& arch, TransformerConfig& c) {
+  c.architecture = arch;
+  c.dim = r.positive_integer(arch + ".embedding_length");
+  c.hidden_dim = r.positive_integer(arch + ".feed_forward_length");
+  c.n_layers = r.positive_integer(arch + ".block_count");
+  c.n_heads = r.positive_integer(arch + ".attention.head_count");
+  c.n_kv_heads = r.positive_integer(arch + ".attention.head_count_kv", c.n_heads);
+  if (c.n_heads % c.n_kv_heads != 0)
+    r.fail(attnscope::detail::concat("key '", arch, ".attention.head_count_kv' = ", c.n_kv_heads,
+                                     " does not divide the head count ", c.n_heads));
+  if (!r.has(arch + ".attention.key_length") && c.dim % c.n_heads != 0)
+    r.fail(attnscope::detail::concat("key '", arch, ".embedding_length' = ", c.dim,
+                                     " is not divisible by the head count ", c.n_heads));
+  c.head_dim = r.positive_integer(arch + ".attention.key_length", c.dim / c.n_heads);
+  if (r.positive_integer(arch + ".attention.value_length", c.head_dim) != c.head_dim)
+    r.fail("key '" + arch + ".attention.value_length' differs from the key length (not supported)");
+  if (c.head_dim % 2 != 0) r.fail(attnscope::detail::concat("the head width ", c.head_dim, " is odd"));
+  c.seq_len = r.positive_integer(arch + ".context_length");
+  c.vocab_size = static_cast<int>(r.rows_of("token_embd.weight"));
+  if (c.vocab_size <= 0) r.fail("missing 2-D tensor 'token_embd.weight' (needed for the vocabulary size)");
+  if (r.has(arch + ".vocab_size") && r.positive_integer(arch + ".vocab_size") != c.vocab_size)
+    r.fail(attnscope::detail::concat("key '", arch, ".vocab_size' disagrees with the ", c.vocab_size,
+                                     " rows of token_embd.weight"));
+  c.rope_theta = r.positive_number(arch + ".rope.freq_base", 10000.0);
+  const int rotated = r.positive_integer(arch + ".rope.dimension_count", c.head_dim);
+  if (rotated > c.head_dim || rotated % 2 != 0)
+    r.fail(attnscope::detail::concat("key '", arch, ".rope.dimension_count' = ", rotated,
+                                     " is not an even number ≤ the head width ", c.head_dim));
+  c.rotary_dim = rotated == c.head_dim ? 0 : rotated;
+  // RoPE scaling: none, or linear ({arch}.rope.scaling.factor, or the older {arch}.rope.scale_linear)
+  const std::string scaling = r.text(arch + ".rope.scaling.type", "none");
+  if (scaling == "linear" || (scaling == "none" && r.has(arch + ".rope.scale_linear"))) {
+    const std::string key = r.has(arch + ".rope.scaling.factor") ? arch + ".rope.scaling.factor"
+                                                                 : arch + ".rope.scale_linear";
+    const double factor = r.positive_number(key);
+    if (factor != 1) {
+      c.rope_scaling.kind = RopeScalingKind::linear;
+      c.rope_scaling.factor = factor;
+    }
+  } else if (scaling != "none") {
+    r.fail("key '" + arch + ".rope.scaling.type' = '" + scaling + "' is not supported (only none and linear)");
+  }
+  if (r.has_tensor("rope_freqs.weight"))
+    r.fail("tensor 'rope_freqs.weight' (per-frequency RoPE factors, e.g. Llama 3.1's rope scaling) is not supported");
+  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"})
+    if (r.has_tensor(name)) r.fail(std::string("tensor '") + name + "' (LongRoPE factors) is not supported");
+  c.tied_embeddings = !r.has_tensor("output.weight");
+}
+
+/// The architecture table of a GGUF file: config from its keys, llama.cpp's tensor names.
+inline Architecture gguf_architecture(const GgufReader& r) {
+  const std::string arch = r.architecture();
+  Architecture a;
+  TransformerConfig& c = a.config;
+  TensorNames n = gguf_llama_tensor_names();
+  const auto rms = [&] {
+    c.norm = NormKind::rms_norm;
+    c.norm_epsilon = static_cast<float>(r.positive_number(arch + ".attention.layer_norm_rms_epsilon"));
+  };
+  const auto refuse_tensor = [&](const std::string& layer_name, const char* what) {
+    if (r.has_tensor("blk.0." + layer_name))
+      r.fail("tensor 'blk.0." + layer_name + "' (" + what + ") is not supported for architecture '" + arch + "'");
+  };
+  if (arch == "llama" || arch == "qwen2" || arch == "qwen3") {
+    read_gguf_sizes(r, arch, c);
+    rms();
+    c.feed_forward = FeedForwardKind::swiglu;
+    // llama: Q/K rows permuted to interleaved pairs by the converter (see the header comment)
+    c.position_encoding = arch == "llama" ? PositionEncoding::rope_interleaved : PositionEncoding::rope_rotate_half;
+    c.attention_qkv_bias = arch == "qwen2";
+    if (arch == "llama") {
+      refuse_tensor("attn_q.bias", "attention biases");
+      refuse_tensor("ffn_gate.bias", "MLP biases");
+    }
+    if (arch == "qwen3") c.query_key_norm = QueryKeyNorm::per_head;
+  } else if (arch == "gemma2") {
+    read_gguf_sizes(r, arch, c);
+    rms();  // the converter stored 1 + w: plain RMSNorm here
+    c.position_encoding = PositionEncoding::rope_rotate_half;
+    c.norm_placement = NormPlacement::sandwich;
+    c.feed_forward = FeedForwardKind::geglu_tanh;
+    c.embedding_scale = static_cast<float>(std::sqrt(double(c.dim)));
+    // llama.cpp scales Gemma 2's logits by 1/√head_dim except for the 27B shape, whose Hugging Face
+    // query_pre_attn_scalar (embedding_length / head_count) GGUF does not store: refuse the shapes where they differ
+    if (c.dim / c.n_heads != c.head_dim)
+      r.fail(attnscope::detail::concat("gemma2 with embedding_length / head_count = ", c.dim / c.n_heads,
+                                       " ≠ key_length = ", c.head_dim,
+                                       ": the logit scale (query_pre_attn_scalar) is not stored in GGUF"));
+    if (r.has(arch + ".attn_logit_softcapping"))
+      c.attention_softcap = r.positive_number(arch + ".attn_logit_softcapping");
+    if (r.has(arch + ".final_logit_softcapping"))
+      c.final_logit_softcap = r.positive_number(arch + ".final_logit_softcapping");
+    if (r.has(arch + ".attention.sliding_window")) {
+      const int window = r.positive_integer(arch + ".attention.sliding_window");
+      c.layer_sliding_window.assign(std::size_t(c.n_layers), 0);
+      for (int l = 0; l < c.n_layers; l += 2) c.layer_sliding_window[std::size_t(l)] = window;  // even layers slide
+    }
+    n.post_attention_norm = "post_attention_norm.weight";
+    n.post_ffn_norm = "post_ffw_norm.weight";
+  } else if (arch == "phi3") {
+    read_gguf_sizes(r, arch, c);
+    rms();
+    c.position_encoding = PositionEncoding::rope_rotate_half;
+    c.feed_forward = FeedForwardKind::swiglu;
+    if (r.has(arch + ".attention.sliding_window"))
+      c.sliding_window = r.positive_integer(arch + ".attention.sliding_window");
+    n.q = n.k = n.v = n.q_bias = n.k_bias = n.v_bias = "";
+    n.qkv = "attn_qkv.weight";
+    n.gate = n.up = "";
+    n.gate_up = "ffn_up.weight";  // gate rows, then up rows
+  } else if (arch == "gpt_neox") {
+    read_gguf_sizes(r, arch, c);
+    if (c.n_kv_heads != c.n_heads) r.fail("gpt_neox with head_count_kv ≠ head_count is not supported");
+    c.norm = NormKind::layer_norm;
+    c.norm_epsilon = static_cast<float>(r.positive_number(arch + ".attention.layer_norm_epsilon"));
+    c.position_encoding = PositionEncoding::rope_rotate_half;
+    c.attention_qkv_bias = r.has_tensor("blk.0.attn_qkv.bias");
+    c.attention_output_bias = r.has_tensor("blk.0.attn_output.bias");
+    c.feed_forward = FeedForwardKind::gelu_erf;
+    c.feed_forward_bias = true;
+    c.parallel_residual = r.boolean(arch + ".use_parallel_residual", true);
+    n.q = n.k = n.v = n.q_bias = n.k_bias = n.v_bias = "";
+    n.qkv = "attn_qkv.weight";  // regrouped by the converter into all q, all k, all v
+    n.qkv_bias = "attn_qkv.bias";
+    n.o_bias = "attn_output.bias";
+    n.attention_norm_bias = "attn_norm.bias";
+    n.ffn_norm_bias = "ffn_norm.bias";
+    n.final_norm_bias = "output_norm.bias";
+    n.gate = "ffn_up.weight";  // the GELU MLP's input projection (dense_h_to_4h)
+    n.gate_bias = "ffn_up.bias";
+    n.up = "";
+    n.down_bias = "ffn_down.bias";
+  } else {
+    r.fail("general.architecture '" + arch + "' is not supported (supported: " + gguf_supported_architectures() + ")");
+  }
+  a.names = n;
+  return a;
+}
+
+}  // namespace detail
+
+/// Reads the TransformerWeights of a GGUF model file (general.architecture llama, qwen2, qwen3, gemma2, phi3 or
+/// gpt_neox; weights f32, f16, bf16, q8_0, q4_0, q4_K, q5_K or q6_K, kept memory-mapped in their stored type). Throws
+/// attnscope::io_error naming the file and the key or tensor (and the byte offset) for: a file that is not valid
+/// GGUF (io::parse_gguf_header), an unsupported architecture or feature, a missing key, a missing tensor, a tensor
+/// whose shape disagrees with the metadata or whose type cannot be dequantized, a tensor the architecture does not
+/// use.
+template <class Json = nlohmann::json>
+TransformerWeights read_gguf_weights(const std::string& path) {
+  const detail::GgufReader reader(path);
+  return detail::read_architecture(reader, detail::gguf_architecture(reader));
+}
+
+/// A GGUF model file as a Transformer (read_gguf_weights, then the Transformer's own checks).
+template <class Json = nlohmann::json>
+Transformer load_gguf_model(const std::string& path) {
+  return Transformer(read_gguf_weights<Json>(path));
+}
+
+}  // namespace attnscope::model
