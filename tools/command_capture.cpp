@@ -73,8 +73,9 @@ int command_capture(int argc, char** argv) {
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".safetensors") && !ends_with(out, ".npz")) throw usage_error("--out must end in .npz or .safetensors: " + out);
   const std::string model_path = model_path_argument(arguments);
-  require_input_format("capture", model_path, {io::FileFormat::llama2c, io::FileFormat::huggingface_folder},
-                       "a model (a llama2.c checkpoint or a Hugging Face model folder with config.json)");
+  require_input_format("capture", model_path,
+                       {io::FileFormat::llama2c, io::FileFormat::huggingface_folder, io::FileFormat::gguf},
+                       "a model (a llama2.c checkpoint, a Hugging Face model folder with config.json or a GGUF file)");
   const CaptureRequest request = model_request(arguments, model_path, 0);
 
   std::vector<int> layers;
