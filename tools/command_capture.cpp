@@ -34,7 +34,7 @@ when --generate N is given, and writes the capture layout: )" +
 Options:
   --model DIR         Hugging Face model folder: config.json, model.safetensors (or index + shards) and the
                       tokenizer (tokenizer.json, tokenizer.model, or vocab.json + merges.txt); model_type as in
-                      docs/models.md
+                      docs/models.md; or a GGUF file (llama.cpp, quantized or not; token ids only)
   --checkpoint FILE   llama2.c checkpoint (version 0, 1 or 2; recognised by its header, not its extension)
   --tokens LIST       token ids separated by commas or spaces
   --tokens-file FILE  token ids separated by commas, spaces or newlines
