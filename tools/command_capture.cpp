@@ -34,7 +34,7 @@ when --generate N is given, and writes the capture layout: )" +
 Options:
   --model DIR         Hugging Face model folder: config.json, model.safetensors (or index + shards) and the
                       tokenizer (tokenizer.json, tokenizer.model, or vocab.json + merges.txt); model_type as in
-                      docs/models.md
+                      docs/models.md; or a GGUF file (llama.cpp, quantized or not; token ids only)
   --checkpoint FILE   llama2.c checkpoint (version 0, 1 or 2; recognised by its header, not its extension)
   --tokens LIST       token ids separated by commas or spaces
   --tokens-file FILE  token ids separated by commas, spaces or newlines
@@ -73,8 +73,9 @@ int command_capture(int argc, char** argv) {
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".safetensors") && !ends_with(out, ".npz")) throw usage_error("--out must end in .npz or .safetensors: " + out);
   const std::string model_path = model_path_argument(arguments);
-  require_input_format("capture", model_path, {io::FileFormat::llama2c, io::FileFormat::huggingface_folder},
-                       "a model (a llama2.c checkpoint or a Hugging Face model folder with config.json)");
+  require_input_format("capture", model_path,
+                       {io::FileFormat::llama2c, io::FileFormat::huggingface_folder, io::FileFormat::gguf},
+                       "a model (a llama2.c checkpoint, a Hugging Face model folder with config.json or a GGUF file)");
   const CaptureRequest request = model_request(arguments, model_path, 0);
 
   std::vector<int> layers;

@@ -187,7 +187,7 @@ int command_report(int argc, char** argv) {
           ? io::FileFormat::huggingface_folder
           : require_input_format("report", input,
                                  {io::FileFormat::npy, io::FileFormat::npz, io::FileFormat::safetensors,
-                                  io::FileFormat::llama2c, io::FileFormat::huggingface_folder},
+                                  io::FileFormat::llama2c, io::FileFormat::huggingface_folder, io::FileFormat::gguf},
                                  "an attention file, capture or model");
   const bool array_file = format == io::FileFormat::npy || format == io::FileFormat::npz ||
                           format == io::FileFormat::safetensors;

@@ -167,6 +167,14 @@ TEST_CASE("GGUF: serialize_gguf writes the numpy writer's bytes for the same hea
                io::serialize_gguf({}, {{"short", {32}, io::GgmlType::q8_0, std::string(33, '\0')}});
              }),
              Contains("serialize_gguf") && Contains("'short'"));
+  // a tensor without dimensions holds one element (the parser accepts it, so the writer does too)
+  const std::string scalar = io::serialize_gguf({}, {{"scalar", {}, io::GgmlType::f32, std::string(4, '\0')}});
+  const io::GgufHeader parsed =
+      io::parse_gguf_header(reinterpret_cast<const unsigned char*>(scalar.data()), scalar.size(), "scalar.gguf");
+  REQUIRE(parsed.tensors.size() == 1);
+  CHECK(parsed.tensors[0].dims.empty());
+  CHECK(parsed.tensors[0].element_count() == 1);
+  CHECK(parsed.tensors[0].byte_count == 4);
 }
 
 TEST_CASE("GGUF: every block type dequantizes bit for bit as the numpy implementation of ggml's definitions",

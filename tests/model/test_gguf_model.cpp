@@ -9,6 +9,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -118,9 +119,36 @@ RowMatrix<float> permute_rope_rows(const RowMatrix<float>& w, int heads) {
   return out;
 }
 
-/// A Llama-family model (llama, qwen2, qwen3) as llama.cpp's converter writes it: `{arch}.*` keys, llama.cpp's
-/// tensor names, weight matrices in `type`, norms and biases F32, Q/K rows permuted for llama, output.weight absent
-/// when the head is tied.
+/// Rows of several matrices stacked (the fused projections llama.cpp stores).
+RowMatrix<float> gguf_stacked(std::initializer_list<RowMatrix<float>> parts) {
+  Index rows = 0;
+  for (const auto& p : parts) rows += p.rows();
+  RowMatrix<float> out(rows, parts.begin()->cols());
+  Index at = 0;
+  for (const auto& p : parts) {
+    out.middleRows(at, p.rows()) = p;
+    at += p.rows();
+  }
+  return out;
+}
+
+attnscope::Vector<float> gguf_stacked(std::initializer_list<attnscope::Vector<float>> parts) {
+  Index size = 0;
+  for (const auto& p : parts) size += p.size();
+  attnscope::Vector<float> out(size);
+  Index at = 0;
+  for (const auto& p : parts) {
+    out.segment(at, p.size()) = p;
+    at += p.size();
+  }
+  return out;
+}
+
+/// A model as llama.cpp's converter (convert_hf_to_gguf.py) writes it: `{arch}.*` keys, llama.cpp's tensor names,
+/// weight matrices in `type`, norms and biases F32, output.weight absent when the head is tied, and the
+/// architecture's conventions: llama's Q/K rows permuted per head; gemma2's norms stored as 1 + w; phi3's fused
+/// attn_qkv and ffn_up (gate rows first); gpt_neox's fused attn_qkv regrouped as all q, all k, all v (TransformerWeights
+/// already holds the separate q, k, v, so stacking them is that regrouping).
 GgufDraft gguf_conversion(const TransformerWeights& w, const std::string& arch, GgmlType type) {
   const auto& c = w.config;
   GgufDraft draft;
@@ -132,37 +160,67 @@ GgufDraft gguf_conversion(const TransformerWeights& w, const std::string& arch, 
   draft.set(arch + ".attention.head_count", GgufType::uint32, c.n_heads);
   draft.set(arch + ".attention.head_count_kv", GgufType::uint32, c.n_kv_heads);
   draft.set(arch + ".attention.key_length", GgufType::uint32, c.head_dim);
-  draft.set(arch + ".attention.layer_norm_rms_epsilon", GgufType::float32, c.norm_epsilon);
+  draft.set(arch + (arch == "gpt_neox" ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon"),
+            GgufType::float32, c.norm_epsilon);
   draft.set(arch + ".rope.freq_base", GgufType::float32, c.rope_theta);
+  draft.set(arch + ".rope.dimension_count", GgufType::uint32, c.rotary_size());
+  if (arch == "gpt_neox") draft.set(arch + ".use_parallel_residual", GgufType::boolean, c.parallel_residual);
+  if (c.sliding_window > 0) draft.set(arch + ".attention.sliding_window", GgufType::uint32, c.sliding_window);
+  if (arch == "gemma2") {
+    draft.set(arch + ".attention.sliding_window", GgufType::uint32, c.layer_sliding_window.at(0));
+    draft.set(arch + ".attn_logit_softcapping", GgufType::float32, c.attention_softcap);
+    draft.set(arch + ".final_logit_softcapping", GgufType::float32, c.final_logit_softcap);
+  }
   const auto matrix = [&](const std::string& name, const RowMatrix<float>& m) {
     draft.tensors.push_back({name, {std::uint64_t(m.cols()), std::uint64_t(m.rows())}, type, gguf_float_bytes(m, type)});
   };
   const auto vector = [&](const std::string& name, const attnscope::Vector<float>& v) {
     if (v.size() == 0) return;
-    const RowMatrix<float> row = v.transpose();
+    RowMatrix<float> row = v.transpose();
+    if (arch == "gemma2" && name.find("norm.weight") != std::string::npos) row.array() += 1.0f;
     draft.tensors.push_back({name, {std::uint64_t(v.size())}, GgmlType::f32, gguf_float_bytes(row, GgmlType::f32)});
   };
   matrix("token_embd.weight", w.token_embedding.to_float32());
   if (!c.tied_embeddings) matrix("output.weight", w.classifier.to_float32());
   vector("output_norm.weight", w.final_norm);
+  vector("output_norm.bias", w.final_norm_bias);
   for (int l = 0; l < c.n_layers; ++l) {
     const auto& layer = w.layers[std::size_t(l)];
     const std::string at = "blk." + std::to_string(l) + ".";
     vector(at + "attn_norm.weight", layer.attention_norm);
-    const bool llama = arch == "llama";
-    matrix(at + "attn_q.weight", llama ? permute_rope_rows(layer.wq.to_float32(), c.n_heads) : layer.wq.to_float32());
-    matrix(at + "attn_k.weight", llama ? permute_rope_rows(layer.wk.to_float32(), c.n_kv_heads) : layer.wk.to_float32());
-    matrix(at + "attn_v.weight", layer.wv.to_float32());
-    vector(at + "attn_q.bias", layer.wq_bias);
-    vector(at + "attn_k.bias", layer.wk_bias);
-    vector(at + "attn_v.bias", layer.wv_bias);
+    vector(at + "attn_norm.bias", layer.attention_norm_bias);
+    vector(at + "post_attention_norm.weight", layer.post_attention_norm);
+    if (arch == "phi3" || arch == "gpt_neox") {
+      matrix(at + "attn_qkv.weight", gguf_stacked({layer.wq.to_float32(), layer.wk.to_float32(), layer.wv.to_float32()}));
+      if (layer.wq_bias.size() > 0) vector(at + "attn_qkv.bias", gguf_stacked({layer.wq_bias, layer.wk_bias, layer.wv_bias}));
+    } else {
+      const bool llama = arch == "llama";
+      matrix(at + "attn_q.weight", llama ? permute_rope_rows(layer.wq.to_float32(), c.n_heads) : layer.wq.to_float32());
+      matrix(at + "attn_k.weight",
+             llama ? permute_rope_rows(layer.wk.to_float32(), c.n_kv_heads) : layer.wk.to_float32());
+      matrix(at + "attn_v.weight", layer.wv.to_float32());
+      vector(at + "attn_q.bias", layer.wq_bias);
+      vector(at + "attn_k.bias", layer.wk_bias);
+      vector(at + "attn_v.bias", layer.wv_bias);
+    }
     vector(at + "attn_q_norm.weight", layer.q_norm);
     vector(at + "attn_k_norm.weight", layer.k_norm);
     matrix(at + "attn_output.weight", layer.wo.to_float32());
+    vector(at + "attn_output.bias", layer.wo_bias);
     vector(at + "ffn_norm.weight", layer.ffn_norm);
-    matrix(at + "ffn_gate.weight", layer.w1.to_float32());
-    matrix(at + "ffn_up.weight", layer.w3.to_float32());
+    vector(at + "ffn_norm.bias", layer.ffn_norm_bias);
+    vector(at + "post_ffw_norm.weight", layer.post_ffn_norm);
+    if (arch == "phi3") {
+      matrix(at + "ffn_up.weight", gguf_stacked({layer.w1.to_float32(), layer.w3.to_float32()}));
+    } else if (arch == "gpt_neox") {
+      matrix(at + "ffn_up.weight", layer.w1.to_float32());
+      vector(at + "ffn_up.bias", layer.w1_bias);
+    } else {
+      matrix(at + "ffn_gate.weight", layer.w1.to_float32());
+      matrix(at + "ffn_up.weight", layer.w3.to_float32());
+    }
     matrix(at + "ffn_down.weight", layer.w2.to_float32());
+    vector(at + "ffn_down.bias", layer.w2_bias);
   }
   return draft;
 }
@@ -357,6 +415,36 @@ TEST_CASE("GGUF: F32, F16 and BF16 conversions of the fixtures give the safetens
     const std::string renamed = path + ".bin";
     std::filesystem::copy_file(path, renamed, std::filesystem::copy_options::overwrite_existing);
     CHECK(attnscope::model::load_model(renamed).forward(tokens).logits == result.logits);
+  }
+}
+
+TEST_CASE("GGUF: qwen3, gemma2, phi3 and gpt_neox conversions run as the safetensors model of the same configuration",
+          "[model][gguf]") {
+  // GGUF stores less configuration than config.json: the reference is the safetensors model with what llama.cpp's
+  // keys cannot say reset (qwen3: no sliding layers; gemma2: the logit scale 1/√head_dim, Gemma 2's 2B/9B value,
+  // where this fixture's query_pre_attn_scalar differs; phi3: no LongRoPE, whose factors llama.cpp stores as tensors
+  // attnscope refuses).
+  for (const std::string arch : {"qwen3", "gemma2", "phi3", "gpt_neox"}) {
+    INFO(arch);
+    TransformerWeights weights = attnscope::model::read_huggingface_weights(attnscope::testing::hf_fixture_folder(arch));
+    auto& c = weights.config;
+    if (arch == "qwen3") c.layer_sliding_window.clear();
+    if (arch == "gemma2") c.attention_scale = 0;
+    if (arch == "phi3") c.rope_scaling = attnscope::model::RopeScaling{};
+    const std::string path = gguf_conversion(weights, arch, GgmlType::f32).write(arch + ".gguf");
+    const Transformer reference(std::move(weights));
+    const Transformer gguf = attnscope::model::load_gguf_model(path);
+    CHECK(gguf.config().architecture == arch);
+    CHECK(gguf.config().norm == (arch == "gpt_neox" ? attnscope::model::NormKind::layer_norm
+                                                    : attnscope::model::NormKind::rms_norm));
+    CHECK(gguf.config().rotary_size() == reference.config().rotary_size());
+    CHECK(gguf.config().layer_sliding_window == reference.config().layer_sliding_window);
+    CHECK(gguf.config().sliding_window == reference.config().sliding_window);
+    const std::vector<int> tokens = gguf_reference_tokens(arch);
+    const auto expected = reference.forward(tokens, gguf_capture_options());
+    const auto result = gguf.forward(tokens, gguf_capture_options());
+    CHECK(gguf_max_attention_difference(result, expected) <= 2e-6);
+    CHECK(attnscope::testing::hf_logits_error(result.logits, RowMatrix<double>(expected.logits.cast<double>())) <= 1e-5);
   }
 }
 

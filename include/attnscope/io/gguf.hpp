@@ -488,7 +488,8 @@ inline std::string serialize_gguf(const std::vector<std::pair<std::string, GgufV
     const GgmlTypeInfo info = ggml_type_info(static_cast<std::uint32_t>(tensor.type));
     std::uint64_t elements = 1;
     for (const std::uint64_t d : tensor.dims) elements *= d;
-    if (info.name == nullptr || tensor.dims.empty() || tensor.dims[0] % info.block_elements != 0 ||
+    const std::uint64_t row_length = tensor.dims.empty() ? 1 : tensor.dims[0];  // no dimension: one element
+    if (info.name == nullptr || row_length % info.block_elements != 0 ||
         elements / info.block_elements * info.block_bytes != tensor.bytes.size())
       detail::throw_invalid_argument("serialize_gguf", "tensor '", tensor.name, "' holds ", tensor.bytes.size(),
                                      " bytes, which do not match its dims and ggml type ",
