@@ -73,9 +73,9 @@ class BasicTransformer {
   /// the attention is softmax only.
   /// Throws attnscope::invalid_argument, naming the problem, for: options.map or options.normalizer set; a capture of
   /// scores or attention; streaming.statistics with a visibility other than the default causal one or a scale; block
-  /// sizes ≤ 0; feed_forward_rows < 0 or not a multiple of 8; a streaming.heads pair outside the layers run; L > seq_len with learned
-  /// positions (GPT-2), or with RoPE unless allow_beyond_trained_positions; plus every error of forward() and of
-  /// stream::row_statistics.
+  /// sizes ≤ 0; feed_forward_rows < 0 or not a multiple of 8; a streaming.heads pair outside the layers run;
+  /// L > seq_len with learned positions (GPT-2), or with RoPE unless allow_beyond_trained_positions; plus every error
+  /// of forward() and of stream::row_statistics.
   /// Memory: the key/value cache of one layer O(L·kv_dim), activations O(L·dim + feed_forward_rows·hidden_dim), the
   /// logits O(L·vocab) when asked, the statistics O(n_layers·n_heads·L), and the kernel's strips of query_block × L
   /// scores per thread; never O(L²).
