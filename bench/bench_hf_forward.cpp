@@ -8,7 +8,10 @@
 // BM_forward_logits and BM_streaming_statistics (argument: OpenMP threads) give the achieved GFLOP/s of the forward
 // pass (logits, no captures) and of the streaming forward `rowstats --model` runs (every head's statistics, no
 // logits, stopped after ATTNSCOPE_BENCH_LAYERS layers, default all) over ATTNSCOPE_BENCH_TOKENS tokens (default
-// 1024); bench/forward_vs_sgemm.sh sets them against numpy's sgemm in the same run. Flops counted [derived]:
+// 1024); bench/forward_vs_sgemm.sh sets them against numpy's sgemm in the same run. BM_streaming_one_head analyses
+// only the last layer's head 0 (the time a --layers/--heads selection saves); ns_per_pair is the streaming forward's
+// time per visible (query, key) pair of each analysed head; ATTNSCOPE_BENCH_FFN_ROWS sets
+// StreamingOptions::feed_forward_rows (default 512, 0: all rows at once). Flops counted [derived]:
 // 2 · (weights multiplied) · L for the projections and the head, plus 2 · 2 · head_size per visible (query, key)
 // pair and head for q·kᵀ and P·V.
 #include <algorithm>
@@ -127,7 +130,7 @@ void BM_forward_logits(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(length * state.iterations()), benchmark::Counter::kIsRate);
 }
 
-void BM_streaming_statistics(benchmark::State& state) {
+void run_streaming(benchmark::State& state, bool one_head) {
   const attnscope::model::Transformer* model = nullptr;
   long length = 0;
   if (!prepare(state, model, length)) return;
@@ -138,18 +141,34 @@ void BM_streaming_statistics(benchmark::State& state) {
   options.last_layer = layers - 1;
   attnscope::model::StreamingOptions streaming;
   streaming.allow_beyond_trained_positions = true;
+  streaming.feed_forward_rows = environment_integer("ATTNSCOPE_BENCH_FFN_ROWS", streaming.feed_forward_rows);
+  if (one_head) streaming.heads = {{layers - 1, 0}};
   for (auto _ : state) benchmark::DoNotOptimize(model->forward_row_statistics(tokens, options, streaming));
   state.counters["GFLOP_per_s"] = benchmark::Counter(
       forward_flops(*model, length, layers, false) * 1e-9 * static_cast<double>(state.iterations()),
       benchmark::Counter::kIsRate);
   state.counters["tokens_per_s"] =
       benchmark::Counter(static_cast<double>(length * state.iterations()), benchmark::Counter::kIsRate);
+  // the whole streaming forward's time per visible (query, key) pair of every analysed head: inverted rate of
+  // 1e-9 · pairs, so the counter reads in nanoseconds
+  const auto& c = model->config();
+  double pairs = 0;
+  for (long i = 0; i < length; ++i) pairs += c.sliding_window > 0 ? std::min<long>(i + 1, c.sliding_window) : i + 1;
+  const double heads = one_head ? 1.0 : static_cast<double>(c.n_heads) * layers;
+  state.counters["ns_per_pair"] = benchmark::Counter(pairs * heads * 1e-9 * static_cast<double>(state.iterations()),
+                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
+
+void BM_streaming_statistics(benchmark::State& state) { run_streaming(state, false); }
+
+// The same forward with the statistics of one head only (the last layer's head 0); the others run plain attention.
+void BM_streaming_one_head(benchmark::State& state) { run_streaming(state, true); }
 
 }  // namespace
 
 BENCHMARK(BM_forward_logits)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_streaming_statistics)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_streaming_one_head)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_forward_logits_only)->Arg(1024)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 BENCHMARK(BM_forward_full_capture)->Arg(1024)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 BENCHMARK_MAIN();

@@ -10,6 +10,10 @@ norm weights 1. Drawing 8 billion normals takes about an hour on a busy 2-core m
 every value. Needs numpy. Usage:
 
     bench/make_llama_folder.py DIR [--layers N] [--shards N] [--seed S] [--independent]
+                               [--hidden D] [--heads H] [--kv-heads K] [--mlp F] [--vocab V] [--positions P]
+
+The shape options make smaller Llama-shaped folders (e.g. --layers 1 --hidden 256 --heads 4 --kv-heads 4 --mlp 512
+--vocab 1000 --positions 16384: head size 64, for the streaming forward's time per (query, key) pair at long L).
 """
 import argparse
 import json
@@ -104,8 +108,19 @@ def main():
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--independent", action="store_true", help="draw every weight (slow)")
+    parser.add_argument("--hidden", type=int, default=CONFIG["hidden_size"], help="hidden size")
+    parser.add_argument("--heads", type=int, default=CONFIG["num_attention_heads"], help="attention heads")
+    parser.add_argument("--kv-heads", type=int, default=CONFIG["num_key_value_heads"], help="key/value heads")
+    parser.add_argument("--mlp", type=int, default=CONFIG["intermediate_size"], help="MLP (intermediate) size")
+    parser.add_argument("--vocab", type=int, default=CONFIG["vocab_size"], help="vocabulary size")
+    parser.add_argument("--positions", type=int, default=CONFIG["max_position_embeddings"],
+                        help="trained positions (max_position_embeddings)")
     args = parser.parse_args()
-    config = dict(CONFIG, num_hidden_layers=args.layers)
+    if args.hidden % args.heads or args.heads % args.kv_heads:
+        parser.error("--hidden must be a multiple of --heads, and --heads of --kv-heads")
+    config = dict(CONFIG, num_hidden_layers=args.layers, hidden_size=args.hidden, num_attention_heads=args.heads,
+                  num_key_value_heads=args.kv_heads, intermediate_size=args.mlp, vocab_size=args.vocab,
+                  max_position_embeddings=args.positions)
     os.makedirs(args.folder, exist_ok=True)
     with open(os.path.join(args.folder, "config.json"), "w") as out:
         json.dump(config, out, indent=2)

@@ -48,8 +48,9 @@ softmax Jacobian), top{k}_mass for each k, and heads (the head index of each out
 
 With --model DIR (a Hugging Face folder; text is encoded by its tokenizer) or --checkpoint FILE (llama2.c; token
 ids only), the model's streaming forward (Transformer::forward_row_statistics) runs attention blockwise and computes
-the statistics of every head from its q and k (causal, the model's sliding window, scale 1/sqrt(head size)); no L×L
-matrix is formed, and the output is float64. Inputs longer than the model's trained length run only for RoPE models
+the statistics of the selected heads from their q and k (causal, the model's sliding window, scale 1/sqrt(head
+size)); heads not selected by --layers/--heads run plain attention, and the forward stops after the last selected
+layer. No L×L matrix is formed, and the output is float64. Inputs longer than the model's trained length run only for RoPE models
 and only with --beyond-trained-length (stated on stderr); GPT-2's learned positions cannot.
 
 Options:
@@ -287,7 +288,10 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
   run["tokens"] = std::to_string(request.tokens.size());
   run["tokens_crc32"] = tokens_crc32(request.tokens);
   if (config.sliding_window > 0) run["window"] = std::to_string(config.sliding_window);
-  // the forward stops after the last requested layer and forms no logits; the bar shows layers and tokens/s
+  // only the requested heads are analysed (the others run plain attention); the forward stops after the last
+  // requested layer and forms no logits; the bar shows layers and tokens/s
+  for (const Index l : layers)
+    for (const Index h : heads) streaming.heads.emplace(static_cast<int>(l), static_cast<int>(h));
   model::ForwardOptions forward_options;
   forward_options.last_layer = static_cast<int>(*std::max_element(layers.begin(), layers.end()));
   forward_options.logits = false;
@@ -302,8 +306,7 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
   const model::StreamingForwardResult result =
       transformer.forward_row_statistics(request.tokens, forward_options, streaming);
   bar.finish();
-  const double seconds_per_head = milliseconds_since(start) / 1000 /
-                                  static_cast<double>((forward_options.last_layer + 1) * config.n_heads);
+  const double seconds_per_head = milliseconds_since(start) / 1000 / static_cast<double>(streaming.heads.size());
   if (result.beyond_trained_positions)
     std::cerr << "attnscope: " << request.tokens.size() << " tokens run beyond the model's trained length of "
               << result.trained_positions << " positions (RoPE extrapolation, --beyond-trained-length)\n";

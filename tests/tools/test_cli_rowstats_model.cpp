@@ -183,3 +183,37 @@ TEST_CASE("attnscope rowstats --checkpoint at L = 4096 stays far below one L x L
   CHECK(peak_kb > 0);
   CHECK(peak_kb < 96 * 1024);
 }
+
+TEST_CASE("attnscope rowstats --checkpoint with --layers/--heads: the selected rows are bitwise those of a full run") {
+  // Only the selected heads are analysed (the others run the same attention without statistics), so their arrays
+  // equal the full run's rows of those heads exactly; a head or layer outside the model is an error naming it.
+  const std::string tokens = model_rowstats_token_list(90);
+  const std::string everything = path_in_work_dir("model_rowstats_all_heads.npz");
+  const std::string selected = path_in_work_dir("model_rowstats_selected_heads.npz");
+  const std::string model = "rowstats --checkpoint " + stories_checkpoint + " --tokens " + tokens + " --top-k 1,4";
+  REQUIRE(attnscope_command(model + " --out " + everything).exit_code == 0);
+  REQUIRE(attnscope_command(model + " --layers 3,1 --heads 6,0 --out " + selected).exit_code == 0);
+  const auto all_rows = attnscope::io::read_npz(everything);
+  const auto some_rows = attnscope::io::read_npz(selected);
+  CHECK(some_rows.count("layer0.entropy") == 0);
+  CHECK(some_rows.count("layer4.entropy") == 0);
+  for (const int layer : {1, 3}) {
+    const std::string prefix = "layer" + std::to_string(layer) + ".";
+    CHECK(some_rows.at(prefix + "heads").to_vector<int>() == std::vector<int>{6, 0});
+    for (const char* name : {"entropy", "sink_mass", "max_attention", "max_scaled_logit", "log_partition",
+                             "jacobian_norm", "top1_mass", "top4_mass"}) {
+      INFO(prefix << name);
+      const attnscope::RowMatrix<double> full = all_rows.at(prefix + name).slice_matrix<double>({});
+      const attnscope::RowMatrix<double> part = some_rows.at(prefix + name).slice_matrix<double>({});
+      REQUIRE(part.rows() == 2);
+      CHECK((part.row(0).array() == full.row(6).array()).all());
+      CHECK((part.row(1).array() == full.row(0).array()).all());
+    }
+  }
+  const auto no_head = attnscope_command(model + " --heads 8 --out " + selected);
+  CHECK(no_head.exit_code == 1);
+  CHECK(contains(no_head.err, "head 8 is outside [0, 8)"));
+  const auto no_layer = attnscope_command(model + " --layers 5 --out " + selected);
+  CHECK(no_layer.exit_code == 1);
+  CHECK(contains(no_layer.err, "no layer 5"));
+}

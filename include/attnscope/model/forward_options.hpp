@@ -113,6 +113,15 @@ struct StreamingOptions {
   Index query_block = 64;
   /// Must be ≥ 1; has no effect (a block's strip holds all keys its rows see, so keys are not split in blocks).
   Index key_block = 256;
+  /// The (layer, head) pairs whose statistics are computed; empty: every head of every layer run. The other heads
+  /// run the plain softmax attention (the same probabilities and outputs, no statistics) and their entries of
+  /// row_statistics stay empty. Each pair must name a head of a layer that runs (see ForwardOptions::last_layer).
+  std::set<std::pair<int, int>> heads{};
+  /// Query rows per pass of the feed-forward block: its L × hidden_dim activations (the up projection, the gate and
+  /// their product) exist for this many rows at a time, so their memory does not grow with L. 0: every row at once.
+  /// Must be a multiple of 8: rows are independent and such passes give bitwise the results of one pass (Eigen's
+  /// GEMM; other pass sizes would put a pass's last rows in its remainder kernels, which round differently).
+  Index feed_forward_rows = 512;
 };
 
 /// Result of forward_row_statistics(): logits, per layer and head the exact softmax row statistics, the requested

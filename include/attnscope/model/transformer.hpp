@@ -11,6 +11,7 @@
 // (ATTNSCOPE_EXTERN_TEMPLATES) only src/extern_templates/transformer.cpp compiles it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -63,18 +64,21 @@ class BasicTransformer {
   ForwardResult forward(const std::vector<int>& tokens, const ForwardOptions& options = {}) const;
 
   /// Streaming forward over tokens[0..L) at positions 0..L−1: the same logits as forward() (softmax attention), with
-  /// every head's attention run by the blockwise kernel of stream/attention.hpp without capturing any L×L matrix:
-  /// per block of query_block rows one GEMM of scaled scores against the keys the rows see, the softmax and the
-  /// requested statistics from the same exponentials, and P·V. Per layer and head it returns the exact row statistics
-  /// of that head (causal, the layer's window, the model's scale and softcap, the statistics chosen in
-  /// streaming.statistics). options: capture of q, k, v, head_output and hidden_states, and ablation work as in
-  /// forward(); the attention is softmax only.
-  /// Throws attnscope::invalid_argument, naming the problem, for: options.map or options.normalizer set; a capture
-  /// of scores or attention; streaming.statistics with a visibility other than the default causal one or a scale;
-  /// block sizes ≤ 0; L > seq_len with learned positions (GPT-2), or with RoPE unless allow_beyond_trained_positions;
-  /// plus every error of forward() and of stream::row_statistics.
-  /// Memory: the key/value cache of one layer O(L·kv_dim), activations and logits O(L·(dim + hidden_dim + vocab)), the
-  /// statistics O(n_layers·n_heads·L), and the kernel's strips of query_block × L scores per thread; never O(L²).
+  /// every head's attention run by the blockwise kernel of stream/attention.hpp without capturing any L×L matrix: per
+  /// block of query_block rows one GEMM of scaled scores against the keys the rows see, the softmax and the requested
+  /// statistics from the same exponentials, and P·V. Per layer and head it returns the exact row statistics of that
+  /// head (causal, the layer's window, the model's scale and softcap, the statistics chosen in streaming.statistics)
+  /// for the heads in streaming.heads (every head when empty; the others run the same attention without statistics and
+  /// get empty entries). options: capture of q, k, v, head_output and hidden_states, and ablation work as in forward();
+  /// the attention is softmax only.
+  /// Throws attnscope::invalid_argument, naming the problem, for: options.map or options.normalizer set; a capture of
+  /// scores or attention; streaming.statistics with a visibility other than the default causal one or a scale; block
+  /// sizes ≤ 0; feed_forward_rows < 0 or not a multiple of 8; a streaming.heads pair outside the layers run;
+  /// L > seq_len with learned positions (GPT-2), or with RoPE unless allow_beyond_trained_positions; plus every error
+  /// of forward() and of stream::row_statistics.
+  /// Memory: the key/value cache of one layer O(L·kv_dim), activations O(L·dim + feed_forward_rows·hidden_dim), the
+  /// logits O(L·vocab) when asked, the statistics O(n_layers·n_heads·L), and the kernel's strips of query_block × L
+  /// scores per thread; never O(L²).
   /// Cost as forward() plus the statistics' O(n_layers·n_heads·L·visible keys).
   StreamingForwardResult forward_row_statistics(const std::vector<int>& tokens, const ForwardOptions& options = {},
                                                 const StreamingOptions& streaming = {}) const;
@@ -129,6 +133,10 @@ class BasicTransformer {
   struct StreamingRun {
     const StreamingOptions* options;
     std::vector<std::vector<stream::RowStatistics>> statistics;
+    // whether head `head` of layer `layer` is analysed (options->heads empty: every head)
+    bool analyses(int layer, int head) const {
+      return options->heads.empty() || options->heads.count({layer, head}) > 0;
+    }
   };
 
   template <class Choose>
@@ -242,7 +250,9 @@ class BasicTransformer {
 
   // The residual update of one branch from its last activation `input` and output projection `w`:
   // pre-norm residual += input·wᵀ + bias; sandwich and post placements residual += post_norm(input·wᵀ + bias).
-  void add_branch(RowMatrix<Scalar>& residual, const RowMatrix<Scalar>& input, const WeightMatrix& w,
+  // residual is the whole matrix or a block of its rows.
+  template <class Residual>
+  void add_branch(Residual&& residual, const RowMatrix<Scalar>& input, const WeightMatrix& w,
                   const Vector<Scalar>& bias, const Vector<Scalar>& post_norm) const {
     if (config().norm_placement == NormPlacement::pre) {
       detail::linear_add(residual, input, w);
@@ -255,8 +265,10 @@ class BasicTransformer {
   }
 
   // The feed-forward branch's hidden activation on its (normed) input, before the output projection w2: gated
-  // (SwiGLU, GeGLU) or plain GELU (tanh or exact) of w1 x + b1.
-  RowMatrix<Scalar> feed_forward_hidden(const RowMatrix<Scalar>& input, const TransformerLayerWeights& layer) const {
+  // (SwiGLU, GeGLU) or plain GELU (tanh or exact) of w1 x + b1. input is a matrix or a block of its rows.
+  template <class Rows>
+  RowMatrix<Scalar> feed_forward_hidden(const Eigen::MatrixBase<Rows>& input,
+                                        const TransformerLayerWeights& layer) const {
     const FeedForwardKind kind = config().feed_forward;
     RowMatrix<Scalar> hidden = detail::linear<Scalar>(input, layer.w1);
     add_bias(hidden, layer.w1_bias);
@@ -275,7 +287,8 @@ class BasicTransformer {
     return hidden;
   }
 
-  static void add_bias(RowMatrix<Scalar>& rows, const Vector<Scalar>& bias) {
+  template <class Rows>
+  static void add_bias(Rows&& rows, const Vector<Scalar>& bias) {
     if (bias.size() > 0) rows.rowwise() += bias.transpose();
   }
 
@@ -319,6 +332,15 @@ StreamingForwardResult BasicTransformer<Scalar>::forward_row_statistics(const st
   if (streaming.query_block <= 0 || streaming.key_block <= 0)
     attnscope::detail::throw_invalid_argument(fn, "query_block = ", streaming.query_block, " and key_block = ",
                                               streaming.key_block, " must be >= 1");
+  if (streaming.feed_forward_rows < 0 || streaming.feed_forward_rows % 8 != 0)
+    attnscope::detail::throw_invalid_argument(fn, "feed_forward_rows = ", streaming.feed_forward_rows,
+                                              " must be a multiple of 8 (0: every row at once)");
+  const int layers_run = options.last_layer >= 0 ? options.last_layer + 1 : c.n_layers;
+  for (const auto& [layer, head] : streaming.heads)
+    if (layer < 0 || layer >= layers_run || head < 0 || head >= c.n_heads)
+      attnscope::detail::throw_invalid_argument(fn, "streaming.heads names (layer ", layer, ", head ", head,
+                                                "), outside the ", layers_run, " layers run (of ", c.n_layers,
+                                                ") x ", c.n_heads, " heads");
   const Index length = static_cast<Index>(tokens.size());
   const bool beyond = length > c.seq_len;
   if (beyond && c.position_encoding == PositionEncoding::learned)
@@ -426,6 +448,8 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
   kernel_options.scale = c.attention_scale > 0 ? c.attention_scale : 1.0 / std::sqrt(static_cast<double>(head_size));
   if (c.attention_softcap > 0) kernel_options.logit_softcap = c.attention_softcap;
   if (streaming) kernel_options.block_rows = streaming->options->query_block;
+  const Index feed_forward_rows =
+      streaming && streaming->options->feed_forward_rows > 0 ? streaming->options->feed_forward_rows : rows;
   const bool softmax = !options.map && !options.normalizer;
   const bool rope = c.position_encoding != PositionEncoding::learned;
   const RopeConvention convention = c.position_encoding == PositionEncoding::rope_interleaved
@@ -456,7 +480,7 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     const RowMatrix<Scalar> normed =
         pre_norm ? norm(residual, layer.attention_norm, layer.attention_norm_bias) : residual;
     // parallel residual (GPT-NeoX): the feed-forward reads the same x as attention
-    const RowMatrix<Scalar> parallel_ffn_input =
+    RowMatrix<Scalar> ffn_input =
         c.parallel_residual ? norm(residual, layer.ffn_norm, layer.ffn_norm_bias) : RowMatrix<Scalar>();
     detail::linear_into(queries, normed, layer.wq);
     add_bias(queries, layer.wq_bias);
@@ -491,8 +515,8 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
         stream::AttentionCapture<Scalar> targets;
         if (keep_scores) targets.scores = &scores;
         if (keep_attention) targets.probabilities = &captured_attention;
-        stream::RowStatistics statistics;
-        if (streaming) targets.statistics = &statistics;
+        stream::RowStatistics statistics;  // stays empty for a head that is not analysed
+        if (streaming && streaming->analyses(l, h)) targets.statistics = &statistics;
         stream::attention_into<Scalar>(head_queries, head_keys, head_values, output, kernel_options, targets);
         if (streaming) streaming->statistics[std::size_t(l)].push_back(std::move(statistics));
       } else {
@@ -514,12 +538,18 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     }
     if (streaming) keys = values = RowMatrix<Scalar>();  // a whole sequence: no later pass reads this layer's cache
     add_branch(residual, head_outputs, layer.wo, layer.wo_bias, layer.post_attention_norm);
-    // Feed-forward block on norm(x) (x before the attention update with a parallel residual).
-    const RowMatrix<Scalar> hidden =
-        c.parallel_residual ? feed_forward_hidden(parallel_ffn_input, layer)
-        : pre_norm          ? feed_forward_hidden(norm(residual, layer.ffn_norm, layer.ffn_norm_bias), layer)
-                            : feed_forward_hidden(residual, layer);
-    add_branch(residual, hidden, layer.w2, layer.w2_bias, layer.post_ffn_norm);
+    // Feed-forward block on norm(x) (x before the attention update with a parallel residual), in passes of
+    // feed_forward_rows rows: a row's branch reads and updates that row only, so the rows × hidden_dim activations
+    // exist for one pass at a time (a pass reads its rows of the residual before it updates them). Passes of a
+    // multiple of 8 rows keep every row in the GEMM's full blocks of rows (only the sequence's last rows fall in its
+    // remainder kernels, as in one pass), so the products are bitwise those of one pass.
+    if (!c.parallel_residual && pre_norm) ffn_input = norm(residual, layer.ffn_norm, layer.ffn_norm_bias);
+    const RowMatrix<Scalar>& ffn_rows = c.parallel_residual || pre_norm ? ffn_input : residual;
+    for (Index first = 0; first < rows; first += feed_forward_rows) {
+      const Index count = std::min(feed_forward_rows, rows - first);
+      const RowMatrix<Scalar> hidden = feed_forward_hidden(ffn_rows.middleRows(first, count), layer);
+      add_branch(residual.middleRows(first, count), hidden, layer.w2, layer.w2_bias, layer.post_ffn_norm);
+    }
     if (options.layer_progress) options.layer_progress(l + 1, layers_run);
   }
   state.length = total;

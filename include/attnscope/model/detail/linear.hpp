@@ -9,7 +9,8 @@
 // by row of the panel (kernels/dequantize.hpp), so no float32 copy of a weight matrix exists. With OpenMP the panels
 // of a float16, bfloat16 or quantized W are shared among the threads (attnscope::detail::for_each_row; Eigen does not thread inside them); a
 // float32 W is one Eigen call over the whole matrix, threaded by Eigen itself, so an F32 model computes exactly the
-// products it computed when every weight was an owned float32 matrix.
+// products it computed when every weight was an owned float32 matrix; with the optional BLAS backend
+// (ATTNSCOPE_BLAS, model/detail/blas.hpp) that one call is a cblas_sgemm instead.
 //
 // Rounding: the panel products accumulate each output element over the depth in float32 as Eigen's one-call product
 // does, but Eigen's blocking differs between the two, so they agree within float32 rounding, not bit for bit
@@ -27,6 +28,7 @@
 #include "attnscope/core/parallel.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/widen.hpp"
+#include "attnscope/model/detail/blas.hpp"
 #include "attnscope/model/weights.hpp"
 
 namespace attnscope::model::detail {
@@ -96,7 +98,8 @@ void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, c
   const Index panels = std::max<Index>(1, out_features / width);  // the last panel takes the remainder (< 2·width)
   if (w.format() == kernels::StoredFloat::float32) {
     RowMatrix<float> unused;
-    linear_panel<Add>(out, x, w, 0, out_features, unused);  // one call: the product as Eigen computes (and threads) it
+    if (!blas_linear<Add>(out, x, w))  // the optional BLAS backend (model/detail/blas.hpp, ATTNSCOPE_BLAS)
+      linear_panel<Add>(out, x, w, 0, out_features, unused);  // one call: the product as Eigen computes (threads) it
   } else {
     attnscope::detail::for_each_row(panels, x.rows() * w.cols() * width, [&](Index p) {
       thread_local RowMatrix<float> buffer;
