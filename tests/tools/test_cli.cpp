@@ -40,7 +40,7 @@ const attnscope::model::LlamaModel& llama() {
 
 }  // namespace
 
-TEST_CASE("--help on every subcommand exits 0 and prints its usage") {
+TEST_CASE("every subcommand's --help exits 0 and prints its usage") {
   for (const std::string command : {"capture", "report", "tokenize", "normalize"}) {
     const Run run = attnscope_command(command + " --help");
     CHECK(run.exit_code == 0);

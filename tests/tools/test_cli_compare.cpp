@@ -139,7 +139,7 @@ TEST_CASE("attnscope compare of GGUF files: Q4_K against F16 of one model change
   CHECK(largest < 1e-5);
 }
 
-TEST_CASE("--text with a GGUF file uses the tokenizer stored in its metadata") {
+TEST_CASE("text input with a GGUF file (--text) uses the tokenizer stored in its metadata") {
   const std::filesystem::path vocab = std::filesystem::path(__FILE__).parent_path().parent_path() / "text" / "fixtures" / "real";
   // ids of Hugging Face's GPT-2 and Llama-2 tokenizers for "Hello world"
   const auto gpt2 = attnscope_command("tokenize --model " + (vocab / "ggml-vocab-gpt-2.gguf").string() + " --text 'Hello world'");
