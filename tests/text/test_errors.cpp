@@ -191,10 +191,14 @@ TEST_CASE("text errors: tokenizers of other kinds are 'not supported', naming wh
                j["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}};
              }),
              Contains("not supported") && Contains("decoder 'WordPiece'"));
-  CHECK_THAT(errors_load_changed_json("digits", [](nlohmann::json& j) {
+  CHECK_THAT(errors_load_changed_json("digits", [](nlohmann::json& j) {  // after ByteLevel: on byte-mapped text
                j["pre_tokenizer"]["pretokenizers"].push_back({{"type", "Digits"}, {"individual_digits", true}});
              }),
-             Contains("not supported") && Contains("pre-tokenizer 'Digits'"));
+             Contains("not supported") && Contains("a Digits pre-tokenizer after ByteLevel"));
+  CHECK_THAT(errors_load_changed_json("punctuation", [](nlohmann::json& j) {
+               j["pre_tokenizer"]["pretokenizers"].push_back({{"type", "Punctuation"}, {"behavior", "Contiguous"}});
+             }),
+             Contains("not supported") && Contains("pre-tokenizer 'Punctuation'"));
   CHECK_THAT(errors_load_changed_json("lowercase", [](nlohmann::json& j) { j["normalizer"] = {{"type", "Lowercase"}}; }),
              Contains("not supported") && Contains("normalizer 'Lowercase'"));
   CHECK_THAT(errors_load_changed_json("removed", [](nlohmann::json& j) {

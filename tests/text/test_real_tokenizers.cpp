@@ -22,6 +22,8 @@
 #include "text_test_support.hpp"
 
 using namespace attnscope;
+using attnscope::testing::book_paragraphs;
+using attnscope::testing::fnv1a64_hex;
 using attnscope::testing::read_json_value;
 using attnscope::testing::read_text_file;
 using attnscope::testing::text_fixture;
@@ -30,48 +32,11 @@ using text::ByteLevelBpeTokenizer;
 
 namespace {
 
-// tokenizer_variants.json's rules: "set" replaces (dotted) keys, "append_added_tokens" appends added tokens.
-nlohmann::json real_variant_json(const nlohmann::json& variant) {
-  nlohmann::json json = read_json_value(text_fixture(variant["base"].get<std::string>()));
-  if (variant.contains("set"))
-    for (const auto& [key, value] : variant["set"].items()) {
-      nlohmann::json* object = &json;
-      std::string rest = key;
-      for (std::size_t dot; (dot = rest.find('.')) != std::string::npos; rest = rest.substr(dot + 1))
-        object = &(*object)[rest.substr(0, dot)];
-      (*object)[rest] = value;
-    }
-  if (variant.contains("append_added_tokens"))
-    for (const auto& token : variant["append_added_tokens"]) json["added_tokens"].push_back(token);
-  return json;
-}
-
 ByteLevelBpeTokenizer real_variant(const nlohmann::json& variant) {
   const std::string dir = text_scratch_dir("real_" + variant["name"].get<std::string>());
   const std::string path = dir + "/tokenizer.json";
-  std::ofstream(path) << real_variant_json(variant).dump();
+  std::ofstream(path) << attnscope::testing::tokenizer_variant_json(variant).dump();
   return ByteLevelBpeTokenizer::from_folder(dir);
-}
-
-std::vector<std::string> book_paragraphs() {
-  const std::string book = read_text_file(attnscope::testing::data_file("war_and_peace.txt"));
-  std::vector<std::string> paragraphs;
-  std::size_t start = 0;
-  for (std::size_t found; (found = book.find("\n\n", start)) != std::string::npos; start = found + 2)
-    paragraphs.push_back(book.substr(start, found - start));
-  paragraphs.push_back(book.substr(start));
-  return paragraphs;
-}
-
-std::string fnv1a64_hex(const std::vector<int>& ids) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (const int id : ids) {
-    hash ^= static_cast<std::uint64_t>(id);
-    hash *= 0x100000001b3ULL;
-  }
-  char buffer[17];
-  std::snprintf(buffer, sizeof(buffer), "%016llx", static_cast<unsigned long long>(hash));
-  return buffer;
 }
 
 // Hugging Face decodes byte-level tokens lossily: here each byte of an ill-formed sequence becomes U+FFFD (enough for
@@ -127,10 +92,7 @@ TEST_CASE("real tokenizers give the ids of Hugging Face tokenizers on every refe
                      (hf_default == paragraph["hf_default_ids"].get<std::vector<int>>() ? hf_default.size() : 0);
     }
     const nlohmann::json& chunk = result["chunk"];
-    std::string chunk_text;
-    for (std::size_t p = chunk["first_paragraph"].get<std::size_t>(); p < chunk["end_paragraph"].get<std::size_t>(); ++p)
-      chunk_text += (chunk_text.empty() ? "" : "\n\n") + paragraphs[p];
-    const std::vector<int> chunk_ids = tokenizer.encode(chunk_text);
+    const std::vector<int> chunk_ids = tokenizer.encode(attnscope::testing::reference_chunk_text(chunk, paragraphs));
     CHECK(chunk_ids.size() == chunk["count"].get<std::size_t>());
     CHECK(fnv1a64_hex(chunk_ids) == chunk["fnv1a64"].get<std::string>());
     texts += 1;

@@ -31,6 +31,8 @@ struct BpeMerge {
 class BpeMergeTable {
  public:
   std::array<int, 256> byte_token_id{};
+  /// False when some byte has no token (byte_token_id -1): merge_word then drops those bytes.
+  bool every_byte_has_token = true;
 
   /// Adds a merge unless the pair is already there (a repeated merge keeps its first, lowest rank); true if added.
   bool insert(int left_id, int right_id, BpeMerge merge) {
@@ -162,11 +164,20 @@ inline void add_symbol(BpeMergeScratch& scratch, int id) {
   scratch.symbols.push_back({id, index - 1, -1});
 }
 
-/// Appends the BPE tokens of `word` (raw bytes, every byte having a token in `table`) to `out`.
+/// Appends the BPE tokens of `word` (raw bytes) to `out`. Bytes without a token in `table` are dropped before merging,
+/// so that their neighbours become adjacent (as Hugging Face's BPE does with a character that is not in the vocabulary
+/// when it has no unk_token).
 inline void merge_word(const BpeMergeTable& table, std::string_view word, std::vector<int>& out,
                        BpeMergeScratch& scratch) {
   const int length = static_cast<int>(word.size());
   if (length == 0) return;
+  if (!table.every_byte_has_token) {
+    begin_symbols(scratch);
+    for (const char byte : word)
+      if (const int id = table.byte_token_id[static_cast<unsigned char>(byte)]; id >= 0) add_symbol(scratch, id);
+    if (!scratch.symbols.empty()) merge_symbols(table, out, scratch);
+    return;
+  }
   auto& symbols = scratch.symbols;
   symbols.resize(static_cast<std::size_t>(length));
   for (int i = 0; i < length; ++i)

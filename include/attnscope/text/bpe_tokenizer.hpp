@@ -249,7 +249,8 @@ class BasicByteLevelBpeTokenizer {
     if (piece.empty()) return;
     const detail::BpeVocabulary& vocabulary = parts_.vocabulary;
     if (piece.size() == 1 && vocabulary.byte_level()) {
-      state.ids.push_back(vocabulary.merges().byte_token_id[static_cast<unsigned char>(piece[0])]);
+      if (const int id = vocabulary.merges().byte_token_id[static_cast<unsigned char>(piece[0])]; id >= 0)
+        state.ids.push_back(id);
       return;
     }
     if (vocabulary.ignores_merges()) {  // tokenizer.json "ignore_merges": a piece that is a whole token is that token

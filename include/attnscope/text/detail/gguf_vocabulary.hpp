@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,12 +19,71 @@
 
 namespace attnscope::text::detail {
 
-/// The pre-tokenizer regexes of the byte-level vocabularies by their `tokenizer.ggml.pre` name: the Split/ByteLevel
-/// patterns of the Hugging Face tokenizer.json each name stands for (llama.cpp's llama-vocab.cpp maps the same names
-/// to the same patterns). An empty list: the name is not supported.
-inline std::vector<std::string> gguf_pre_tokenizer_patterns(const std::string& pre) {
-  if (pre == "gpt-2") return {gpt2_pre_tokenizer_pattern};  // GPT-2: ByteLevel with its regex
-  return {};
+/// Llama 3's pre-tokenizer regex (the Split step of Meta-Llama-3's tokenizer.json; also cl100k_base's): contractions
+/// in any case, letters with one leading non-letter, digits in groups of at most three, punctuation runs with their
+/// line breaks, line-break runs, then white space.
+inline constexpr const char* llama3_pre_tokenizer_pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+/// Qwen2's pre-tokenizer regex (the Split step of Qwen1.5/Qwen2/Qwen2.5/Qwen3's tokenizer.json): Llama 3's with
+/// every digit on its own.
+inline constexpr const char* qwen2_pre_tokenizer_pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+/// Hugging Face's Digits pre-tokenizer with individual_digits: every character of Unicode category N is a piece
+/// (Rust's char::is_numeric is categories Nd, Nl, No).
+inline constexpr const char* individual_digits_pattern = R"(\p{N})";
+
+/// What a `tokenizer.ggml.pre` name stands for: the normalizer, pre-tokenizer and BPE options of the Hugging Face
+/// tokenizer.json that llama.cpp's convert_hf_to_gguf.py gives that name (it recognises the tokenizer by the ids it
+/// gives a test text, then writes only the name, the vocabulary and the merges).
+struct GgufPreTokenizer {
+  std::vector<std::string> patterns;  // Split (behaviour Isolated) steps, in order
+  bool nfc = false;                   // an NFC normalizer
+  bool ignore_merges = false;         // the BPE model's ignore_merges
+  bool add_bos = false;               // BOS by default when the file has no tokenizer.ggml.add_bos_token
+};
+
+/// The names supported, in the order error messages list them.
+inline constexpr const char* gguf_supported_pre_names =
+    "gpt-2, phi-2, llama-bpe (llama3, llama-v3), qwen2, smollm, starcoder, refact, mpt, olmo";
+
+/// The Hugging Face pre-tokenizer a `tokenizer.ggml.pre` name stands for; std::nullopt when the name is not supported.
+/// The tokenizer.json each name was taken from (convert_hf_to_gguf_update.py lists them):
+///   gpt-2 (openai-community/gpt2), phi-2 (microsoft/phi-2): ByteLevel with GPT-2's regex;
+///   llama-bpe (meta-llama/Meta-Llama-3-8B; llama.cpp also reads llama3, llama-v3): Split(Llama 3 regex), then
+///     ByteLevel without regex; ignore_merges; TemplateProcessing with <|begin_of_text|>;
+///   qwen2 (Qwen/Qwen1.5-7B; the same in Qwen2, Qwen2.5, Qwen3): NFC, Split(Qwen2 regex), ByteLevel without regex;
+///   smollm (HuggingFaceTB/SmolLM-135M, also SmolLM2), starcoder (bigcode/starcoder2-3b), refact
+///     (smallcloudai/Refact-1_6-base): Digits(individual_digits), then ByteLevel with GPT-2's regex;
+///   mpt (mosaicml/mpt-7b, whose tokenizer is EleutherAI/gpt-neox-20b's, as Pythia's; llama.cpp's converter also
+///     gives this name to GPT-NeoX models without tokenizer files), olmo (allenai/OLMo-1.7-7B-hf, GPT-NeoX-based):
+///     NFC, ByteLevel with GPT-2's regex.
+inline std::optional<GgufPreTokenizer> gguf_pre_tokenizer(const std::string& pre) {
+  GgufPreTokenizer result;
+  if (pre == "gpt-2" || pre == "phi-2") {
+    result.patterns = {gpt2_pre_tokenizer_pattern};
+  } else if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") {
+    result.patterns = {llama3_pre_tokenizer_pattern};
+    result.ignore_merges = true;
+    result.add_bos = true;
+  } else if (pre == "qwen2") {
+    result.patterns = {qwen2_pre_tokenizer_pattern};
+    result.nfc = true;
+  } else if (pre == "smollm" || pre == "starcoder" || pre == "refact") {
+    result.patterns = {individual_digits_pattern, gpt2_pre_tokenizer_pattern};
+  } else if (pre == "mpt" || pre == "olmo") {
+    result.patterns = {gpt2_pre_tokenizer_pattern};
+    result.nfc = true;
+  } else {
+    return std::nullopt;
+  }
+  return result;
+}
+
+/// True for the placeholder tokens "[PAD<id>]" that llama.cpp's converter writes for the ids a vocabulary leaves out
+/// (between the tokenizer's last token and the model's embedding rows); they are no tokens of the Hugging Face
+/// tokenizer, so they are not made added tokens.
+inline bool is_gguf_padding_token(const std::string& token, std::size_t id) {
+  return token == "[PAD" + std::to_string(id) + "]";
 }
 
 /// The parts of the tokenizer a GGUF file's metadata describes; io_error naming the file and the key for missing
@@ -68,10 +128,13 @@ inline TokenizerParts gguf_tokenizer_parts(const GgufTokenizerMetadata& metadata
     return sentencepiece_parts(pieces, settings, where);
   }
   if (metadata.model == "gpt2") {
-    const std::vector<std::string> patterns = gguf_pre_tokenizer_patterns(metadata.pre);
-    if (patterns.empty())
-      where.fail("not supported: tokenizer.ggml.pre '" + metadata.pre + "' (supported for tokenizer.ggml.model gpt2: "
-                 "gpt-2)");
+    if (metadata.pre.empty())
+      where.fail(std::string("tokenizer.ggml.pre is missing: the pre-tokenizer of a gpt2 tokenizer is unknown "
+                             "(supported: ") + gguf_supported_pre_names + ")");
+    const std::optional<GgufPreTokenizer> pre = gguf_pre_tokenizer(metadata.pre);
+    if (!pre)
+      where.fail("not supported: tokenizer.ggml.pre '" + metadata.pre + "' (supported for tokenizer.ggml.model gpt2: " +
+                 gguf_supported_pre_names + ")");
     if (metadata.merges.empty()) where.fail("tokenizer.ggml.merges is missing or empty (needed by a gpt2 tokenizer)");
     std::vector<MergeEntry> merges;
     merges.reserve(metadata.merges.size());
@@ -91,7 +154,8 @@ inline TokenizerParts gguf_tokenizer_parts(const GgufTokenizerMetadata& metadata
     for (std::size_t id = 0; id < count; ++id) {
       entries.emplace_back(metadata.tokens[id], static_cast<int>(id));
       const int type = type_of(id);
-      if (type == 3 || type == 4) {  // control and user-defined tokens are Hugging Face's added tokens
+      if ((type == 3 || type == 4) && !is_gguf_padding_token(metadata.tokens[id], id)) {
+        // control and user-defined tokens are Hugging Face's added tokens
         AddedToken token;
         token.content = metadata.tokens[id];
         token.id = static_cast<int>(id);
@@ -101,14 +165,22 @@ inline TokenizerParts gguf_tokenizer_parts(const GgufTokenizerMetadata& metadata
     }
     parts.vocabulary.set_tokens(entries, where, true);
     parts.vocabulary.set_merges(merges, MergeSource::json_array, where);
+    if (pre->ignore_merges) parts.vocabulary.enable_whole_tokens();
     parts.vocabulary.add_tokens(std::move(added), where);
-    for (const std::string& pattern : patterns) {
+    if (pre->nfc) {
+      NormalizerStep nfc;
+      nfc.kind = NormalizerStep::Kind::unicode_form;
+      nfc.form = NormalizationForm::nfc;
+      parts.normalizer.push_back(nfc);
+      parts.normalizer_name = "NFC";
+    }
+    for (const std::string& pattern : pre->patterns) {
       PreTokenizerStage stage;
       stage.regex.emplace(pattern);
       parts.stages.push_back(std::move(stage));
     }
     build_added_token_matchers(parts);
-    special_ids(metadata.add_bos.value_or(false), metadata.bos_id, "tokenizer.ggml.add_bos_token",
+    special_ids(metadata.add_bos.value_or(pre->add_bos), metadata.bos_id, "tokenizer.ggml.add_bos_token",
                 parts.post_processor.prefix);
     special_ids(metadata.add_eos.value_or(false), metadata.eos_id, "tokenizer.ggml.add_eos_token",
                 parts.post_processor.suffix);

@@ -232,8 +232,8 @@ struct JsonFields {
   }
 };
 
-/// The pre-tokenizer of tokenizer.json: ByteLevel, Split (behaviour "Isolated") and Metaspace steps, alone or in a
-/// Sequence; none at all is allowed for a SentencePiece-style BPE (the normalizer then inserts the "▁").
+/// The pre-tokenizer of tokenizer.json: ByteLevel, Split (behaviour "Isolated"), Digits and Metaspace steps, alone or
+/// in a Sequence; none at all is allowed for a SentencePiece-style BPE (the normalizer then inserts the "▁").
 template <class Json>
 std::vector<PreTokenizerStage> tokenizer_json_pre_tokenizer(const Json& root, const LoadContext& where,
                                                             bool& byte_level) {
@@ -271,6 +271,13 @@ std::vector<PreTokenizerStage> tokenizer_json_pre_tokenizer(const Json& root, co
       } catch (const attnscope::invalid_argument& error) {
         unsupported(std::string("a Split regex PCRE2 cannot compile: ") + error.what());
       }
+      stages.push_back(std::move(stage));
+    } else if (type == "Digits") {  // numbers (Unicode category N) apart: each digit alone, or each run of them
+      // After ByteLevel, Hugging Face looks for digits in the byte-mapped text (where bytes such as 0xB2 are "²");
+      // here the stages see the text itself.
+      if (byte_level) unsupported("a Digits pre-tokenizer after ByteLevel");
+      PreTokenizerStage stage;
+      stage.regex.emplace(F::flag(*step, "individual_digits", false) ? "\\p{N}" : "\\p{N}+");
       stages.push_back(std::move(stage));
     } else if (type == "Metaspace") {
       PreTokenizerStage stage;

@@ -92,11 +92,15 @@ class BpeVocabulary {
       }
     }
     if (!byte_level) return;
+    merges_.every_byte_has_token = true;
     for (int byte = 0; byte < 256; ++byte) {
       const auto found = id_of_token_string_.find(bytes_to_byte_level(std::string(1, static_cast<char>(byte))));
       merges_.byte_token_id[static_cast<std::size_t>(byte)] = found == id_of_token_string_.end() ? -1 : found->second;
-      // Bytes that can occur in UTF-8 text (all but C0, C1, F5..FF) must have a token.
-      const bool occurs_in_utf8 = byte < 0xC0 || (byte >= 0xC2 && byte <= 0xF4);
+      merges_.every_byte_has_token = merges_.every_byte_has_token && found != id_of_token_string_.end();
+      // Bytes that can occur in UTF-8 text (all but C0, C1, F5..FF) must have a token, except the lead bytes F1..F4
+      // of code points U+40000 and above, which some vocabularies trained on real text lack (StarCoder2's and
+      // Refact's lack F1): like Hugging Face's BPE without an unk_token, encoding then drops such a byte.
+      const bool occurs_in_utf8 = byte < 0xC0 || (byte >= 0xC2 && byte <= 0xF0);
       if (occurs_in_utf8 && merges_.byte_token_id[static_cast<std::size_t>(byte)] < 0)
         where.fail(attnscope::detail::concat("not supported: not a byte-level vocabulary (no token for byte 0x",
                                              hex_byte(static_cast<char>(byte)), ", byte-level string '",
