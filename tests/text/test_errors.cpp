@@ -201,12 +201,15 @@ TEST_CASE("text errors: tokenizers of other kinds are 'not supported', naming wh
              Contains("not supported") && Contains("pre-tokenizer 'Punctuation'"));
   CHECK_THAT(errors_load_changed_json("lowercase", [](nlohmann::json& j) { j["normalizer"] = {{"type", "Lowercase"}}; }),
              Contains("not supported") && Contains("normalizer 'Lowercase'"));
-  CHECK_THAT(errors_load_changed_json("removed", [](nlohmann::json& j) {
-               j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed";
+  CHECK_THAT(errors_load_changed_json("merged_with_previous", [](nlohmann::json& j) {
+               j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious";
              }),
-             Contains("not supported") && Contains("behavior 'Removed'"));
-  CHECK_THAT(errors_load_changed_json("invert", [](nlohmann::json& j) { j["pre_tokenizer"]["pretokenizers"][0]["invert"] = true; }),
-             Contains("not supported") && Contains("invert"));
+             Contains("not supported") && Contains("behavior 'MergedWithPrevious'"));
+  CHECK_THAT(errors_load_changed_json("contiguous", [](nlohmann::json& j) {
+               j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Contiguous";
+               j["pre_tokenizer"]["pretokenizers"][0]["invert"] = true;
+             }),
+             Contains("not supported") && Contains("behavior 'Contiguous'"));
   CHECK_THAT(errors_load_changed_json("bad_regex", [](nlohmann::json& j) {
                j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
              }),

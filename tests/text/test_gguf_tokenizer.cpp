@@ -126,7 +126,7 @@ GgufTokenizerMetadata converted_gguf_metadata(const nlohmann::json& json, const 
 TEST_CASE("GGUF tokenizer: each supported tokenizer.ggml.pre gives the ids of the Hugging Face pre-tokenizer it names",
           "[text][gguf][real_tokenizers]") {
   // Every tokenizer of tokenizer_variants.json with a "gguf_pre" (GPT-NeoX-20B's real tokenizer.json, and its vocabulary
-  // under the pre-tokenizers of Llama 3, Qwen2 and SmolLM) converted to GGUF metadata as llama.cpp's converter does,
+  // under the pre-tokenizers of Llama 3, OLMo 2, Qwen2 and SmolLM) converted to GGUF metadata as llama.cpp's converter does,
   // against the reference ids of the tokenizer.json itself (npm tokenizers 0.23.2): every edge case in all four modes,
   // five book paragraphs, and the 1000-paragraph chunk.
   const nlohmann::json variants = attnscope::testing::read_json_value(text_fixture("tokenizer_variants.json"))["tokenizers"];
@@ -166,8 +166,8 @@ TEST_CASE("GGUF tokenizer: each supported tokenizer.ggml.pre gives the ids of th
     CHECK(attnscope::testing::fnv1a64_hex(chunk_ids) == chunk["fnv1a64"].get<std::string>());
     ++encodings;
   }
-  CHECK(pres == std::vector<std::string>{"mpt", "llama-bpe", "qwen2", "smollm"});
-  CHECK(encodings == 4 * (20 * 4 + 5 * 2 + 1));
+  CHECK(pres == std::vector<std::string>{"mpt", "llama-bpe", "dbrx", "qwen2", "smollm"});
+  CHECK(encodings == 5 * (20 * 4 + 5 * 2 + 1));
 }
 
 TEST_CASE("GGUF tokenizer: a byte-level vocabulary without the token of a 4-byte lead byte drops that byte",

@@ -101,6 +101,16 @@ class Regex {
 
   /// split_isolated with caller-owned match state from make_scratch() of this Regex.
   void split_isolated(std::string_view text, std::vector<std::string_view>& pieces, Scratch& scratch) const {
+    split(text, pieces, scratch, Keep::all);
+  }
+
+  /// Which parts of a split are pieces: all (Hugging Face's Split behaviour "Isolated"), only the matches ("Removed"
+  /// with invert: the gaps are the removed delimiters), or only the gaps ("Removed": the matches are).
+  enum class Keep { all, matches, gaps };
+
+  /// split_isolated keeping only the parts `keep` names.
+  void split(std::string_view text, std::vector<std::string_view>& pieces, Scratch& scratch, Keep keep) const {
+    const bool keep_matches = keep != Keep::gaps, keep_gaps = keep != Keep::matches;
     std::size_t position = 0;
     std::size_t gap_start = 0;
     while (position <= text.size()) {
@@ -119,11 +129,11 @@ class Regex {
         while (position < text.size() && (static_cast<unsigned char>(text[position]) & 0xC0) == 0x80) ++position;
         continue;
       }
-      if (match_begin > gap_start) pieces.push_back(text.substr(gap_start, match_begin - gap_start));
-      pieces.push_back(text.substr(match_begin, match_end - match_begin));
+      if (keep_gaps && match_begin > gap_start) pieces.push_back(text.substr(gap_start, match_begin - gap_start));
+      if (keep_matches) pieces.push_back(text.substr(match_begin, match_end - match_begin));
       gap_start = position = match_end;
     }
-    if (gap_start < text.size()) pieces.push_back(text.substr(gap_start));
+    if (keep_gaps && gap_start < text.size()) pieces.push_back(text.substr(gap_start));
   }
 
  private:

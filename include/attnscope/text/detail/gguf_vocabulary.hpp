@@ -44,13 +44,15 @@ struct GgufPreTokenizer {
 
 /// The names supported, in the order error messages list them.
 inline constexpr const char* gguf_supported_pre_names =
-    "gpt-2, phi-2, llama-bpe (llama3, llama-v3), qwen2, smollm, starcoder, refact, mpt, olmo";
+    "gpt-2, phi-2, llama-bpe (llama3, llama-v3), dbrx, qwen2, smollm, starcoder, refact, mpt, olmo";
 
 /// The Hugging Face pre-tokenizer a `tokenizer.ggml.pre` name stands for; std::nullopt when the name is not supported.
 /// The tokenizer.json each name was taken from (convert_hf_to_gguf_update.py lists them):
 ///   gpt-2 (openai-community/gpt2), phi-2 (microsoft/phi-2): ByteLevel with GPT-2's regex;
 ///   llama-bpe (meta-llama/Meta-Llama-3-8B; llama.cpp also reads llama3, llama-v3): Split(Llama 3 regex), then
 ///     ByteLevel without regex; ignore_merges; TemplateProcessing with <|begin_of_text|>;
+///   dbrx (databricks/dbrx-base; also the name the converter gives OLMo 2's tokenizer, allenai's dolma2): Split(Llama
+///     3 regex, the cl100k_base pattern), then ByteLevel without regex; no ignore_merges, no BOS;
 ///   qwen2 (Qwen/Qwen1.5-7B; the same in Qwen2, Qwen2.5, Qwen3): NFC, Split(Qwen2 regex), ByteLevel without regex;
 ///   smollm (HuggingFaceTB/SmolLM-135M, also SmolLM2), starcoder (bigcode/starcoder2-3b), refact
 ///     (smallcloudai/Refact-1_6-base): Digits(individual_digits), then ByteLevel with GPT-2's regex;
@@ -65,6 +67,8 @@ inline std::optional<GgufPreTokenizer> gguf_pre_tokenizer(const std::string& pre
     result.patterns = {llama3_pre_tokenizer_pattern};
     result.ignore_merges = true;
     result.add_bos = true;
+  } else if (pre == "dbrx") {
+    result.patterns = {llama3_pre_tokenizer_pattern};
   } else if (pre == "qwen2") {
     result.patterns = {qwen2_pre_tokenizer_pattern};
     result.nfc = true;

@@ -232,8 +232,8 @@ struct JsonFields {
   }
 };
 
-/// The pre-tokenizer of tokenizer.json: ByteLevel, Split (behaviour "Isolated"), Digits and Metaspace steps, alone or
-/// in a Sequence; none at all is allowed for a SentencePiece-style BPE (the normalizer then inserts the "▁").
+/// The pre-tokenizer of tokenizer.json: ByteLevel, Split (behaviour "Isolated" or "Removed", either invert), Digits and
+/// Metaspace steps, alone or in a Sequence; none at all is allowed for a SentencePiece-style BPE (the normalizer then inserts the "▁").
 template <class Json>
 std::vector<PreTokenizerStage> tokenizer_json_pre_tokenizer(const Json& root, const LoadContext& where,
                                                             bool& byte_level) {
@@ -253,9 +253,12 @@ std::vector<PreTokenizerStage> tokenizer_json_pre_tokenizer(const Json& root, co
       if (F::flag(*step, "use_regex", true)) stage.regex.emplace(gpt2_pre_tokenizer_pattern);
       if (stage.add_prefix_space || stage.regex) stages.push_back(std::move(stage));
     } else if (type == "Split") {
+      // invert: the matches are the content and the gaps the delimiters the behaviour applies to (OLMo 2's
+      // tokenizer.json: Removed with invert, i.e. the matches are the pieces).
       const std::string behavior = F::string(*step, "behavior", "?");
-      if (behavior != "Isolated") unsupported("Split pre-tokenizer behavior '" + behavior + "'");
-      if (F::flag(*step, "invert", false)) unsupported("Split pre-tokenizer with invert true");
+      const bool invert = F::flag(*step, "invert", false);
+      if (behavior != "Isolated" && behavior != "Removed")
+        unsupported("Split pre-tokenizer behavior '" + behavior + "'");
       const auto pattern = step->find("pattern");
       if (pattern == step->end() || !pattern->is_object()) where.fail("a Split pre-tokenizer without a \"pattern\" object");
       std::string regex_text;
@@ -266,6 +269,7 @@ std::vector<PreTokenizerStage> tokenizer_json_pre_tokenizer(const Json& root, co
       else
         where.fail("a Split pattern that is neither {\"Regex\": ...} nor {\"String\": ...}");
       PreTokenizerStage stage;
+      if (behavior == "Removed") stage.keep = invert ? Regex::Keep::matches : Regex::Keep::gaps;
       try {
         stage.regex.emplace(regex_text);
       } catch (const attnscope::invalid_argument& error) {
