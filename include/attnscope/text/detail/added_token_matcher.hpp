@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,8 +34,12 @@ class AddedTokenMatcher {
     for (auto& pattern : patterns)
       if (!pattern.text.empty()) patterns_.push_back(std::move(pattern));
     for (auto& list : by_first_byte_) list.clear();
-    for (std::size_t i = 0; i < patterns_.size(); ++i)
-      by_first_byte_[static_cast<unsigned char>(patterns_[i].text[0])].push_back(static_cast<std::uint32_t>(i));
+    for (auto& next : next_byte_) next.reset();
+    for (std::size_t i = 0; i < patterns_.size(); ++i) {
+      const std::string& text = patterns_[i].text;
+      by_first_byte_[static_cast<unsigned char>(text[0])].push_back(static_cast<std::uint32_t>(i));
+      next_byte_[static_cast<unsigned char>(text[0])].set(text.size() == 1 ? 256 : static_cast<unsigned char>(text[1]));
+    }
     for (auto& list : by_first_byte_)
       std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
         return patterns_[a].text.size() > patterns_[b].text.size();
@@ -55,6 +60,12 @@ class AddedTokenMatcher {
     std::size_t done = 0;  // text[0, done) has been handed out
     std::size_t position = 0;
     while (position < text.size()) {
+      // Quick rejection by the first two bytes (GPT-NeoX's 23 tokens of runs of spaces all start at every space).
+      const std::bitset<257>& next = next_byte_[static_cast<unsigned char>(text[position])];
+      if (!next[256] && (position + 1 == text.size() || !next[static_cast<unsigned char>(text[position + 1])])) {
+        ++position;
+        continue;
+      }
       const AddedTokenPattern* match = nullptr;
       for (const std::uint32_t index : by_first_byte_[static_cast<unsigned char>(text[position])]) {
         const AddedTokenPattern& candidate = patterns_[index];
@@ -90,6 +101,8 @@ class AddedTokenMatcher {
  private:
   std::vector<AddedTokenPattern> patterns_;
   std::array<std::vector<std::uint32_t>, 256> by_first_byte_;
+  // For each first byte: the second bytes of the patterns starting with it, and bit 256 for a one-byte pattern.
+  std::array<std::bitset<257>, 256> next_byte_;
 };
 
 }  // namespace attnscope::text::detail
