@@ -1,10 +1,10 @@
 // attnscope/kernels/dequantize.hpp — dequantization of ggml's block-quantized weight formats (GGUF files): Q8_0,
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_K and the k-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K. Each function turns `blocks`
 // consecutive blocks at `data` (any alignment, little-endian) into blocks × block_elements float32 values.
-// dequantize_T_reference is the scalar definition; dequantize_T gives the same bits, with AVX2 + F16C for Q8_0,
-// Q4_0, Q4_K, Q5_K and Q6_K when the CPU has them (kernels/detail/dequantize_avx2.hpp, dispatched at run time). The
-// block layouts and formulas are ggml's (ggml/src/ggml-common.h for the block structs, ggml-quants.c
-// dequantize_row_* for the formulas), restated here.
+// dequantize_T_reference is the scalar definition; dequantize_T gives the same values bit for bit (a NaN may carry
+// another payload), with AVX2 + F16C for all but Q8_K when the CPU has them (kernels/detail/dequantize_avx2.hpp,
+// dispatched at run time). The block layouts and formulas are ggml's (ggml/src/ggml-common.h for the block structs,
+// ggml-quants.c dequantize_row_* for the formulas), restated here.
 //
 // Rounding: every product and difference is rounded to float32 separately, in the order ggml's C code writes it
 // (y = d·sc then y·q, (d·sc)·q − dmin·m, q·d + m): no fused multiply-add, so the values do not depend on the
@@ -285,18 +285,33 @@ inline void dequantize_q6_k(const unsigned char* data, Index blocks, float* out)
   dequantize_q6_k_reference(data, blocks, out);
 }
 inline void dequantize_q4_1(const unsigned char* data, Index blocks, float* out) {
+#if defined(ATTNSCOPE_DEQUANTIZE_AVX2)
+  if (detail::avx2_dequantize::available()) return detail::avx2_dequantize::q4_1(data, blocks, out);
+#endif
   dequantize_q4_1_reference(data, blocks, out);
 }
 inline void dequantize_q5_0(const unsigned char* data, Index blocks, float* out) {
+#if defined(ATTNSCOPE_DEQUANTIZE_AVX2)
+  if (detail::avx2_dequantize::available()) return detail::avx2_dequantize::q5_0_1<false>(data, blocks, out);
+#endif
   dequantize_q5_0_reference(data, blocks, out);
 }
 inline void dequantize_q5_1(const unsigned char* data, Index blocks, float* out) {
+#if defined(ATTNSCOPE_DEQUANTIZE_AVX2)
+  if (detail::avx2_dequantize::available()) return detail::avx2_dequantize::q5_0_1<true>(data, blocks, out);
+#endif
   dequantize_q5_1_reference(data, blocks, out);
 }
 inline void dequantize_q2_k(const unsigned char* data, Index blocks, float* out) {
+#if defined(ATTNSCOPE_DEQUANTIZE_AVX2)
+  if (detail::avx2_dequantize::available()) return detail::avx2_dequantize::q2_k(data, blocks, out);
+#endif
   dequantize_q2_k_reference(data, blocks, out);
 }
 inline void dequantize_q3_k(const unsigned char* data, Index blocks, float* out) {
+#if defined(ATTNSCOPE_DEQUANTIZE_AVX2)
+  if (detail::avx2_dequantize::available()) return detail::avx2_dequantize::q3_k(data, blocks, out);
+#endif
   dequantize_q3_k_reference(data, blocks, out);
 }
 inline void dequantize_q8_k(const unsigned char* data, Index blocks, float* out) {

@@ -160,8 +160,9 @@ inline void widen_reference(const unsigned char* data, StoredFloat format, Index
 }
 
 /// out[i] = the float32 value of element i of `count` elements of `format` at `data` (any alignment; a block format:
-/// whole blocks from a block start): the same bits as widen_reference, with AVX2 and F16C where the CPU has them
-/// (float16, bfloat16 and the block formats of kernels/dequantize.hpp that have an AVX2 path). O(count).
+/// whole blocks from a block start): the same bits as widen_reference (a NaN may carry another payload), with AVX2
+/// and F16C where the CPU has them (float16, bfloat16 and the block formats of kernels/dequantize.hpp that have an
+/// AVX2 path). O(count).
 inline void widen(const unsigned char* data, StoredFloat format, Index count, float* out) {
   if (is_block_format(format)) {
     dequantize_blocks(data, format, count, out);
