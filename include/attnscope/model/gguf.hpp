@@ -1,6 +1,6 @@
 // attnscope/model/gguf.hpp — GGUF model files (llama.cpp's format) as a model::Transformer. The file is memory-mapped
-// (io::GgufFile); weight matrices stay in their stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) as
-// WeightMatrix views, dequantized panel by panel inside the products (model/detail/linear.hpp); norm weights and
+// (io::GgufFile); weight matrices stay in their stored type (F32, F16, BF16, and the block formats of
+// gguf_supported_types) as WeightMatrix views, dequantized panel by panel inside the products (model/detail/linear.hpp); norm weights and
 // biases are converted to float32. Needs nlohmann-json (link attnscope::io) because it shares the generic tensor
 // reader of model/huggingface.hpp.
 //
@@ -16,7 +16,9 @@
 //   - gpt_neox: the per-head [q_h k_h v_h] rows of query_key_value are regrouped into all q, all k, all v rows;
 //   - gemma2: 1 is added to every RMSNorm weight, so the file's norms are plain RMSNorm weights;
 //   - phi3: qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up with the gate rows first);
-//   - a head tied to the embedding is stored once: output.weight is absent.
+//   - a head tied to the embedding is stored once: output.weight is absent;
+//   - Llama 3.1's rope_scaling (rope_type llama3) becomes the tensor rope_freqs.weight of per-frequency factors, read
+//     as such (read_gguf_sizes).
 #pragma once
 
 #include <algorithm>
