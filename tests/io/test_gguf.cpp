@@ -194,7 +194,13 @@ TEST_CASE("GGUF: every block type dequantizes bit for bit as the numpy implement
                            Type{"Q6_K", kernels::StoredFloat::q6_k, io::GgmlType::q6_k},
                            Type{"F16", kernels::StoredFloat::float16, io::GgmlType::f16},
                            Type{"BF16", kernels::StoredFloat::bfloat16, io::GgmlType::bf16},
-                           Type{"F32", kernels::StoredFloat::float32, io::GgmlType::f32}}) {
+                           Type{"F32", kernels::StoredFloat::float32, io::GgmlType::f32},
+                           Type{"Q4_1", kernels::StoredFloat::q4_1, io::GgmlType::q4_1},
+                           Type{"Q5_0", kernels::StoredFloat::q5_0, io::GgmlType::q5_0},
+                           Type{"Q5_1", kernels::StoredFloat::q5_1, io::GgmlType::q5_1},
+                           Type{"Q2_K", kernels::StoredFloat::q2_k, io::GgmlType::q2_k},
+                           Type{"Q3_K", kernels::StoredFloat::q3_k, io::GgmlType::q3_k},
+                           Type{"Q8_K", kernels::StoredFloat::q8_k, io::GgmlType::q8_k}}) {
     for (const std::string kind : {"quantized.", "random."}) {
       const std::string name = kind + type.name;
       if (!file.has_tensor(name)) continue;
@@ -216,7 +222,7 @@ TEST_CASE("GGUF: every block type dequantizes bit for bit as the numpy implement
       ++compared;
     }
   }
-  CHECK(compared == 13);
+  CHECK(compared == 25);
 }
 
 TEST_CASE("GGUF: corrupt headers are io_errors naming the file, the key or tensor and the offset", "[io][gguf]") {

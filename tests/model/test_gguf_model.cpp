@@ -25,6 +25,7 @@
 #include "attnscope/model/detail/linear.hpp"
 #include "attnscope/model/gguf.hpp"
 #include "attnscope/model/load.hpp"
+#include "attnscope/model/rope.hpp"
 #include "fixtures/gguf_fixtures.hpp"
 #include "fixtures/hf_reference.hpp"
 #include "support/catch.hpp"
@@ -256,8 +257,9 @@ double gguf_max_attention_difference(const attnscope::model::ForwardResult& a,
   return worst;
 }
 
-/// Per element of a block-quantized weight read from the file, its quantization step: |d| for Q8_0 and Q4_0, d·sc
-/// of its sub-block for Q4_K and Q5_K, |d·sc| for Q6_K (read from the block bytes by ggml's layouts).
+/// Per element of a block-quantized weight read from the file, its quantization step: |d| for Q8_0, Q4_0, Q4_1, Q5_0,
+/// Q5_1 and Q8_K (a float32 d), d·sc of its sub-block for Q2_K, Q4_K and Q5_K, |d·sc| for Q3_K and Q6_K (read from
+/// the block bytes by ggml's layouts).
 RowMatrix<double> gguf_quantization_steps(const attnscope::io::GgufTensor& t) {
   const Index rows = Index(t.row_count()), cols = Index(t.row_length());
   RowMatrix<double> steps(rows, cols);
@@ -268,8 +270,17 @@ RowMatrix<double> gguf_quantization_steps(const attnscope::io::GgufTensor& t) {
       const unsigned char* block = t.data + (r * cols + c) / info.block_elements * info.block_bytes;
       for (Index e = 0; e < Index(info.block_elements); ++e) {
         double step = 0;
-        if (t.type == GgmlType::q8_0 || t.type == GgmlType::q4_0) {
+        if (t.type == GgmlType::q8_0 || t.type == GgmlType::q4_0 || t.type == GgmlType::q4_1 ||
+            t.type == GgmlType::q5_0 || t.type == GgmlType::q5_1) {
           step = std::abs(half(block));
+        } else if (t.type == GgmlType::q8_k) {
+          float d;
+          std::memcpy(&d, block, 4);
+          step = std::abs(double(d));
+        } else if (t.type == GgmlType::q2_k) {
+          step = half(block + 80) * double(block[e / 16] & 15);
+        } else if (t.type == GgmlType::q3_k) {
+          step = std::abs(half(block + 108) * double(attnscope::kernels::detail::q3_k_scale(block + 96, int(e / 16))));
         } else if (t.type == GgmlType::q4_k || t.type == GgmlType::q5_k) {
           int scale = 0, min = 0;
           attnscope::kernels::detail::k_scale_min(block + 4, int(e / 32), scale, min);
@@ -418,6 +429,63 @@ TEST_CASE("GGUF: F32, F16 and BF16 conversions of the fixtures give the safetens
   }
 }
 
+TEST_CASE("GGUF: Llama 3.1 rope scaling stored as rope_freqs.weight gives the safetensors capture", "[model][gguf]") {
+  // llama_rope (rope_scaling llama3: factor 8, L₀ 64, frequencies in all three regimes) converted as
+  // convert_hf_to_gguf.py does: no scaling keys, and the tensor rope_freqs.weight of per-frequency factors computed from
+  // the config by the numpy script (tests/fixtures/make_gguf_fixtures.py, llama_rope_freqs.gguf).
+  const Transformer& safetensors = gguf_safetensors_model("llama_rope");
+  REQUIRE(safetensors.config().rope_scaling.kind == attnscope::model::RopeScalingKind::llama3);
+  const attnscope::io::GgufFile freqs(gguf_fixture("llama_rope_freqs.gguf"));
+  const attnscope::io::GgufTensor& t = freqs.tensor("rope_freqs.weight");
+  const attnscope::io::GgufTensorBytes factors{"rope_freqs.weight", t.dims, GgmlType::f32,
+                                               std::string(reinterpret_cast<const char*>(t.data), t.byte_count)};
+  const auto conversion = [&] { return gguf_conversion(safetensors.weights(), "llama", GgmlType::bf16); };
+  GgufDraft draft = conversion();
+  draft.tensors.push_back(factors);
+  const Transformer gguf = attnscope::model::load_gguf_model(draft.write("llama_rope.gguf"));
+  const auto& c = gguf.config();
+  CHECK(c.rope_scaling.kind == attnscope::model::RopeScalingKind::longrope);
+  CHECK(c.rope_scaling.attention_factor == 1);
+  // the frequencies are the llama3 formula's, to the float32 rounding of the stored factors
+  const std::vector<int> tokens = gguf_reference_tokens("llama_rope");
+  const Index L = Index(tokens.size());
+  const auto expected_frequencies = attnscope::model::rope_frequencies(safetensors.config(), L);
+  const auto frequencies = attnscope::model::rope_frequencies(c, L);
+  REQUIRE(frequencies.inverse_frequency.size() == 8);
+  for (std::size_t i = 0; i < 8; ++i)
+    CHECK(std::abs(frequencies.inverse_frequency[i] - expected_frequencies.inverse_frequency[i]) <=
+          2e-7 * expected_frequencies.inverse_frequency[i]);
+  CHECK(frequencies.attention_factor == expected_frequencies.attention_factor);
+  // the capture is the safetensors model's to float32 rounding
+  const auto expected = safetensors.forward(tokens, gguf_capture_options());
+  const auto result = gguf.forward(tokens, gguf_capture_options());
+  CHECK(gguf_max_attention_difference(result, expected) <= 2e-6);
+  CHECK(attnscope::testing::hf_logits_error(result.logits, RowMatrix<double>(expected.logits.cast<double>())) <= 1e-5);
+  CHECK(attnscope::testing::hf_logits_error(result.logits, attnscope::testing::read_hf_reference("llama_rope").logits) <=
+        attnscope::testing::hf_logits_relative_tolerance);
+  // without the tensor the file is a model with plain RoPE, whose attention differs
+  const Transformer plain = attnscope::model::load_gguf_model(conversion().write("llama_rope_plain.gguf"));
+  CHECK(plain.config().rope_scaling.kind == attnscope::model::RopeScalingKind::none);
+  CHECK(gguf_max_attention_difference(plain.forward(tokens, gguf_capture_options()), expected) > 1e-3);
+  // bad factors are io_errors naming the file and the tensor
+  const auto load_error = [&](attnscope::io::GgufTensorBytes bad, const std::string& file) {
+    GgufDraft d = conversion();
+    d.tensors.push_back(std::move(bad));
+    const std::string path = d.write(file);
+    const std::string message = error_message<attnscope::io_error>([&] { attnscope::model::load_gguf_model(path); });
+    CHECK_THAT(message, Contains(path) && Contains("rope_freqs.weight"));
+    return message;
+  };
+  attnscope::io::GgufTensorBytes negative = factors;
+  const float minus_one = -1;
+  std::memcpy(&negative.bytes[8], &minus_one, 4);
+  CHECK_THAT(load_error(negative, "rope_negative.gguf"), Contains("factor -1 at index 2"));
+  attnscope::io::GgufTensorBytes short_tensor = factors;
+  short_tensor.dims = {4};
+  short_tensor.bytes.resize(16);
+  CHECK_THAT(load_error(short_tensor, "rope_short.gguf"), Contains("has dims {4}, expected {8}"));
+}
+
 TEST_CASE("GGUF: qwen3, gemma2, phi3 and gpt_neox conversions run as the safetensors model of the same configuration",
           "[model][gguf]") {
   // GGUF stores less configuration than config.json: the reference is the safetensors model with what llama.cpp's
@@ -448,21 +516,34 @@ TEST_CASE("GGUF: qwen3, gemma2, phi3 and gpt_neox conversions run as the safeten
   }
 }
 
-TEST_CASE("GGUF: Q8_0 and Q4_K models stay within the attention bound of their quantization steps",
+TEST_CASE("GGUF: models of every block type stay within the attention bound of their quantization steps",
           "[model][gguf]") {
   struct Case {
     std::string quantized, reference, name;
+    float qk_scale = 1;  // the factor of the quantized file's attn_q and attn_k relative to the reference file's
   };
   // llama_q8_0.gguf: the llama fixture quantized by the numpy script (its own writer and Q8_0 quantizer, Q/K rows
   // permuted as convert_hf_to_gguf.py does); reference: the F32 conversion written here. llama_q4k.gguf: a one-layer
-  // model with Q4_K q/k/gate, Q6_K v, Q5_K up, Q8_0 output and Q4_0 down; reference: the same weights in F16.
+  // model with Q4_K q/k/gate, Q6_K v, Q5_K up, Q8_0 output and Q4_0 down; reference: the same weights in F16. The
+  // other three: the same weights with q/k in Q2_K/Q3_K (q and k halved, so that the bound of these coarse grids
+  // stays informative), Q4_1/Q5_0 and Q5_1/Q8_K (the name is q's type), and the remaining new types on v, output and
+  // the feed-forward (tests/fixtures/make_gguf_fixtures.py).
   const Transformer& llama = gguf_safetensors_model("llama");
   const std::string llama_f32 = gguf_conversion(llama.weights(), "llama", GgmlType::f32).write("llama_reference.gguf");
   for (const Case& test : {Case{gguf_fixture("llama_q8_0.gguf"), llama_f32, "Q8_0"},
-                           Case{gguf_fixture("llama_q4k.gguf"), gguf_fixture("llama_q4k_f16.gguf"), "Q4_K"}}) {
+                           Case{gguf_fixture("llama_q4k.gguf"), gguf_fixture("llama_q4k_f16.gguf"), "Q4_K"},
+                           Case{gguf_fixture("llama_q2k_q3k.gguf"), gguf_fixture("llama_q4k_f16.gguf"), "Q2_K", 0.5f},
+                           Case{gguf_fixture("llama_q4_1_q5_0.gguf"), gguf_fixture("llama_q4k_f16.gguf"), "Q4_1"},
+                           Case{gguf_fixture("llama_q5_1_q8_k.gguf"), gguf_fixture("llama_q4k_f16.gguf"), "Q5_1"}}) {
     INFO(test.name);
     const Transformer quantized = attnscope::model::load_gguf_model(test.quantized);
-    const Transformer reference = attnscope::model::load_gguf_model(test.reference);
+    attnscope::model::TransformerWeights reference_weights = attnscope::model::read_gguf_weights(test.reference);
+    if (test.qk_scale != 1) {  // a power of two: the scaled F16 values are exact
+      auto& layer = reference_weights.layers[0];
+      layer.wq = WeightMatrix(RowMatrix<float>(layer.wq.to_float32() * test.qk_scale));
+      layer.wk = WeightMatrix(RowMatrix<float>(layer.wk.to_float32() * test.qk_scale));
+    }
+    const Transformer reference(std::move(reference_weights));
     CHECK(quantized.weights().layers[0].wq.is_view());
     CHECK(std::string(attnscope::kernels::stored_float_name(quantized.weights().layers[0].wq.format())) == test.name);
     std::vector<int> tokens = test.name == "Q8_0" ? gguf_reference_tokens("llama") : std::vector<int>{};
@@ -507,7 +588,13 @@ TEST_CASE("GGUF: block-format WeightMatrix views read, slice and multiply like t
                            Case{"Q4_0", attnscope::kernels::StoredFloat::q4_0},
                            Case{"Q4_K", attnscope::kernels::StoredFloat::q4_k},
                            Case{"Q5_K", attnscope::kernels::StoredFloat::q5_k},
-                           Case{"Q6_K", attnscope::kernels::StoredFloat::q6_k}}) {
+                           Case{"Q6_K", attnscope::kernels::StoredFloat::q6_k},
+                           Case{"Q4_1", attnscope::kernels::StoredFloat::q4_1},
+                           Case{"Q5_0", attnscope::kernels::StoredFloat::q5_0},
+                           Case{"Q5_1", attnscope::kernels::StoredFloat::q5_1},
+                           Case{"Q2_K", attnscope::kernels::StoredFloat::q2_k},
+                           Case{"Q3_K", attnscope::kernels::StoredFloat::q3_k},
+                           Case{"Q8_K", attnscope::kernels::StoredFloat::q8_k}}) {
     INFO(test.name);
     const std::string name = std::string("quantized.") + test.name;
     const WeightMatrix w = WeightMatrix::view(test.format, file->tensor(name).data, 3, 512, file, name);
@@ -560,10 +647,10 @@ TEST_CASE("GGUF: loader errors name the file and the key or tensor", "[model][gg
   }
   {
     GgufDraft d = base();
-    auto& t = d.tensor("blk.0.attn_v.weight");  // 32 × 64: two q4_1 blocks of 20 bytes per row
-    t.type = GgmlType::q4_1;
-    t.bytes = std::string(32 * 2 * 20, '\0');
-    CHECK_THAT(load_error(d, "type.gguf"), Contains("ggml type q4_1, which attnscope cannot dequantize"));
+    auto& t = d.tensor("blk.0.attn_v.weight");  // 32 × 64: two iq4_nl blocks of 18 bytes per row
+    t.type = GgmlType::iq4_nl;
+    t.bytes = std::string(32 * 2 * 18, '\0');
+    CHECK_THAT(load_error(d, "type.gguf"), Contains("ggml type iq4_nl, which attnscope cannot dequantize"));
   }
   {
     GgufDraft d = base();

@@ -1,6 +1,6 @@
 // attnscope/model/gguf.hpp — GGUF model files (llama.cpp's format) as a model::Transformer. The file is memory-mapped
-// (io::GgufFile); weight matrices stay in their stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) as
-// WeightMatrix views, dequantized panel by panel inside the products (model/detail/linear.hpp); norm weights and
+// (io::GgufFile); weight matrices stay in their stored type (F32, F16, BF16, and the block formats of
+// gguf_supported_types) as WeightMatrix views, dequantized panel by panel inside the products (model/detail/linear.hpp); norm weights and
 // biases are converted to float32. Needs nlohmann-json (link attnscope::io) because it shares the generic tensor
 // reader of model/huggingface.hpp.
 //
@@ -16,7 +16,9 @@
 //   - gpt_neox: the per-head [q_h k_h v_h] rows of query_key_value are regrouped into all q, all k, all v rows;
 //   - gemma2: 1 is added to every RMSNorm weight, so the file's norms are plain RMSNorm weights;
 //   - phi3: qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up with the gate rows first);
-//   - a head tied to the embedding is stored once: output.weight is absent.
+//   - a head tied to the embedding is stored once: output.weight is absent;
+//   - Llama 3.1's rope_scaling (rope_type llama3) becomes the tensor rope_freqs.weight of per-frequency factors, read
+//     as such (read_gguf_sizes).
 #pragma once
 
 #include <algorithm>
@@ -37,8 +39,11 @@
 
 namespace attnscope::model {
 
-/// The ggml tensor types a GGUF weight may have: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K.
-inline const char* gguf_supported_types() { return "f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K"; }
+/// The ggml tensor types a GGUF weight may have: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K,
+/// q6_K, q8_K.
+inline const char* gguf_supported_types() {
+  return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K";
+}
 /// The GGUF architectures (general.architecture) load_gguf_model reads.
 inline const char* gguf_supported_architectures() { return "llama, qwen2, qwen3, gemma2, phi3, gpt_neox"; }
 
@@ -55,6 +60,12 @@ inline bool stored_format_of(io::GgmlType type, kernels::StoredFloat& format) {
     case io::GgmlType::q4_k: format = kernels::StoredFloat::q4_k; return true;
     case io::GgmlType::q5_k: format = kernels::StoredFloat::q5_k; return true;
     case io::GgmlType::q6_k: format = kernels::StoredFloat::q6_k; return true;
+    case io::GgmlType::q4_1: format = kernels::StoredFloat::q4_1; return true;
+    case io::GgmlType::q5_0: format = kernels::StoredFloat::q5_0; return true;
+    case io::GgmlType::q5_1: format = kernels::StoredFloat::q5_1; return true;
+    case io::GgmlType::q2_k: format = kernels::StoredFloat::q2_k; return true;
+    case io::GgmlType::q3_k: format = kernels::StoredFloat::q3_k; return true;
+    case io::GgmlType::q8_k: format = kernels::StoredFloat::q8_k; return true;
     default: return false;
   }
 }
@@ -254,8 +265,25 @@ inline void read_gguf_sizes(const GgufReader& r, const std::string& arch, Transf
   } else if (scaling != "none") {
     r.fail("key '" + arch + ".rope.scaling.type' = '" + scaling + "' is not supported (only none and linear)");
   }
-  if (r.has_tensor("rope_freqs.weight"))
-    r.fail("tensor 'rope_freqs.weight' (per-frequency RoPE factors, e.g. Llama 3.1's rope scaling) is not supported");
+  // Per-frequency RoPE factors: llama.cpp's converter stores Llama 3.1's rope scaling (rope_type llama3) as the tensor
+  // rope_freqs.weight, e_i = 1 / ((1 − a_i)/s + a_i) in the notation of model/rope.hpp (1 for short wavelengths, s for
+  // long ones), and llama.cpp rotates pair i by the angle p·f_i/e_i at every position. That is LongRoPE's machinery
+  // (f_i/e_i, rope_frequencies) with the same factors below and beyond L₀ and attention factor 1.
+  if (r.has_tensor("rope_freqs.weight")) {
+    if (c.rope_scaling.kind != RopeScalingKind::none)
+      r.fail("tensor 'rope_freqs.weight' and key '" + arch + ".rope.scaling.type' both scale RoPE (not supported "
+             "together)");
+    const Vector<float> factors = r.vector("rope_freqs.weight", rotated / 2);
+    for (Index i = 0; i < factors.size(); ++i)
+      if (!(factors[i] > 0))
+        r.fail(attnscope::detail::concat("tensor 'rope_freqs.weight' holds the factor ", factors[i], " at index ", i,
+                                         " (RoPE frequency factors must be > 0)"));
+    c.rope_scaling.kind = RopeScalingKind::longrope;
+    c.rope_scaling.short_factor.assign(factors.data(), factors.data() + factors.size());
+    c.rope_scaling.long_factor = c.rope_scaling.short_factor;
+    c.rope_scaling.original_max_positions = c.seq_len;
+    c.rope_scaling.attention_factor = 1;
+  }
   for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"})
     if (r.has_tensor(name)) r.fail(std::string("tensor '") + name + "' (LongRoPE factors) is not supported");
   c.tied_embeddings = !r.has_tensor("output.weight");

@@ -1,0 +1,47 @@
+// attnscope/kernels/detail/block_scales.hpp — the scalar pieces shared by the reference and the AVX2 dequantization of
+// ggml's block formats (kernels/dequantize.hpp, kernels/detail/dequantize_avx2.hpp): fp16 fields, a product rounded
+// once, and the unpacking of the packed 6-bit sub-block scales of Q3_K, Q4_K and Q5_K.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include <Eigen/Core>
+
+namespace attnscope::kernels::detail {
+
+/// The IEEE binary16 at `bytes` as float32 (exact).
+inline float half_to_float(const unsigned char* bytes) {
+  Eigen::half value;
+  std::memcpy(&value, bytes, 2);
+  return static_cast<float>(value);
+}
+
+/// The float32 product a·q rounded once (q an integer below 2²⁹ in magnitude, so the double product is exact),
+/// immune to contraction into a fused multiply-add with a following addition.
+inline float exact_product(float a, int q) { return static_cast<float>(static_cast<double>(a) * q); }
+
+/// The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block's 12 packed bytes `s`:
+///   j < 4: scale = s[j] & 63,                            min = s[j + 4] & 63
+///   j ≥ 4: scale = (s[j + 4] & 15) | (s[j − 4] >> 6) << 4,  min = (s[j + 4] >> 4) | (s[j] >> 6) << 4
+/// (ggml's get_scale_min_k4).
+inline void k_scale_min(const unsigned char* s, int j, int& scale, int& min) {
+  if (j < 4) {
+    scale = s[j] & 63;
+    min = s[j + 4] & 63;
+  } else {
+    scale = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+    min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+/// The signed scale (6-bit value − 32) of sub-block j (0..15) of a Q3_K block's 12 packed bytes `s`: the low four
+/// bits are the low (j < 8) or high (j ≥ 8) nibble of s[j mod 8], the high two bits are bits 2⌊j/4⌋ mod 8 … of
+/// s[8 + j mod 4] (ggml's block_q3_K scale packing, as dequantize_row_q3_K unpacks it).
+inline int q3_k_scale(const unsigned char* s, int j) {
+  const int low = j < 8 ? s[j] & 15 : s[j - 8] >> 4;
+  const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+}  // namespace attnscope::kernels::detail
