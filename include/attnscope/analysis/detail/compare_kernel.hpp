@@ -41,10 +41,10 @@ struct CompareHeadSums {
 
 /// Scratch of one thread, reused for every head and block (grown, never shrunk).
 struct CompareScratch {
-  std::vector<float> strip[2], probabilities[2], joined[2], zeroed[2], terms, copy, candidates, top;
+  std::vector<float> strip[2], probabilities[2], joined[2], zeroed[2], copy, candidates, top;
   stream::RowStatistics statistics[2];
   std::vector<Index> sinks[2], joined_sinks;
-  std::vector<double> sink_parts;
+  std::vector<double> sink_parts, wide[2];
 
   void reserve(Index query_block, Index length) {
     const std::size_t row = static_cast<std::size_t>(length), strip_size = static_cast<std::size_t>(query_block) * row;
@@ -59,8 +59,10 @@ struct CompareScratch {
           column->resize(query_block);
       if (s.visible_keys.size() < query_block) s.visible_keys.resize(query_block);
     }
-    for (std::vector<float>* buffer : {&terms, &copy, &candidates})
+    for (std::vector<float>* buffer : {&copy, &candidates})
       if (buffer->size() < row) buffer->resize(row);
+    for (std::vector<double>& buffer : wide)
+      if (buffer.size() < row) buffer.resize(row);
   }
 };
 
@@ -153,7 +155,8 @@ inline void compare_head(const CompareModelLayer& a, const CompareModelLayer& b,
       sinks_in(joined_first, joined_end, scratch.joined_sinks);
       ComparedRowView pair;
       pair.a = row[0], pair.b = row[1], pair.n = n, pair.sinks = &scratch.joined_sinks;
-      const RowDivergence divergence = compared_divergence(pair, scratch.zeroed[0], scratch.zeroed[1], scratch.terms);
+      const RowDivergence divergence = compared_divergence(pair, scratch.zeroed[0], scratch.zeroed[1], scratch.wide[0],
+                                                                 scratch.wide[1]);
       sums.js_keep += divergence.keep;
       if (divergence.drop_defined) sums.js_drop += divergence.drop, ++sums.drop_rows;
       sums.top_k_overlap += top_k_overlap(row[0], row[1], n, top_k, scratch.copy, scratch.candidates);

@@ -2,7 +2,7 @@
 // rows laid over the same run of keys (float, contiguous, 0 where a model does not see a key): the Jensen–Shannon
 // divergence of the two rows under the keep and the drop convention of the compositional paper, the split of a row's
 // entropy into its sink and content parts, the overlap of the two rows' top-k keys, and the block-max images. Every
-// pass is a vectorized sweep over the row with no allocation: the rows, the scratch and the sums belong to the caller.
+// pass is a sweep over the row with no allocation: the rows, the scratch and the sums belong to the caller.
 #pragma once
 
 #include <algorithm>
@@ -36,25 +36,19 @@ inline void check_compare_visibility(const Visibility& layer) {
 /// Σ_j of the Jensen–Shannon term ½x ln(2x/(x + y)) + ½y ln(2y/(x + y)) (0 ln 0 = 0) over n pairs, each x scaled
 /// by scale_x and each y by scale_y first: JS(x, y) of two distributions, or of two content compositions (the masses
 /// divided out, the sink entries set to 0 by the caller). The terms are composition::detail::jensen_shannon_term with
-/// w = ½, evaluated on Eigen packets in float (both logarithms as ln(x/m), so equal rows give exactly 0: x/m = 1)
-/// and summed in double with four accumulators. Each term carries the float32 rounding of its inputs: a relative
-/// error of order 2⁻²⁴/|t|, t = (x − y)/(x + y), the same order as the uncertainty of JS from float32 rows [derived].
-/// `terms` is scratch of ≥ n floats.
-inline double jensen_shannon_sum(const float* x, const float* y, Index n, float scale_x, float scale_y, float* terms) {
-  using Array = Eigen::Map<const Eigen::ArrayXf>;
-  const Array a(x, n), b(y, n);
-  Eigen::Map<Eigen::ArrayXf> out(terms, n);
-  const auto xs = a * scale_x;
-  const auto ys = b * scale_y;
-  const auto m = 0.5f * (xs + ys);
+/// w = ½, evaluated on Eigen packets in double (the float rows widened exactly into `wide_x`, `wide_y`, scratch of ≥ n
+/// doubles): both logarithms as ln(x/m), so equal rows give exactly 0. The two halves of a term cancel to first order
+/// in t = (x − y)/(x + y) (a term is ≈ m·t²), so the logarithms must carry more digits than t: in double the sum
+/// keeps ~2⁻⁵³/|t| relative accuracy, which float32 would lose for the small t of a quantized model [derived].
+inline double jensen_shannon_sum(const float* x, const float* y, Index n, double scale_x, double scale_y,
+                                 std::vector<double>& wide_x, std::vector<double>& wide_y) {
+  for (Index j = 0; j < n; ++j) wide_x[std::size_t(j)] = scale_x * static_cast<double>(x[j]);
+  for (Index j = 0; j < n; ++j) wide_y[std::size_t(j)] = scale_y * static_cast<double>(y[j]);
+  using Array = Eigen::Map<const Eigen::ArrayXd>;
+  const Array a(wide_x.data(), n), b(wide_y.data(), n);
+  const auto m = 0.5 * (a + b);
   // the select discards the NaN of 0·ln(0/m) (and of 0/0 where both are 0)
-  out = 0.5f * ((xs > 0.0f).select(xs * (xs / m).log(), 0.0f) + (ys > 0.0f).select(ys * (ys / m).log(), 0.0f));
-  double sums[4] = {0, 0, 0, 0};
-  Index j = 0;
-  for (; j + 4 <= n; j += 4)
-    for (int lane = 0; lane < 4; ++lane) sums[lane] += static_cast<double>(terms[j + lane]);
-  for (; j < n; ++j) sums[0] += static_cast<double>(terms[j]);
-  return (sums[0] + sums[1]) + (sums[2] + sums[3]);
+  return 0.5 * ((a > 0.0).select(a * (a / m).log(), 0.0) + (b > 0.0).select(b * (b / m).log(), 0.0)).sum();
 }
 
 /// One row of each model, over the union of the keys either model sees (weight 0 where a model does not see the
@@ -106,16 +100,18 @@ inline RowEntropySplit compared_entropy_split(const float* p, const std::vector<
 /// JS of the two rows: keep = JS(a, b) of the whole rows; drop = JS(c_a, c_b) of the content compositions (the sink
 /// keys dropped and the rest renormalised: the compositional paper's drop convention; composition::js_split's
 /// content_divergence). With no visible sink the two coincide; when either row has no content mass the drop
-/// convention is undefined (drop_defined false). `zeroed_a`, `zeroed_b`, `terms`: scratch of ≥ n floats.
+/// convention is undefined (drop_defined false). `zeroed_a`, `zeroed_b`: scratch of ≥ n floats, `wide_a`, `wide_b` of ≥ n
+/// doubles.
 struct RowDivergence {
   double keep = 0, drop = std::numeric_limits<double>::quiet_NaN();
   bool drop_defined = false;
 };
 
 inline RowDivergence compared_divergence(const ComparedRowView& row, std::vector<float>& zeroed_a,
-                                         std::vector<float>& zeroed_b, std::vector<float>& terms) {
+                                         std::vector<float>& zeroed_b, std::vector<double>& wide_a,
+                                         std::vector<double>& wide_b) {
   RowDivergence out;
-  out.keep = jensen_shannon_sum(row.a, row.b, row.n, 1.0f, 1.0f, terms.data());
+  out.keep = jensen_shannon_sum(row.a, row.b, row.n, 1.0, 1.0, wide_a, wide_b);
   if (row.sinks->empty()) {
     out.drop = out.keep;
     out.drop_defined = true;
@@ -128,8 +124,7 @@ inline RowDivergence compared_divergence(const ComparedRowView& row, std::vector
   std::copy(row.a, row.a + row.n, zeroed_a.data());
   std::copy(row.b, row.b + row.n, zeroed_b.data());
   for (const Index s : *row.sinks) zeroed_a[std::size_t(s)] = zeroed_b[std::size_t(s)] = 0.0f;
-  out.drop = jensen_shannon_sum(zeroed_a.data(), zeroed_b.data(), row.n, static_cast<float>(1 / content_a),
-                                static_cast<float>(1 / content_b), terms.data());
+  out.drop = jensen_shannon_sum(zeroed_a.data(), zeroed_b.data(), row.n, 1 / content_a, 1 / content_b, wide_a, wide_b);
   out.drop_defined = true;
   return out;
 }
