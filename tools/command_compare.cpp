@@ -48,7 +48,7 @@ Options:
                       sink_mass, entropy, entropy_sink, entropy_content, max_weight, jacobian_norm the columns
                       <name>_a, <name>_b and delta_<name>
   --html FILE         a page with the table and, for the --html-heads most changed heads, A's and B's attention side
-                      by side with |B − A| (a second pass over both models for those heads)
+                      by side with |B − A| (collected in the same pass)
   --html-heads N      heads shown as images (default 4)
   --top-k K           k of the top-k overlap (default 5)
   --sink-keys LIST    keys forming the sink channel (default 0)
@@ -140,6 +140,7 @@ int command_compare(int argc, char** argv) {
   const model::Transformer a = model::load_model(models[0]);
   const model::Transformer b = model::load_model(models[1]);
   const double load_ms = milliseconds_since(start);
+  if (arguments.has("html")) options.image_most_changed = static_cast<int>(html_heads);
   const auto compare_start = std::chrono::steady_clock::now();
   analysis::ModelComparison comparison;
   {
@@ -158,13 +159,6 @@ int command_compare(int argc, char** argv) {
     std::cerr << "attnscope: wrote " << comparison.heads.size() << " heads to " << arguments.get("csv") << "\n";
   }
   if (arguments.has("html")) {
-    // the images of the most changed heads: a second lock-step pass that forms only those heads' rows
-    analysis::CompareOptions images = options;
-    images.statistics = false;
-    images.layer_progress = {};
-    for (std::size_t r = 0; r < comparison.heads.size() && r < static_cast<std::size_t>(html_heads); ++r)
-      images.image_heads.emplace_back(comparison.heads[r].layer, comparison.heads[r].head);
-    comparison.images = analysis::compare_models(a, b, tokens, images).images;
     analysis::CompareHtmlOptions page;
     page.model_a = models[0];
     page.model_b = models[1];

@@ -19,6 +19,7 @@
 #include "attnscope/analysis/html_report.hpp"
 #include "attnscope/io/file.hpp"
 #include "cli_model.hpp"
+#include "cli_selection.hpp"
 #include "commands.hpp"
 #include "input_format.hpp"
 #include "run_options.hpp"
@@ -33,7 +34,7 @@ const char* report_usage() {
                         [--layout layers,heads,q,k | --layout batch,heads,q,k] [--batch-index N] [--width N]
                         [--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE]
                         [--from TEXT] [--skip-tokens N] [--max-tokens N] [--special-tokens]
-                        [--add-special-tokens] [--generate N]
+                        [--add-special-tokens] [--generate N] [--layers LIST] [--heads LIST]
 
 INPUT (its format is read from its content, not its extension) is one of
   - a capture written by `attnscope capture` (.npz or .safetensors in the capture layout: per layer the
@@ -78,6 +79,8 @@ Options:
   --layout L        how a 4-D attention array is read: layers,heads,q,k (default) or batch,heads,q,k
   --batch-index N   the batch entry to report for arrays with a batch axis (needed when the batch is > 1)
   --width N         table width in characters (default 100): longer tables use short names and wrap
+  --layers LIST     only these layers, e.g. 0,2 (default: all); a model INPUT runs its forward up to the last one
+  --heads LIST      only these heads of each selected layer (default: all); the others are not analysed
   --tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens, --generate: as for capture
 )" + std::string(input_window_usage) + R"(  --threads N       OpenMP threads (default 1; 0 = OpenMP default)
   --help            this text
@@ -131,7 +134,7 @@ int command_report(int argc, char** argv) {
   Arguments arguments;
   arguments.value_option("csv").value_option("json").value_option("html").value_option("model").flag("basic").flag("lenient");
   arguments.value_option("columns").value_option("sort").value_option("sink-keys").value_option("layout");
-  arguments.value_option("batch-index").value_option("width");
+  arguments.value_option("batch-index").value_option("width").value_option("layers").value_option("heads");
   add_model_options(arguments);
   if (parse_subcommand(arguments, argc, argv, report_usage())) return 0;
   if (arguments.has("model") != arguments.positional().empty())
@@ -171,6 +174,9 @@ int command_report(int argc, char** argv) {
     }
     if (columns.empty()) throw usage_error("--columns: no column named");
   }
+  analysis::HeadSelection selection;
+  selection.layers = index_selection_argument(arguments, "layers");
+  selection.heads = index_selection_argument(arguments, "heads");
   std::string sort_column = arguments.get("sort");
   bool ascending = false;
   if (ends_with(sort_column, ":asc")) {
@@ -227,7 +233,14 @@ int command_report(int argc, char** argv) {
   } else {
     model::CaptureOptions capture;
     capture.scores = capture.attention = capture.v = true;
-    run.emplace(run_capture(model_request(arguments, input, 255), capture, false));  // the report needs no logits
+    CaptureRequest request = model_request(arguments, input, 255);
+    // with --layers the forward stops after the last selected layer
+    if (!selection.layers.empty())
+      request.options.last_layer = static_cast<int>(*std::max_element(selection.layers.begin(), selection.layers.end()));
+    const auto check = [&](const model::TransformerConfig& config) {
+      check_layer_head_selection("report", selection.layers, selection.heads, config.n_layers, config.n_heads);
+    };
+    run.emplace(run_capture(request, capture, false, check));  // the report needs no logits
   }
   if (arguments.has("map")) map_argument(arguments);  // a bad --map is a usage error; a bad recorded map a data error
   if (!map_name.empty()) options.rows_are_distributions = analysis::map_rows_are_distributions(parse_normalization_map(map_name));
@@ -249,8 +262,8 @@ int command_report(int argc, char** argv) {
   };
   try {
     ProgressBar bar("report");
-    if (arrays) analysis::for_each_head(*arrays, {}, visit, bar.callback());
-    else analysis::for_each_head(run->result, {}, visit, bar.callback());
+    if (arrays) analysis::for_each_head(*arrays, selection, visit, bar.callback());
+    else analysis::for_each_head(run->result, selection, visit, bar.callback());
   } catch (const attnscope::invalid_argument& error) {  // a row that is not a distribution, ...: name the input
     attnscope::detail::throw_invalid_argument("report", input, ": ", error.what());
   }
@@ -301,6 +314,8 @@ int command_report(int argc, char** argv) {
     recorded["columns"] = column_names;
     if (arguments.has("layout")) recorded["layout"] = arguments.get("layout");
     if (arguments.has("batch-index")) recorded["batch_index"] = arguments.get("batch-index");
+    if (!selection.layers.empty()) recorded["layers"] = join_integers(selection.layers);
+    if (!selection.heads.empty()) recorded["heads"] = join_integers(selection.heads);
     nlohmann::json document = analysis::head_report_json(report);
     document["runs"] = nlohmann::json::array({nlohmann::json(recorded)});
     io::write_file(arguments.get("json"), document.dump(2) + "\n");

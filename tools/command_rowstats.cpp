@@ -17,6 +17,7 @@
 #include "attnscope/stream.hpp"
 #include "cli_model.hpp"
 #include "cli_progress.hpp"
+#include "cli_selection.hpp"
 #include "commands.hpp"
 #include "run_options.hpp"
 
@@ -71,16 +72,6 @@ Options:
 )" + std::string(input_window_usage) + R"(  --help             this text
 )";
   return usage.c_str();
-}
-
-/// Comma-separated non-negative integers of an option.
-std::vector<Index> parse_index_list(const std::string& text, const std::string& option) {
-  std::vector<Index> values;
-  for (const int value : parse_token_list(text, option)) {
-    if (value < 0) throw usage_error(option + ": expected non-negative integers, got " + std::to_string(value));
-    values.push_back(value);
-  }
-  return values;
 }
 
 /// The output of rowstats: per layer, [heads, L] columns filled head by head, a summary row per head on stdout (the

@@ -1,9 +1,11 @@
-"""Type stubs of attnscope.analysis: the per-head report and its HTML page."""
+"""Type stubs of attnscope.analysis: the per-head report, its HTML page, and two models compared head by head."""
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from .model import Transformer
 
 Source = Union[str, os.PathLike, Mapping[str, ArrayLike], ArrayLike]
 """A capture/attention file path, a dict like Transformer.forward's, or an attention array."""
@@ -42,3 +44,14 @@ def write_html(
     heads: Optional[Sequence[int]] = None,
 ) -> Dict[str, NDArray[Any]]: ...
 def columns(*, basic: bool = False, sink_keys: Sequence[int] = (0,)) -> List[Dict[str, Any]]: ...
+def compare(
+    model_a: Transformer,
+    model_b: Transformer,
+    tokens: Sequence[int],
+    *,
+    sink_keys: Sequence[int] = (0,),
+    top_k: int = 5,
+    query_block: int = 64,
+    beyond_trained_length: bool = False,
+    threads: int = 1,
+) -> Dict[str, NDArray[Any]]: ...

@@ -1,9 +1,13 @@
 // Bindings of attnscope::analysis: the per-head report (the table of `attnscope report`) of a capture file, of a
 // capture dict (attnscope.model.Transformer.forward) or of attention arrays, returned as a dict of numpy columns, and
-// the self-contained HTML page. Files are read by analysis::AttentionFile (memory-mapped, one head at a time).
+// the self-contained HTML page. Files are read by analysis::AttentionFile (memory-mapped, one head at a time). And
+// two models compared head by head (analysis::compare_models, `attnscope compare`), as a dict of numpy columns too.
 #include <attnscope/analysis.hpp>
 #include <attnscope/analysis/capture.hpp>
+#include <attnscope/analysis/compare.hpp>
 #include <attnscope/analysis/html_report.hpp>
+
+#include <iterator>
 
 #include "arrays.hpp"
 #include "common.hpp"
@@ -253,6 +257,49 @@ const char* const source_doc = R"(
         of a file array with a batch axis.
     layers, heads: only these layers and heads (default: all).)";
 
+/// The comparison as a dict of numpy columns, one entry per head in the comparison's order (most changed first),
+/// named as the columns of `attnscope compare --csv` (write_comparison_csv).
+py::dict comparison_dict(const analysis::ModelComparison& comparison) {
+  const py::ssize_t n = static_cast<py::ssize_t>(comparison.heads.size());
+  py::array_t<std::int64_t> rank(n), layer(n), head(n), drop_rows(n);
+  py::array_t<double> js_keep(n), js_drop(n), overlap(n);
+  const char* names[] = {"sink_mass", "entropy", "entropy_sink", "entropy_content", "max_weight", "jacobian_norm"};
+  std::vector<py::array_t<double>> fields;  // per name: _a, _b, delta_
+  for (std::size_t k = 0; k < 3 * std::size(names); ++k) fields.emplace_back(n);
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const analysis::HeadComparison& h = comparison.heads[static_cast<std::size_t>(i)];
+    rank.mutable_at(i) = i + 1;
+    layer.mutable_at(i) = h.layer;
+    head.mutable_at(i) = h.head;
+    drop_rows.mutable_at(i) = h.drop_rows;
+    js_keep.mutable_at(i) = h.js_keep;
+    js_drop.mutable_at(i) = h.js_drop;
+    overlap.mutable_at(i) = h.top_k_overlap;
+    const analysis::HeadAttentionSummary delta = h.delta();
+    const analysis::HeadAttentionSummary* parts[] = {&h.a, &h.b, &delta};
+    for (std::size_t p = 0; p < 3; ++p) {
+      const analysis::HeadAttentionSummary& s = *parts[p];
+      const double values[] = {s.sink_mass, s.entropy, s.entropy_sink, s.entropy_content, s.max_weight,
+                               s.jacobian_norm};
+      for (std::size_t k = 0; k < std::size(names); ++k) fields[3 * k + p].mutable_at(i) = values[k];
+    }
+  }
+  py::dict out;
+  out["rank"] = rank;
+  out["layer"] = layer;
+  out["head"] = head;
+  out["js_keep"] = js_keep;
+  out["js_drop"] = js_drop;
+  out["drop_rows"] = drop_rows;
+  out["top_k_overlap"] = overlap;
+  for (std::size_t k = 0; k < std::size(names); ++k) {
+    out[py::str(std::string(names[k]) + "_a")] = fields[3 * k];
+    out[py::str(std::string(names[k]) + "_b")] = fields[3 * k + 1];
+    out[py::str("delta_" + std::string(names[k]))] = fields[3 * k + 2];
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_analysis(py::module_& parent) {
@@ -311,6 +358,40 @@ void bind_analysis(py::module_& parent) {
                    "    tokens: token strings for the axes of the large view. title: the page title.") +
        source_doc)
           .c_str());
+
+  m.def(
+      "compare",
+      [](const attnscope::model::Transformer& model_a, const attnscope::model::Transformer& model_b,
+         const std::vector<int>& tokens, const std::vector<Index>& sink_keys, Index top_k, Index query_block,
+         bool beyond_trained_length, int threads) {
+        analysis::CompareOptions options;
+        options.sink_keys = sink_keys;
+        options.top_k = top_k;
+        options.query_block = query_block;
+        options.allow_beyond_trained_positions = beyond_trained_length;
+        if (threads < 0) throw_value_error("analysis.compare", "threads must be >= 0, got " + std::to_string(threads));
+        options.threads = threads;
+        analysis::ModelComparison comparison;
+        {
+          py::gil_scoped_release release;
+          comparison = analysis::compare_models(model_a, model_b, tokens, options);
+        }
+        return comparison_dict(comparison);
+      },
+      "model_a"_a, "model_b"_a, "tokens"_a, py::kw_only(), "sink_keys"_a = std::vector<Index>{0}, "top_k"_a = 5,
+      "query_block"_a = 64, "beyond_trained_length"_a = false, "threads"_a = 1,
+      "What changed between two models' attention, head by head (`attnscope compare`): the same tokens through both\n"
+      "models (same vocabulary, layer and head counts; e.g. a model and its quantized copy, two checkpoints) by two\n"
+      "streaming forwards in lock-step, never an L x L matrix. Returns a dict of numpy arrays, one entry per head,\n"
+      "most changed first: 'rank', 'layer', 'head', 'drop_rows' (int64), 'js_keep' (mean Jensen-Shannon divergence\n"
+      "of the two models' rows, nats), 'js_drop' (between the content compositions, sink keys dropped; NaN when no\n"
+      "row has content), 'top_k_overlap', then for sink_mass, entropy, entropy_sink, entropy_content, max_weight and\n"
+      "jacobian_norm the means '<name>_a', '<name>_b' and 'delta_<name>' (b - a): the columns of `compare --csv`.\n"
+      "    sink_keys: keys forming the sink channel. top_k: k of the top-k overlap. query_block: query rows per block.\n"
+      "    beyond_trained_length: let RoPE models run past their trained length. threads: OpenMP threads of the\n"
+      "        forwards (0 = the OpenMP default).\n"
+      "Raises ValueError for models of other shapes or vocabularies, no tokens, a token outside the vocabulary, too\n"
+      "many tokens, a negative sink key, top_k or query_block < 1.");
 
   m.def(
       "columns",

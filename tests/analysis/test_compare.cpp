@@ -307,6 +307,44 @@ TEST_CASE("compare_models: images are the block maxima of both attention matrice
   CHECK(images_on_page == 6);
 }
 
+TEST_CASE("compare_models: the images of the most changed heads, collected in the same pass, are those asked by name") {
+  const model::Transformer a = compare_fixture("llama");
+  const model::Transformer b = compare_perturbed(a, 8);
+  const std::vector<int> tokens = compare_tokens(26, a.config().vocab_size, 4);
+  analysis::CompareOptions leading;
+  leading.image_most_changed = 3;
+  leading.image_heads = {{1, 1}};  // listed: kept whatever its rank, once
+  leading.image_max_side = 10;
+  const auto result = analysis::compare_models(a, b, tokens, leading);
+  REQUIRE(result.heads.size() == 8);
+  std::vector<std::pair<int, int>> expected = {{1, 1}};
+  for (std::size_t r = 0; r < 3; ++r)
+    if (std::make_pair(result.heads[r].layer, result.heads[r].head) != std::make_pair(1, 1))
+      expected.emplace_back(result.heads[r].layer, result.heads[r].head);
+  REQUIRE(result.images.size() == expected.size());
+  analysis::CompareOptions named;
+  named.image_heads = expected;
+  named.image_max_side = 10;
+  named.statistics = false;
+  const auto reference = analysis::compare_models(a, b, tokens, named);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO("image " << i);
+    CHECK(result.images[i].layer == expected[i].first);
+    CHECK(result.images[i].head == expected[i].second);
+    CHECK(result.images[i].block == 3);
+    CHECK(result.images[i].a == reference.images[i].a);
+    CHECK(result.images[i].b == reference.images[i].b);
+    CHECK(result.images[i].difference == reference.images[i].difference);
+    CHECK(result.images[i].difference.maxCoeff() > 0);
+  }
+  analysis::CompareOptions bad;
+  bad.image_most_changed = -1;
+  CHECK_THROWS_WITH(analysis::compare_models(a, b, tokens, bad), Catch::Matchers::Contains("image_most_changed must be >= 0, got -1"));
+  bad.image_most_changed = 2;
+  bad.statistics = false;
+  CHECK_THROWS_WITH(analysis::compare_models(a, b, tokens, bad), Catch::Matchers::Contains("image_most_changed needs the statistics"));
+}
+
 TEST_CASE("compare_models and write_comparison_csv: one line per head in the result's order") {
   const model::Transformer a = compare_fixture("llama");
   const model::Transformer b = compare_perturbed(a, 6);

@@ -26,6 +26,7 @@
 #include "attnscope/model/gguf.hpp"
 #include "attnscope/model/load.hpp"
 #include "attnscope/model/rope.hpp"
+#include "fixtures/gguf_bounds.hpp"
 #include "fixtures/gguf_fixtures.hpp"
 #include "fixtures/hf_reference.hpp"
 #include "support/catch.hpp"
@@ -257,114 +258,27 @@ double gguf_max_attention_difference(const attnscope::model::ForwardResult& a,
   return worst;
 }
 
-/// Per element of a block-quantized weight read from the file, its quantization step: |d| for Q8_0, Q4_0, Q4_1, Q5_0,
-/// Q5_1 and Q8_K (a float32 d), d·sc of its sub-block for Q2_K, Q4_K and Q5_K, |d·sc| for Q3_K and Q6_K (read from
-/// the block bytes by ggml's layouts).
-RowMatrix<double> gguf_quantization_steps(const attnscope::io::GgufTensor& t) {
-  const Index rows = Index(t.row_count()), cols = Index(t.row_length());
-  RowMatrix<double> steps(rows, cols);
-  const auto half = [](const unsigned char* p) { return double(attnscope::kernels::detail::half_to_float(p)); };
-  const attnscope::io::GgmlTypeInfo info = attnscope::io::ggml_type_info(std::uint32_t(t.type));
-  for (Index r = 0; r < rows; ++r)
-    for (Index c = 0; c < cols; c += info.block_elements) {
-      const unsigned char* block = t.data + (r * cols + c) / info.block_elements * info.block_bytes;
-      for (Index e = 0; e < Index(info.block_elements); ++e) {
-        double step = 0;
-        if (t.type == GgmlType::q8_0 || t.type == GgmlType::q4_0 || t.type == GgmlType::q4_1 ||
-            t.type == GgmlType::q5_0 || t.type == GgmlType::q5_1) {
-          step = std::abs(half(block));
-        } else if (t.type == GgmlType::q8_k) {
-          float d;
-          std::memcpy(&d, block, 4);
-          step = std::abs(double(d));
-        } else if (t.type == GgmlType::q2_k) {
-          step = half(block + 80) * double(block[e / 16] & 15);
-        } else if (t.type == GgmlType::q3_k) {
-          step = std::abs(half(block + 108) * double(attnscope::kernels::detail::q3_k_scale(block + 96, int(e / 16))));
-        } else if (t.type == GgmlType::q4_k || t.type == GgmlType::q5_k) {
-          int scale = 0, min = 0;
-          attnscope::kernels::detail::k_scale_min(block + 4, int(e / 32), scale, min);
-          step = half(block) * scale;
-        } else if (t.type == GgmlType::q6_k) {
-          step = std::abs(half(block + 208) * double(static_cast<std::int8_t>(block[192 + e / 16])));
-        }
-        steps(r, c + e) = step;
-      }
-    }
-  return steps;
-}
-
-/// The attention bound of layer 0 [derived]. The quantized model Q and the reference R share the embedding and the
-/// norms, so layer 0's normalized input a_i is the same and q̃_i − q_i = RoPE_i(ΔW_q a_i), with ΔW = W_Q − W_R. Row r
-/// of ΔW_q a_i obeys |(ΔW a_i)_r| ≤ Σ_c |ΔW_rc| |a_ic| ≤ e_r(i) = Σ_c (step_rc / 2) |a_ic| (each element lies inside its
-/// block's grid, checked). RoPE rotates each pair of coordinates (llama's interleaved pairs (2m, 2m + 1), the layout
-/// of both files), so the pair m of Δq_i has norm ≤ E_q(i, m) = (e_2m(i)² + e_2m+1(i)²)^½, likewise E_k for the key rows
-/// of h's kv head. Pair by pair, |Δ(q_i·k_j)| ≤ Σ_m (E_q(i, m)‖k_j,m‖ + ‖q_i,m‖E_k(j, m) + E_q(i, m)E_k(j, m)), with the
-/// pair norms of the reference's q and k (rotation-invariant); the score s_ij = σ q_i·k_j (σ = 1/√head_dim) moves by
-/// at most B_ij = σ × that sum. Along s + tΔ, dp/dt = diag(p)Δ − p pᵀΔ has ‖·‖₁ = Σ_j p_j |Δ_j − pᵀΔ| ≤ max_j Δ_j −
-/// min_j Δ_j, so ‖Δp_i‖₁ ≤ 2 max_j B_ij; and since Σ_j Δp_ij = 0, every |Δp_ij| ≤ ½‖Δp_i‖₁ ≤ max_{j ≤ i} B_ij. Returns,
-/// per head, the largest ratio |Δp_ij| / (max_j B_ij + 1e-6) (1e-6: the float32 rounding of the two forward passes),
-/// and checks the premise |ΔW| ≤ step/2 (to the float32 rounding of the dequantized value, at most 1e-5·step for these
-/// formats). `bounds`: max_j B_ij of every row and head; `largest_change`: the largest |Δp_ij| measured.
+/// Per head, the largest ratio |Δp_ij| / (R_i + 1e-6) of layer 0's attention change between the quantized model and
+/// the reference to the score bound R_i = max_j B_ij of attnscope::testing::gguf_layer0_score_bounds (1e-6: the float32
+/// rounding of the two forward passes). Along s + tΔ, dp/dt = diag(p)Δ − p pᵀΔ has ‖·‖₁ = Σ_j p_j |Δ_j − pᵀΔ| ≤
+/// max_j Δ_j − min_j Δ_j, so ‖Δp_i‖₁ ≤ 2 max_j B_ij; and since Σ_j Δp_ij = 0, every |Δp_ij| ≤ ½‖Δp_i‖₁ ≤ R_i
+/// [derived]. `bounds`: R_i of every row and head; `largest_change`: the largest |Δp_ij| measured.
 std::vector<double> gguf_layer0_bound_ratios(const std::string& quantized_path, const Transformer& quantized,
                                              const Transformer& reference, const std::vector<int>& tokens,
                                              std::vector<double>& bounds, double& largest_change) {
-  const attnscope::io::GgufFile file(quantized_path);
-  const auto& c = reference.config();
-  const auto& layer_q = quantized.weights().layers[0];
-  const auto& layer_r = reference.weights().layers[0];
-  // the shared input: RMSNorm of the embedding rows
-  const Index L = Index(tokens.size());
-  RowMatrix<double> a(L, c.dim);
-  for (Index i = 0; i < L; ++i) {
-    const Eigen::RowVectorXd x = reference.weights().token_embedding.row(tokens[std::size_t(i)]).cast<double>();
-    CHECK(quantized.weights().token_embedding.row(tokens[std::size_t(i)]).cast<double>() == x);
-    const double rms = std::sqrt(x.squaredNorm() / c.dim + double(c.norm_epsilon));
-    a.row(i) = x.array() / rms * layer_r.attention_norm.cast<double>().transpose().array();
-  }
-  CHECK(layer_q.attention_norm == layer_r.attention_norm);
-  // e_r(i) per row of a projection (rows × L), then E per pair of coordinates ((rows / 2) × L)
-  const auto pair_errors = [&](const std::string& name, const WeightMatrix& wq, const WeightMatrix& wr) {
-    const RowMatrix<double> steps = gguf_quantization_steps(file.tensor(name));
-    const RowMatrix<double> delta = (wq.to_float32() - wr.to_float32()).cast<double>();
-    REQUIRE(steps.rows() == delta.rows());
-    const RowMatrix<double> half_steps = steps / 2 * (1 + 2e-5);
-    CHECK((delta.cwiseAbs().array() <= half_steps.array() + 1e-12).all());  // the premise
-    const RowMatrix<double> e = half_steps * a.cwiseAbs().transpose();
-    RowMatrix<double> pairs(e.rows() / 2, L);
-    for (Index m = 0; m < pairs.rows(); ++m)
-      pairs.row(m) = (e.row(2 * m).array().square() + e.row(2 * m + 1).array().square()).sqrt();
-    return pairs;
-  };
-  const RowMatrix<double> error_q = pair_errors("blk.0.attn_q.weight", layer_q.wq, layer_r.wq);
-  const RowMatrix<double> error_k = pair_errors("blk.0.attn_k.weight", layer_q.wk, layer_r.wk);
-  const auto pair_norms = [](const RowMatrix<float>& x) {  // L × (head_dim / 2)
-    RowMatrix<double> out(x.rows(), x.cols() / 2);
-    for (Index m = 0; m < out.cols(); ++m)
-      out.col(m) = (x.col(2 * m).cast<double>().array().square() + x.col(2 * m + 1).cast<double>().array().square()).sqrt();
-    return out;
-  };
+  const std::vector<std::vector<double>> row_bounds =
+      attnscope::testing::gguf_layer0_score_bounds(quantized_path, quantized, reference, tokens);
   const auto result_q = quantized.forward(tokens, gguf_capture_options());
   const auto result_r = reference.forward(tokens, gguf_capture_options());
-  const double sigma = 1 / std::sqrt(double(c.head_dim));
   std::vector<double> ratios;
   bounds.clear();
   largest_change = 0;
-  for (int h = 0; h < c.n_heads; ++h) {
-    const int g = h / (c.n_heads / c.n_kv_heads);
-    const RowMatrix<double> q = pair_norms(result_r.layers[0].q[std::size_t(h)]);
-    const RowMatrix<double> k = pair_norms(result_r.layers[0].k[std::size_t(h)]);
-    const Index half = c.head_dim / 2;
-    const auto eq = error_q.middleRows(h * half, half);  // pairs × L
-    const auto ek = error_k.middleRows(g * half, half);
+  for (std::size_t h = 0; h < row_bounds.size(); ++h) {
     const RowMatrix<double> difference =
-        (result_q.layers[0].attention[std::size_t(h)] - result_r.layers[0].attention[std::size_t(h)]).cast<double>();
+        (result_q.layers[0].attention[h] - result_r.layers[0].attention[h]).cast<double>();
     double ratio = 0;
-    for (Index i = 0; i < L; ++i) {
-      double bound = 0;
-      for (Index j = 0; j <= i; ++j)
-        bound = std::max(bound, sigma * (eq.col(i).dot(k.row(j).transpose()) + q.row(i).dot(ek.col(j)) +
-                                         eq.col(i).dot(ek.col(j))));
+    for (Index i = 0; i < difference.rows(); ++i) {
+      const double bound = row_bounds[h][std::size_t(i)];
       bounds.push_back(bound);
       largest_change = std::max(largest_change, difference.row(i).cwiseAbs().maxCoeff());
       ratio = std::max(ratio, difference.row(i).cwiseAbs().maxCoeff() / (bound + 1e-6));

@@ -3,9 +3,9 @@
 // model and its fine-tune), and per layer and head the change of the sink mass, of the entropy with its exact sink and
 // content parts, of the max weight and of the mean ‖J‖₂, the Jensen–Shannon divergence between the two models'
 // attention rows under the keep and the drop convention of the compositional paper, and the overlap of their top-k
-// keys. Both forwards are the streaming forward: each model's attention rows are formed again by the blockwise kernel
-// of stream/attention.hpp, block of query rows by block, from that layer's queries and keys, so no L×L matrix is
-// ever held. Not included by attnscope/analysis.hpp (it starts a thread): include it where models are compared.
+// keys. Both forwards are the streaming forward: each model's attention rows are formed again as the blockwise kernel
+// of stream/attention.hpp forms them (analysis/detail/compare_kernel.hpp), block of query rows by block, from that
+// layer's queries and keys, so no L×L matrix is ever held. Not included by attnscope/analysis.hpp (it starts a thread): include it where models are compared.
 #pragma once
 
 #include <algorithm>
@@ -27,13 +27,13 @@
 #include <omp.h>
 #endif
 
+#include "attnscope/analysis/detail/compare_kernel.hpp"
 #include "attnscope/analysis/detail/compare_rows.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/model/forward_options.hpp"
 #include "attnscope/model/transformer.hpp"
-#include "attnscope/stream/attention.hpp"
 #include "attnscope/stream/statistics_types.hpp"
 
 namespace attnscope::analysis {
@@ -51,11 +51,16 @@ struct CompareOptions {
   bool allow_beyond_trained_positions = false;
   /// Heads (layer, head) whose downsampled attention images (model A, model B, |B − A|) are returned.
   std::vector<std::pair<int, int>> image_heads;
+  /// Also the images of the this many heads that changed most (the first heads of the result), collected in the same
+  /// pass: each layer's heads are imaged while they are compared and the images of the heads that fall out of the
+  /// leading ones are dropped after the layer (memory: that many plus one layer's heads of images).
+  int image_most_changed = 0;
   /// Longest side of those images in pixels: each pixel is the maximum over a block × block square of entries.
   int image_max_side = 256;
-  /// false: compute the images of image_heads only (the table is then empty).
+  /// false: compute the images of image_heads only (the table is then empty; image_most_changed needs true).
   bool statistics = true;
-  /// OpenMP threads of the attention kernel; 0: the default.
+  /// OpenMP threads of the two forwards; 0: the default. The comparison of a layer's heads runs on the two forwards'
+  /// threads (a head each in turn) while both wait at that layer.
   int threads = 0;
   /// Called after each layer compared with (layers done, layers).
   model::ProgressCallback layer_progress{};
@@ -99,7 +104,8 @@ struct HeadComparisonImages {
 };
 
 /// The result: heads ordered by js_keep, largest first (ties: lower layer, then lower head), and the images asked for
-/// (in the order of CompareOptions::image_heads).
+/// (those of CompareOptions::image_heads in their order, then those of the image_most_changed heads in the result's
+/// order, a head listed in both once).
 struct ModelComparison {
   Index tokens = 0;
   Index top_k = 0;
@@ -114,140 +120,63 @@ namespace detail {
 struct CompareRendezvous {
   std::mutex mutex;
   std::condition_variable changed;
-  int published = -1, consumed = -1;  // last layer whose A inputs are available / that B has compared
-  bool a_done = false, b_done = false;
-  const RowMatrixView<float>* queries = nullptr;
-  const RowMatrixView<float>* keys = nullptr;
-  stream::RowStatisticsOptions attention;
+  int ready[2] = {-1, -1};  // last layer whose inputs model A / model B has published
+  int consumed = -1;        // last layer compared (every head done, the views may go)
+  bool done[2] = {false, false};
+  CompareModelLayer inputs[2];
+  int next_head = 0, workers_done = 0;  // the current layer: next head to claim, threads that stopped claiming
+  std::exception_ptr error;           // the first error of a head's work
 };
 
 /// Thrown into a forward to stop it when the other one failed (never leaves compare_models).
 struct CompareStopped {};
 
-/// Per head: running sums over the rows, and the image accumulator when the head's images were asked for.
+/// Per head: the running sums, and the image accumulator when the head's images are collected.
 struct HeadSums {
-  HeadComparison sums;
+  int layer = 0, head = 0;
+  CompareHeadSums sums;
   bool image = false;
   CompareImageAccumulator accumulator;
 };
 
-/// One model's attention probabilities and statistics for the query rows [first, first + rows) of one head.
-template <class Scalar>
-void compare_block_attention(const RowMatrixView<Scalar>& queries, const RowMatrixView<Scalar>& keys,
-                             const RowMatrix<Scalar>& zero_values, const stream::RowStatisticsOptions& options,
-                             RowMatrix<Scalar>& probabilities, stream::RowStatistics& statistics,
-                             RowMatrix<Scalar>& output) {
-  output.resize(queries.rows(), 1);
-  stream::AttentionCapture<Scalar> capture;
-  capture.probabilities = &probabilities;
-  capture.statistics = &statistics;
-  const RowMatrixView<Scalar> values(zero_values.topRows(keys.rows()));
-  stream::attention_into<Scalar>(queries, keys, values, output, options, capture);
-}
-
-/// Compares every head of one layer from both models' queries and keys, block of query rows by block.
-template <class Scalar>
-void compare_layer(int layer, const RowMatrixView<Scalar>& queries_a, const RowMatrixView<Scalar>& keys_a,
-                   const stream::RowStatisticsOptions& attention_a, const model::TransformerConfig& config_a,
-                   const RowMatrixView<Scalar>& queries_b, const RowMatrixView<Scalar>& keys_b,
-                   const stream::RowStatisticsOptions& attention_b, const model::TransformerConfig& config_b,
-                   const CompareOptions& options, std::vector<HeadSums>& heads) {
-  const Index length = queries_a.rows(), keys_total = keys_a.rows();
-  const Index size_a = config_a.head_dim, size_b = config_b.head_dim;
-  const RowMatrix<Scalar> zero_values = RowMatrix<Scalar>::Zero(keys_total, 1);
-  RowMatrix<Scalar> probabilities_a, probabilities_b, output;
-  stream::RowStatistics statistics_a, statistics_b;
-  ComparedRow row;
-  std::vector<Index> order_a, order_b;
-  for (int h = 0; h < config_a.n_heads; ++h) {
-    HeadSums& sums = heads[std::size_t(layer) * std::size_t(config_a.n_heads) + std::size_t(h)];
-    if (!options.statistics && !sums.image) continue;
-    HeadComparison& head = sums.sums;
-    const Index kv_a = h / (config_a.n_heads / config_a.n_kv_heads), kv_b = h / (config_b.n_heads / config_b.n_kv_heads);
-    for (Index first = 0; first < length; first += options.query_block) {
-      const Index rows = std::min(options.query_block, length - first);
-      // the streaming forward runs the whole sequence from position 0: rows first.. see keys < first + rows
-      const Index key_count = std::min(keys_total, first + rows);
-      stream::RowStatisticsOptions block_a = attention_a, block_b = attention_b;
-      block_a.visibility = compare_block_visibility(attention_a.visibility, first);
-      block_a.sink_keys.clear();
-      for (Index s : options.sink_keys)
-        if (s < key_count) block_a.sink_keys.push_back(s);
-      block_a.max_weight_excludes_sinks = false;
-      block_a.top_k.clear();
-      block_a.jacobian_norm = true;
-      block_a.block_rows = options.query_block;
-      block_a.threads = options.threads;
-      const std::optional<double> scale_b = block_b.scale, softcap_b = block_b.logit_softcap;
-      block_b = block_a;
-      block_b.visibility = compare_block_visibility(attention_b.visibility, first);
-      block_b.scale = scale_b;
-      block_b.logit_softcap = softcap_b;
-      compare_block_attention<Scalar>(queries_a.middleRows(first, rows).middleCols(h * size_a, size_a),
-                                      keys_a.topRows(key_count).middleCols(kv_a * size_a, size_a), zero_values,
-                                      block_a, probabilities_a, statistics_a, output);
-      compare_block_attention<Scalar>(queries_b.middleRows(first, rows).middleCols(h * size_b, size_b),
-                                      keys_b.topRows(key_count).middleCols(kv_b * size_b, size_b), zero_values,
-                                      block_b, probabilities_b, statistics_b, output);
-      for (Index i = 0; i < rows; ++i) {
-        gather_compared_row(probabilities_a, probabilities_b, i, block_a.visibility, block_b.visibility,
-                            block_a.sink_keys, row);
-        if (sums.image)
-          for (std::size_t j = 0; j < row.columns.size(); ++j)
-            sums.accumulator.add(first + i, row.columns[j], row.a[j], row.b[j]);
-        if (!options.statistics) continue;
-        const RowEntropySplit entropy_a = compared_entropy_split(row.a, row.sinks);
-        const RowEntropySplit entropy_b = compared_entropy_split(row.b, row.sinks);
-        head.a.sink_mass += statistics_a.sink_mass(i), head.b.sink_mass += statistics_b.sink_mass(i);
-        head.a.entropy += entropy_a.entropy, head.b.entropy += entropy_b.entropy;
-        head.a.entropy_sink += entropy_a.sink, head.b.entropy_sink += entropy_b.sink;
-        head.a.entropy_content += entropy_a.content, head.b.entropy_content += entropy_b.content;
-        head.a.max_weight += statistics_a.max_weight(i), head.b.max_weight += statistics_b.max_weight(i);
-        head.a.jacobian_norm += statistics_a.jacobian_norm(i), head.b.jacobian_norm += statistics_b.jacobian_norm(i);
-        const RowDivergence divergence = compared_divergence(row);
-        head.js_keep += divergence.keep;
-        if (divergence.drop_defined) head.js_drop += divergence.drop, ++head.drop_rows;
-        head.top_k_overlap += top_k_overlap(row.a, row.b, options.top_k, order_a, order_b);
-      }
-    }
-  }
-}
-
-/// Turns the running sums into means and orders the heads.
-inline std::vector<HeadComparison> finish_comparison(std::vector<HeadSums>& heads, Index length) {
-  std::vector<HeadComparison> out;
+/// The head's means over the rows.
+inline HeadComparison finish_head(const HeadSums& head, Index length) {
   const double n = static_cast<double>(length);
-  for (HeadSums& sums : heads) {
-    HeadComparison head = sums.sums;
-    for (HeadAttentionSummary* s : {&head.a, &head.b}) {
-      s->sink_mass /= n, s->entropy /= n, s->entropy_sink /= n, s->entropy_content /= n;
-      s->max_weight /= n, s->jacobian_norm /= n;
-    }
-    head.js_keep /= n;
-    head.js_drop = head.drop_rows > 0 ? head.js_drop / static_cast<double>(head.drop_rows)
-                                      : std::numeric_limits<double>::quiet_NaN();
-    head.top_k_overlap /= n;
-    out.push_back(head);
-  }
-  std::stable_sort(out.begin(), out.end(), [](const HeadComparison& x, const HeadComparison& y) {
-    return x.js_keep > y.js_keep;  // stable: equal divergences keep the (layer, head) order
-  });
+  const CompareHeadSums& s = head.sums;
+  HeadComparison out;
+  out.layer = head.layer, out.head = head.head;
+  HeadAttentionSummary* sides[2] = {&out.a, &out.b};
+  for (int m = 0; m < 2; ++m)
+    *sides[m] = {s.sink_mass[m] / n,       s.entropy[m] / n,    s.entropy_sink[m] / n,
+                 s.entropy_content[m] / n, s.max_weight[m] / n, s.jacobian_norm[m] / n};
+  out.js_keep = s.js_keep / n;
+  out.drop_rows = s.drop_rows;
+  out.js_drop = s.drop_rows > 0 ? s.js_drop / static_cast<double>(s.drop_rows)
+                                : std::numeric_limits<double>::quiet_NaN();
+  out.top_k_overlap = s.top_k_overlap / n;
   return out;
+}
+
+/// The comparison's order: js_keep, largest first; equal divergences in (layer, head) order.
+inline bool compared_before(const HeadComparison& x, const HeadComparison& y) {
+  if (x.js_keep != y.js_keep) return x.js_keep > y.js_keep;
+  return x.layer != y.layer ? x.layer < y.layer : x.head < y.head;
 }
 
 }  // namespace detail
 
 /// Runs `tokens` through models a and b and compares their attention head by head (see the file comment and
 /// CompareOptions). Both forwards are streaming forwards (model::Transformer::forward_row_statistics, without logits)
-/// run in lock-step: model A runs on a second thread and waits at every layer, after its queries and keys are formed,
-/// until B has reached the same layer and compared every head of it from both models' post-RoPE queries and keys;
-/// then both go on. Per head and block of query_block rows, each model's softmax rows are recomputed by the attention
-/// kernel with the layer's scale, softcap and visibility, and reduced at once.
-/// Memory: both models' weights, both forwards' activations (each holds one layer's keys and values at a time), and
-/// per block 2 · query_block × L probabilities plus the per-head sums; the images asked for (3 · ⌈L/block⌉² doubles
-/// per head). Never an L×L matrix. Cost: both forwards, plus per head twice the attention of the layer (the kernel
-/// with ‖J‖₂) and O(L · visible keys) row work (gathering, entropy split, JS, top-k) — the same order as the forwards'
-/// attention.
+/// run in lock-step: model A runs on a second thread; at every layer, after its queries and keys are formed, each model
+/// waits until the other has reached the layer, then both threads take the layer's heads in turn and compare them
+/// from both models' post-RoPE queries and keys; when every head is done both go on. Per head and block of query_block
+/// rows, each model's softmax rows are formed again as the attention kernel forms them (detail::compare_head: the
+/// layer's scale, softcap and visibility, stream::detail::reduce_row per row) and reduced at once.
+/// Memory: both models' weights, both forwards' activations (each holds one layer's keys and values at a time), per
+/// thread 2 · query_block × L scores and a few rows of scratch, the per-head sums, and the images (3 · ⌈L/block⌉²
+/// doubles per head: those asked for, plus one layer's heads while image_most_changed collects). Never an L×L matrix.
+/// Cost: both forwards, plus per head both models' scores and softmax rows with ‖J‖₂ and O(L · visible keys) row work
+/// (entropy split, JS, top-k) — about 2.3 times one forward with row statistics (docs/performance.md).
 /// A layer with a sliding window in one model only is compared over the keys either model sees (weight 0 where a
 /// model does not see the key).
 /// Throws attnscope::invalid_argument naming `analysis::compare_models` for: no tokens; models of other vocabulary
@@ -278,78 +207,145 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
   sinks.erase(std::unique(sinks.begin(), sinks.end()), sinks.end());
   if (!sinks.empty() && sinks.front() < 0)
     attnscope::detail::throw_invalid_argument(function, "negative sink key ", sinks.front());
-  CompareOptions settings = options;
-  settings.sink_keys = sinks;
+
+  if (options.image_most_changed < 0)
+    attnscope::detail::throw_invalid_argument(function, "image_most_changed must be >= 0, got ",
+                                              options.image_most_changed);
+  if (options.image_most_changed > 0 && !options.statistics)
+    attnscope::detail::throw_invalid_argument(function, "image_most_changed needs the statistics (statistics = true)");
 
   const Index length = static_cast<Index>(tokens.size());
-  const std::size_t head_count = std::size_t(config_a.n_layers) * std::size_t(config_a.n_heads);
+  const int n_heads = config_a.n_heads;
+  const std::size_t head_count = std::size_t(config_a.n_layers) * std::size_t(n_heads);
   std::vector<detail::HeadSums> heads(head_count);
+  const auto at = [&](int layer, int head) -> detail::HeadSums& {
+    return heads[std::size_t(layer) * std::size_t(n_heads) + std::size_t(head)];
+  };
   for (int l = 0; l < config_a.n_layers; ++l)
-    for (int h = 0; h < config_a.n_heads; ++h) {
-      heads[std::size_t(l) * std::size_t(config_a.n_heads) + std::size_t(h)].sums.layer = l;
-      heads[std::size_t(l) * std::size_t(config_a.n_heads) + std::size_t(h)].sums.head = h;
-      heads[std::size_t(l) * std::size_t(config_a.n_heads) + std::size_t(h)].sums.top_k_overlap = 0;
-    }
+    for (int h = 0; h < n_heads; ++h) at(l, h).layer = l, at(l, h).head = h;
   const Index image_block = std::max<Index>(1, (length + options.image_max_side - 1) / options.image_max_side);
   for (const auto& [layer, head] : options.image_heads) {
-    if (layer < 0 || layer >= config_a.n_layers || head < 0 || head >= config_a.n_heads)
+    if (layer < 0 || layer >= config_a.n_layers || head < 0 || head >= n_heads)
       attnscope::detail::throw_invalid_argument(function, "image head (layer ", layer, ", head ", head,
                                                 ") is outside the model's ", config_a.n_layers, " layers × ",
-                                                config_a.n_heads, " heads");
-    detail::HeadSums& sums = heads[std::size_t(layer) * std::size_t(config_a.n_heads) + std::size_t(head)];
-    sums.image = true;
-    sums.accumulator.start(length, image_block);
+                                                n_heads, " heads");
+    at(layer, head).image = true;
   }
+  const std::vector<std::pair<int, int>> listed(options.image_heads.begin(), options.image_heads.end());
+  const auto listed_image = [&](int layer, int head) {
+    return std::find(listed.begin(), listed.end(), std::make_pair(layer, head)) != listed.end();
+  };
+  std::vector<HeadComparison> leading;  // the image_most_changed leading heads of the layers compared so far
 
   model::StreamingOptions streaming;
   streaming.allow_beyond_trained_positions = options.allow_beyond_trained_positions;
-  streaming.statistics.jacobian_norm = false;  // the forwards' own statistics are not used
+  // the forwards' own statistics are not used: one head with the cheapest ones (the others run plain attention)
+  streaming.statistics.jacobian_norm = false;
+  streaming.statistics.top_k.clear();
+  streaming.heads = {{0, 0}};
   streaming.query_block = options.query_block;
   streaming.statistics.threads = options.threads;
 
   detail::CompareRendezvous meeting;
-  std::exception_ptr error_a, error_b;
-  model::ForwardOptions forward_a, forward_b;
-  forward_a.logits = forward_b.logits = false;
-  forward_a.layer_attention_inputs = [&](int layer, const RowMatrixView<float>& queries,
-                                         const RowMatrixView<float>& keys,
-                                         const stream::RowStatisticsOptions& attention) {
-    std::unique_lock<std::mutex> lock(meeting.mutex);
-    meeting.queries = &queries, meeting.keys = &keys, meeting.attention = attention;
-    meeting.published = layer;
-    meeting.changed.notify_all();
-    meeting.changed.wait(lock, [&] { return meeting.consumed >= layer || meeting.b_done; });
-    if (meeting.consumed < layer) throw detail::CompareStopped{};
+  std::exception_ptr errors[2];
+  detail::CompareScratch scratch[2];
+  // the heads of a layer, claimed one at a time by both threads; each thread says when it has no more to claim
+  const auto work = [&](int layer, detail::CompareScratch& mine) {
+    for (;;) {
+      int head = 0;
+      {
+        std::lock_guard<std::mutex> lock(meeting.mutex);
+        head = meeting.next_head++;
+        if (head >= n_heads) {
+          ++meeting.workers_done;
+          meeting.changed.notify_all();
+          return;
+        }
+      }
+      detail::HeadSums& sums = at(layer, head);
+      try {
+        if (options.statistics || sums.image)
+          detail::compare_head(meeting.inputs[0], meeting.inputs[1], head, sinks, options.top_k, options.query_block,
+                               options.statistics, sums.image ? &sums.accumulator : nullptr, sums.sums, mine);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(meeting.mutex);
+        if (!meeting.error) meeting.error = std::current_exception();
+      }
+    }
   };
-  forward_b.layer_attention_inputs = [&](int layer, const RowMatrixView<float>& queries,
-                                         const RowMatrixView<float>& keys,
-                                         const stream::RowStatisticsOptions& attention) {
+  // after every head of a layer: keep the images of the leading heads only (the heads of this layer are final)
+  const auto keep_leading_images = [&](int layer) {
+    if (options.image_most_changed <= 0) return;
+    for (int h = 0; h < n_heads; ++h) leading.push_back(detail::finish_head(at(layer, h), length));
+    std::stable_sort(leading.begin(), leading.end(), detail::compared_before);
+    for (std::size_t r = std::size_t(options.image_most_changed); r < leading.size(); ++r) {
+      detail::HeadSums& dropped = at(leading[r].layer, leading[r].head);
+      if (!listed_image(dropped.layer, dropped.head)) dropped.image = false, dropped.accumulator = {};
+    }
+    if (leading.size() > std::size_t(options.image_most_changed)) leading.resize(std::size_t(options.image_most_changed));
+  };
+  const auto start_layer_images = [&](int layer) {
+    for (int h = 0; h < n_heads; ++h) {
+      detail::HeadSums& sums = at(layer, h);
+      if (options.image_most_changed > 0) sums.image = true;
+      if (sums.image) sums.accumulator.start(length, image_block);
+    }
+  };
+  // model m's callback at every layer: publish its inputs, wait for the other model, compare the layer's heads with
+  // it (both threads claim heads in turn), then wait until the layer is closed. Model B closes it once both threads
+  // have stopped claiming: it keeps the leading heads' images, resets the claims and lets both forwards go on.
+  const auto meet = [&](int m, int layer, const RowMatrixView<float>& queries, const RowMatrixView<float>& keys,
+                        const stream::RowStatisticsOptions& attention) {
+    detail::check_compare_visibility(attention.visibility);
+    const model::TransformerConfig& config = m == 0 ? config_a : config_b;
+    if (m == 1) start_layer_images(layer);  // A starts work only once B has published, below
     {
       std::unique_lock<std::mutex> lock(meeting.mutex);
-      meeting.changed.wait(lock, [&] { return meeting.published >= layer || meeting.a_done; });
-      if (meeting.published < layer) throw detail::CompareStopped{};
+      detail::CompareModelLayer& inputs = meeting.inputs[m];
+      inputs.queries = &queries, inputs.keys = &keys, inputs.attention = attention;
+      inputs.head_dim = config.head_dim, inputs.heads_per_kv = config.n_heads / config.n_kv_heads;
+      meeting.ready[m] = layer;
+      meeting.changed.notify_all();
+      meeting.changed.wait(lock, [&] { return meeting.ready[1 - m] >= layer || meeting.done[1 - m]; });
+      if (meeting.ready[1 - m] < layer) throw detail::CompareStopped{};
     }
-    // A waits inside its callback until `consumed` moves, so its views stay valid here
-    detail::compare_layer<float>(layer, *meeting.queries, *meeting.keys, meeting.attention, config_a, queries, keys,
-                                 attention, config_b, settings, heads);
-    {
-      std::lock_guard<std::mutex> lock(meeting.mutex);
-      meeting.consumed = layer;
+    work(layer, scratch[m]);
+    std::unique_lock<std::mutex> lock(meeting.mutex);
+    if (m == 0) {  // the views must outlive B's work on them: wait until B closes the layer
+      meeting.changed.wait(lock, [&] { return meeting.consumed >= layer || meeting.done[1]; });
+      if (meeting.consumed < layer) throw detail::CompareStopped{};
+      return;
     }
+    meeting.changed.wait(lock, [&] { return meeting.workers_done == 2; });
+    if (meeting.error) std::rethrow_exception(meeting.error);  // through B's forward; A stops when B is done
+    lock.unlock();
+    keep_leading_images(layer);
+    lock.lock();
+    meeting.next_head = 0, meeting.workers_done = 0;
+    meeting.consumed = layer;
     meeting.changed.notify_all();
+    lock.unlock();
     if (options.layer_progress) options.layer_progress(layer + 1, config_a.n_layers);
   };
-  auto run = [&](const model::BasicTransformer<Scalar>& transformer, const model::ForwardOptions& forward,
-                 std::exception_ptr& error, bool& done) {
+  model::ForwardOptions forward[2];
+  for (int m = 0; m < 2; ++m) {
+    forward[m].logits = false;
+    forward[m].layer_attention_inputs = [&, m](int layer, const RowMatrixView<float>& queries,
+                                               const RowMatrixView<float>& keys,
+                                               const stream::RowStatisticsOptions& attention) {
+      meet(m, layer, queries, keys, attention);
+    };
+  }
+  auto run = [&](int m) {
     try {
-      (void)transformer.forward_row_statistics(tokens, forward, streaming);
+      (void)(m == 0 ? a : b).forward_row_statistics(tokens, forward[m], streaming);
     } catch (const detail::CompareStopped&) {
     } catch (...) {
-      error = std::current_exception();
+      errors[m] = std::current_exception();
     }
     {
       std::lock_guard<std::mutex> lock(meeting.mutex);
-      done = true;
+      meeting.done[m] = true;
     }
     meeting.changed.notify_all();
   };
@@ -362,20 +358,26 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
 #if defined(_OPENMP)
     omp_set_num_threads(openmp_threads);
 #endif
-    run(a, forward_a, error_a, meeting.a_done);
+    run(0);
   });
-  run(b, forward_b, error_b, meeting.b_done);
+  run(1);
   thread_a.join();
-  if (error_a) std::rethrow_exception(error_a);
-  if (error_b) std::rethrow_exception(error_b);
+  if (errors[0]) std::rethrow_exception(errors[0]);
+  if (errors[1]) std::rethrow_exception(errors[1]);
 
   ModelComparison result;
   result.tokens = length;
   result.top_k = options.top_k;
   result.sink_keys = sinks;
-  if (options.statistics) result.heads = detail::finish_comparison(heads, length);
-  for (const auto& [layer, head] : options.image_heads) {
-    detail::HeadSums& sums = heads[std::size_t(layer) * std::size_t(config_a.n_heads) + std::size_t(head)];
+  if (options.statistics) {
+    for (const detail::HeadSums& sums : heads) result.heads.push_back(detail::finish_head(sums, length));
+    std::stable_sort(result.heads.begin(), result.heads.end(), detail::compared_before);
+  }
+  std::vector<std::pair<int, int>> imaged = listed;
+  for (const HeadComparison& head : leading)
+    if (!listed_image(head.layer, head.head)) imaged.emplace_back(head.layer, head.head);
+  for (const auto& [layer, head] : imaged) {
+    detail::HeadSums& sums = at(layer, head);
     result.images.push_back({layer, head, sums.accumulator.block, sums.accumulator.a, sums.accumulator.b,
                              sums.accumulator.difference});
   }

@@ -1,0 +1,167 @@
+// attnscope/analysis/detail/compare_kernel.hpp — one head of one layer of analysis::compare_models: both models'
+// softmax rows formed block of query rows by block from their post-RoPE queries and keys, as the attention kernel of
+// stream/attention.hpp forms them (one GEMM scale·Q_block·K_runᵀ per block into a strip, in chunks of
+// stream::detail::gemm_rows rows, the softcap, then per row stream::detail::reduce_row: the softmax and its
+// statistics, ‖J‖₂ included), and at once the per-row work that needs both rows (compare_rows.hpp). The model's
+// visibilities are causal or causal sliding windows, so each row's keys are one run of the strip: no scatter into an
+// L-wide row, no gathering, and every buffer is scratch owned by the calling thread, sized once.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "attnscope/analysis/detail/compare_rows.hpp"
+#include "attnscope/core/types.hpp"
+#include "attnscope/core/visibility.hpp"
+#include "attnscope/stream/detail/reduce_row.hpp"
+#include "attnscope/stream/statistics_types.hpp"
+
+namespace attnscope::analysis::detail {
+
+/// One model's inputs of one layer (the views handed to model::ForwardOptions::layer_attention_inputs).
+struct CompareModelLayer {
+  const RowMatrixView<float>* queries = nullptr;  // L × n_heads·head_dim
+  const RowMatrixView<float>* keys = nullptr;     // L × n_kv_heads·head_dim
+  stream::RowStatisticsOptions attention;         // the layer's visibility, scale and softcap
+  Index head_dim = 0;
+  int heads_per_kv = 1;
+};
+
+/// Running sums of one head over its rows (means once every row is in), and what the rows need of the options.
+struct CompareHeadSums {
+  double sink_mass[2] = {0, 0}, entropy[2] = {0, 0}, entropy_sink[2] = {0, 0}, entropy_content[2] = {0, 0};
+  double max_weight[2] = {0, 0}, jacobian_norm[2] = {0, 0};
+  double js_keep = 0, js_drop = 0, top_k_overlap = 0;
+  Index drop_rows = 0;
+};
+
+/// Scratch of one thread, reused for every head and block (grown, never shrunk).
+struct CompareScratch {
+  std::vector<float> strip[2], probabilities[2], joined[2], zeroed[2], copy, candidates, top;
+  stream::RowStatistics statistics[2];
+  std::vector<Index> sinks[2], joined_sinks;
+  std::vector<double> sink_parts, wide[2];
+
+  void reserve(Index query_block, Index length) {
+    const std::size_t row = static_cast<std::size_t>(length), strip_size = static_cast<std::size_t>(query_block) * row;
+    for (int m = 0; m < 2; ++m) {
+      if (strip[m].size() < strip_size) strip[m].resize(strip_size);
+      for (std::vector<float>* buffer : {&probabilities[m], &joined[m], &zeroed[m]})
+        if (buffer->size() < row) buffer->resize(row);
+      stream::RowStatistics& s = statistics[m];
+      if (s.entropy.size() < query_block)
+        for (Vector<double>* column : {&s.max_scaled_logit, &s.log_partition, &s.entropy, &s.sink_mass,
+                                       &s.max_weight, &s.jacobian_norm})
+          column->resize(query_block);
+      if (s.visible_keys.size() < query_block) s.visible_keys.resize(query_block);
+    }
+    for (std::vector<float>* buffer : {&copy, &candidates})
+      if (buffer->size() < row) buffer->resize(row);
+    for (std::vector<double>& buffer : wide)
+      if (buffer.size() < row) buffer.resize(row);
+  }
+};
+
+/// scale·q·kᵀ (then the softcap) of query rows [first, first + rows) of `head` against keys [run_first, run_end),
+/// into strip (rows × (run_end − run_first), row-major), chunk by chunk as the attention kernel forms its strips.
+inline void compare_block_logits(const CompareModelLayer& model, int head, Index first, Index rows, Index run_first,
+                                 Index run_end, float* strip) {
+  using StripChunk = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor, stream::detail::gemm_rows>;
+  const Index d = model.head_dim, width = run_end - run_first;
+  const Index kv_head = head / model.heads_per_kv;
+  const RowMatrixView<float> queries(model.queries->middleRows(first, rows).middleCols(head * d, d));
+  const RowMatrixView<float> keys(model.keys->middleRows(run_first, width).middleCols(kv_head * d, d));
+  const double scale_value = model.attention.scale ? *model.attention.scale : 1.0 / std::sqrt(static_cast<double>(d));
+  const float scale = static_cast<float>(scale_value);
+  for (Index chunk = 0; chunk < rows; chunk += stream::detail::gemm_rows) {
+    const Index chunk_rows = std::min<Index>(stream::detail::gemm_rows, rows - chunk);
+    Eigen::Map<StripChunk> logits(strip + chunk * width, chunk_rows, width);
+    logits.noalias() = scale * (queries.middleRows(chunk, chunk_rows) * keys.transpose());
+    if (model.attention.logit_softcap) {  // s ↦ c·tanh(s/c), as the attention kernel
+      const float cap = static_cast<float>(*model.attention.logit_softcap);
+      logits.array() = cap * (logits.array() / cap).tanh();
+    }
+  }
+}
+
+/// Compares head `head` of one layer of models a and b over all L query rows (blocks of query_block rows), adding
+/// each row's values to `sums` and, when `image` is set, the rows to its block-max images. `sinks`: sorted, unique
+/// sink keys. Throws (naming analysis::compare_models) when a logit is not finite.
+inline void compare_head(const CompareModelLayer& a, const CompareModelLayer& b, int head,
+                         const std::vector<Index>& sinks, Index top_k, Index query_block, bool statistics,
+                         CompareImageAccumulator* image, CompareHeadSums& sums, CompareScratch& scratch) {
+  const char* function = "analysis::compare_models";
+  const Index length = a.queries->rows();
+  scratch.reserve(query_block, length);
+  const CompareModelLayer* models[2] = {&a, &b};
+  stream::RowStatisticsOptions row_options;  // what reduce_row computes: every statistic but the top-k masses
+  row_options.jacobian_norm = true;
+  row_options.top_k.clear();
+  const auto sinks_in = [&](Index first, Index end, std::vector<Index>& positions) {
+    positions.clear();
+    for (const Index s : sinks)
+      if (s >= first && s < end) positions.push_back(s - first);
+  };
+  for (Index first = 0; first < length; first += query_block) {
+    const Index rows = std::min(query_block, length - first);
+    Index run_first[2], widths[2];
+    for (int m = 0; m < 2; ++m) {
+      const Visibility& visibility = models[m]->attention.visibility;
+      run_first[m] = visibility.key_range(first, length).first;
+      widths[m] = visibility.key_range(first + rows - 1, length).second - run_first[m];
+      compare_block_logits(*models[m], head, first, rows, run_first[m], run_first[m] + widths[m],
+                           scratch.strip[m].data());
+    }
+    for (Index r = 0; r < rows; ++r) {
+      const Index i = first + r;
+      Index begin[2], count[2];
+      for (int m = 0; m < 2; ++m) {
+        const auto range = models[m]->attention.visibility.key_range(i, length);
+        begin[m] = range.first, count[m] = range.second - range.first;
+        sinks_in(range.first, range.second, scratch.sinks[m]);
+        const float* logits = scratch.strip[m].data() + r * widths[m] + (range.first - run_first[m]);
+        stream::detail::reduce_row<float>(function, logits, count[m], scratch.sinks[m], row_options, Index(0),
+                                   scratch.probabilities[m].data(), scratch.top, r, scratch.statistics[m], nullptr);
+      }
+      // both rows over the union of their keys (they differ only when one model has a sliding window here)
+      const float* row[2] = {scratch.probabilities[0].data(), scratch.probabilities[1].data()};
+      const Index joined_first = std::min(begin[0], begin[1]);
+      const Index joined_end = std::max(begin[0] + count[0], begin[1] + count[1]);
+      const Index n = joined_end - joined_first;
+      if (begin[0] != begin[1] || count[0] != count[1])
+        for (int m = 0; m < 2; ++m) {
+          float* joined = scratch.joined[m].data();
+          std::fill(joined, joined + n, 0.0f);
+          std::copy(row[m], row[m] + count[m], joined + (begin[m] - joined_first));
+          row[m] = joined;
+        }
+      if (image != nullptr) image->add_row(i, joined_first, row[0], row[1], n);
+      if (!statistics) continue;
+      for (int m = 0; m < 2; ++m) {
+        const stream::RowStatistics& s = scratch.statistics[m];
+        const RowEntropySplit split = compared_entropy_split(scratch.probabilities[m].data(), scratch.sinks[m],
+                                                             s.entropy(r), scratch.sink_parts);
+        sums.sink_mass[m] += s.sink_mass(r);
+        sums.entropy[m] += split.entropy;
+        sums.entropy_sink[m] += split.sink;
+        sums.entropy_content[m] += split.content;
+        sums.max_weight[m] += s.max_weight(r);
+        sums.jacobian_norm[m] += s.jacobian_norm(r);
+      }
+      sinks_in(joined_first, joined_end, scratch.joined_sinks);
+      ComparedRowView pair;
+      pair.a = row[0], pair.b = row[1], pair.n = n, pair.sinks = &scratch.joined_sinks;
+      const RowDivergence divergence = compared_divergence(pair, scratch.zeroed[0], scratch.zeroed[1], scratch.wide[0],
+                                                                 scratch.wide[1]);
+      sums.js_keep += divergence.keep;
+      if (divergence.drop_defined) sums.js_drop += divergence.drop, ++sums.drop_rows;
+      sums.top_k_overlap += top_k_overlap(row[0], row[1], n, top_k, scratch.copy, scratch.candidates);
+    }
+  }
+}
+
+}  // namespace attnscope::analysis::detail
