@@ -179,9 +179,10 @@ void gemm_columns(Index m, const float* x, Index x_stride, const StoredWeights& 
   }
 }
 
+/// One column range per OpenMP thread; one inside a parallel region (also an inactive one of one thread).
 inline Index gemm_default_parts() {
 #if defined(_OPENMP)
-  return omp_in_parallel() ? 1 : omp_get_max_threads();
+  return omp_get_level() > 0 ? 1 : omp_get_max_threads();
 #else
   return 1;
 #endif

@@ -524,7 +524,8 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
         stream::attention_scores<Scalar>(head_queries, head_keys, scores, kernel_options);
         RowMatrix<Scalar>& attention = keep_attention ? captured_attention : attention_buffer;
         normalize_into(scores, visible, options, attention);
-        output.noalias() = attention * head_values;
+        if (!detail::packed_product(output, RowMatrixView<Scalar>(attention), head_values))
+          output.noalias() = attention * head_values;
       }
       detail::ablate(state, options, l, h, output);
       if (layer_capture) {

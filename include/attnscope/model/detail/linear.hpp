@@ -109,6 +109,25 @@ bool packed_linear(Out& out, const RowMatrixView<float>& x, const WeightMatrix& 
   }
 }
 
+/// out = a·b (a: rows × depth, b: depth × cols, both row-major float32 with unit inner stride) by the packed GEMM,
+/// b read as the transposed storage of bᵀ, when the CPU has AVX2 and FMA and out is row-major with unit inner stride;
+/// returns false (nothing computed) otherwise. The attention map path's P·V: with the summation order of the
+/// streaming kernel's P·V (kernels/gemm.hpp), so zero weights past a row's keys leave its bits unchanged.
+template <class Out, class Scalar>
+bool packed_product(Out&& out, const RowMatrixView<Scalar>& a, const RowMatrixView<Scalar>& b) {
+  using Target = std::decay_t<Out>;
+  if constexpr (!Target::IsRowMajor || !std::is_same<Scalar, float>::value) {
+    return false;
+  } else {
+    if (!kernels::gemm_avx2_available() || out.innerStride() != 1 || a.innerStride() != 1 || b.innerStride() != 1)
+      return false;
+    const kernels::StoredWeights w{reinterpret_cast<const unsigned char*>(b.data()), kernels::StoredFloat::float32,
+                                   b.cols(), b.rows(), std::size_t(b.outerStride()) * sizeof(float), true};
+    kernels::gemm_xwt<false>(a.rows(), a.data(), a.outerStride(), w, out.data(), out.outerStride());
+    return true;
+  }
+}
+
 /// out (+)= x·Wᵀ (see the header comment). out is rows(x) × rows(W); x is rows × cols(W).
 template <bool Add, class Out, class Derived>
 void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, const WeightMatrix& w) {
