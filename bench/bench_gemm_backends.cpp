@@ -1,12 +1,16 @@
 // bench_gemm_backends: the float32 products of the forward pass, y = x·Wᵀ for activations x (L × in) and an nn.Linear
 // weight W (out × in, row-major), by Eigen's GEMM (what model/detail/linear.hpp runs by default) and, in a build with
-// -DATTNSCOPE_BLAS=OpenBLAS, by cblas_sgemm (the optional backend of model/detail/blas.hpp), in one run on 1 and 2
-// threads. Shapes (L, out, in): GPT-2-small at 1024 tokens (q/k/v/o 768 × 768, c_fc 3072 × 768, c_proj 768 × 3072)
+// -DATTNSCOPE_BLAS=OpenBLAS, by cblas_sgemm (the optional backend of model/detail/blas.hpp), and by attnscope's own
+// packed GEMM (kernels/gemm.hpp, float32 and bfloat16 weights), in one run on 1 and 2 threads. Shapes (L, out, in): GPT-2-small at 1024 tokens (q/k/v/o 768 × 768, c_fc 3072 × 768, c_proj 768 × 3072)
 // and an 8B-class layer at 512 tokens (a 128-row panel of depth 4096, the 1024 × 4096 key/value projection).
 // Time OpenBLAS with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they can pin slower kernels):
 //   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build-blas/bench/bench_gemm_backends
 // Times are process CPU times (the machine is shared); GFLOP_per_s = 2 · L · out · in per CPU second of all threads.
 #include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -19,6 +23,7 @@
 
 #include "attnscope/core/random.hpp"
 #include "attnscope/core/types.hpp"
+#include "attnscope/kernels/gemm.hpp"
 
 namespace {
 
@@ -67,6 +72,33 @@ void BM_eigen_gemm(benchmark::State& state) {
   report_gemm_rate(state, length, out, in);
 }
 
+// attnscope's packed GEMM (kernels/gemm.hpp) on the same float32 operands, and on the weights stored as bfloat16
+// (converted to float32 while packing, as the forward does for a BF16 model).
+template <attnscope::kernels::StoredFloat Format>
+void BM_attnscope_gemm(benchmark::State& state) {
+  const Index length = state.range(0), out = state.range(1), in = state.range(2);
+  set_gemm_threads(state, static_cast<int>(state.range(3)));
+  GemmOperands o = gemm_operands(length, out, in);
+  std::vector<std::uint16_t> bf16;
+  attnscope::kernels::StoredWeights w{reinterpret_cast<const unsigned char*>(o.w.data()), Format, out, in,
+                                      std::size_t(in) * 4, false};
+  if (Format == attnscope::kernels::StoredFloat::bfloat16) {
+    bf16.resize(std::size_t(o.w.size()));
+    for (std::size_t i = 0; i < bf16.size(); ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, o.w.data() + i, 4);
+      bf16[i] = static_cast<std::uint16_t>(bits >> 16);
+    }
+    w.data = reinterpret_cast<const unsigned char*>(bf16.data());
+    w.row_bytes = std::size_t(in) * 2;
+  }
+  for (auto _ : state) {
+    attnscope::kernels::gemm_xwt<false>(length, o.x.data(), in, w, o.y.data(), out);
+    benchmark::DoNotOptimize(o.y.data());
+  }
+  report_gemm_rate(state, length, out, in);
+}
+
 #ifdef ATTNSCOPE_BLAS
 void BM_blas_sgemm(benchmark::State& state) {
   const Index length = state.range(0), out = state.range(1), in = state.range(2);
@@ -95,6 +127,8 @@ void gemm_shapes(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_eigen_gemm)->Apply(gemm_shapes);
+BENCHMARK_TEMPLATE(BM_attnscope_gemm, attnscope::kernels::StoredFloat::float32)->Apply(gemm_shapes);
+BENCHMARK_TEMPLATE(BM_attnscope_gemm, attnscope::kernels::StoredFloat::bfloat16)->Apply(gemm_shapes);
 #ifdef ATTNSCOPE_BLAS
 BENCHMARK(BM_blas_sgemm)->Apply(gemm_shapes);
 #endif

@@ -19,6 +19,7 @@
 #include "attnscope/core/random.hpp"
 #include "attnscope/io/huggingface.hpp"
 #include "attnscope/io/safetensors.hpp"
+#include "attnscope/kernels/gemm.hpp"
 #include "attnscope/kernels/widen.hpp"
 #include "attnscope/model/detail/linear.hpp"
 #include "attnscope/model/huggingface.hpp"
@@ -187,14 +188,25 @@ TEST_CASE("linear: the panel product equals Eigen's product of the widened weigh
                 RowMatrix<float>::Constant(rows, out, 1e-30f);
             INFO("format " << attnscope::kernels::stored_float_name(format) << ", transposed " << transposed << ", "
                            << rows << " x " << depth << " -> " << out);
-            // (with the optional BLAS backend a float32 weight goes to cblas_sgemm instead: the bound only)
-            const bool one_call =
-                format == StoredFloat::float32 && !transposed && !attnscope::model::detail::blas_backend;
+            // (with the optional BLAS backend a float32 weight goes to cblas_sgemm instead: the bound only). On a
+            // CPU with AVX2 and FMA every other product is attnscope's packed GEMM (kernels/gemm.hpp): then it has
+            // the bits of that GEMM on the widened float32 weight, for any number of threads.
+            const bool blas = format == StoredFloat::float32 && attnscope::model::detail::blas_backend;
+            const bool packed = !blas && attnscope::kernels::gemm_avx2_available();
+            const bool one_call = format == StoredFloat::float32 && !transposed && !blas && !packed;
+            RowMatrix<float> packed_expected(rows, out);
+            if (packed)
+              attnscope::kernels::gemm_xwt<false>(
+                  rows, x.data(), depth,
+                  attnscope::kernels::StoredWeights{reinterpret_cast<const unsigned char*>(dense.data()),
+                                                    StoredFloat::float32, out, depth, std::size_t(depth) * 4, false},
+                  packed_expected.data(), out, {attnscope::kernels::GemmKernel::reference, 1});
             RowMatrix<float> first;
             for (const int threads : {1, 2}) {
               const RowMatrix<float> y =
                   with_threads(threads, [&] { return attnscope::model::detail::linear<float>(x, w); });
               if (one_call) CHECK(same_bits(y, with_threads(threads, [&] { return RowMatrix<float>(x * dense.transpose()); })));
+              if (packed) CHECK(same_bits(y, packed_expected));
               CHECK(((y - expected).cwiseAbs().array() <= bound.array()).all());
               if (threads == 1) first = y;
               RowMatrix<float> accumulated = random_activations(rows, out, seed + 7);

@@ -524,7 +524,8 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
         stream::attention_scores<Scalar>(head_queries, head_keys, scores, kernel_options);
         RowMatrix<Scalar>& attention = keep_attention ? captured_attention : attention_buffer;
         normalize_into(scores, visible, options, attention);
-        output.noalias() = attention * head_values;
+        if (!detail::packed_product(output, RowMatrixView<Scalar>(attention), head_values))
+          output.noalias() = attention * head_values;
       }
       detail::ablate(state, options, l, h, output);
       if (layer_capture) {
@@ -540,9 +541,10 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     add_branch(residual, head_outputs, layer.wo, layer.wo_bias, layer.post_attention_norm);
     // Feed-forward block on norm(x) (x before the attention update with a parallel residual), in passes of
     // feed_forward_rows rows: a row's branch reads and updates that row only, so the rows × hidden_dim activations
-    // exist for one pass at a time (a pass reads its rows of the residual before it updates them). Passes of a
-    // multiple of 8 rows keep every row in the GEMM's full blocks of rows (only the sequence's last rows fall in its
-    // remainder kernels, as in one pass), so the products are bitwise those of one pass.
+    // exist for one pass at a time (a pass reads its rows of the residual before it updates them). The packed GEMM
+    // (kernels/gemm.hpp) sums every element in an order fixed by the depth, so the passes give bitwise the products
+    // of one pass; with Eigen's GEMM (no AVX2) passes of a multiple of 8 rows keep every row in its full blocks of
+    // rows (only the sequence's last rows fall in its remainder kernels, as in one pass), with the same effect.
     if (!c.parallel_residual && pre_norm) ffn_input = norm(residual, layer.ffn_norm, layer.ffn_norm_bias);
     const RowMatrix<Scalar>& ffn_rows = c.parallel_residual || pre_norm ? ffn_input : residual;
     for (Index first = 0; first < rows; first += feed_forward_rows) {

@@ -2,24 +2,26 @@
 // nn.Linear weight W (out_features × in_features), and the embedding lookups. Every projection of the forward pass
 // goes through these functions, so how weights are stored (model::WeightMatrix) is a concern of this header only.
 //
-// How the product runs: the output columns (W's rows) are cut into panels of panel_width(in) rows of W; each panel's
-// product x·W_panelᵀ is one Eigen GEMM in float32 (activations and accumulation float32). A float32 W is multiplied
-// in place; a float16 or bfloat16 W is widened panel by panel into a per-thread buffer of panel × in floats
-// (kernels::widen, exact), and a block-quantized W (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) is dequantized the same way, row
-// by row of the panel (kernels/dequantize.hpp), so no float32 copy of a weight matrix exists. With OpenMP the panels
-// of a float16, bfloat16 or quantized W are shared among the threads (attnscope::detail::for_each_row; Eigen does not thread inside them); a
-// float32 W is one Eigen call over the whole matrix, threaded by Eigen itself, so an F32 model computes exactly the
-// products it computed when every weight was an owned float32 matrix; with the optional BLAS backend
-// (ATTNSCOPE_BLAS, model/detail/blas.hpp) that one call is a cblas_sgemm instead.
+// How the product runs: on a CPU with AVX2 and FMA (checked at run time, so a generic x86-64 build uses it too), every
+// product, in every storage format, is attnscope's packed GEMM (kernels/gemm.hpp): it converts W's float16,
+// bfloat16 or block-quantized (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) elements to float32 while packing cache-sized panels
+// (kernels::widen), so no float32 copy of a weight matrix exists, and splits the output columns among the OpenMP
+// threads. With the optional BLAS backend (ATTNSCOPE_BLAS, model/detail/blas.hpp) a float32 W goes to cblas_sgemm
+// instead. Elsewhere (no AVX2, a column-major or strided output) Eigen's GEMM runs: a float32 W in place in one call
+// threaded by Eigen, other formats widened into per-thread panels of panel_width(in) rows of W, one Eigen product
+// each, the panels shared among the OpenMP threads.
 //
-// Rounding: the panel products accumulate each output element over the depth in float32 as Eigen's one-call product
-// does, but Eigen's blocking differs between the two, so they agree within float32 rounding, not bit for bit
-// (tests/model/test_weight_storage.cpp checks the bound and the bitwise F32 case). The panels depend on the depth
-// only, so a float16/bfloat16 product does not depend on which thread computes which panel.
+// Rounding: activations and accumulation are float32. The packed GEMM sums each output element in an order fixed by
+// the depth alone (fused multiply-add chains over blocks of 256, added in order; kernels/gemm.hpp), so a product
+// has the same bits for any number of threads, any split of the rows into calls (the feed-forward passes), and any
+// storage format holding the same values (a bfloat16 W gives the bits of its widened float32 copy).
+// tests/model/test_weight_storage.cpp checks these bits and the float32 error bound against Eigen's product. Eigen's
+// fallback and cblas_sgemm block the depth their own way: they agree with it within float32 rounding.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
@@ -27,6 +29,7 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/parallel.hpp"
 #include "attnscope/core/types.hpp"
+#include "attnscope/kernels/gemm.hpp"
 #include "attnscope/kernels/widen.hpp"
 #include "attnscope/model/detail/blas.hpp"
 #include "attnscope/model/weights.hpp"
@@ -85,7 +88,47 @@ void linear_panel(Out& out, const RowMatrixView<float>& x, const WeightMatrix& w
   }
 }
 
-/// out (+)= x·Wᵀ in panels (see the header comment). out is rows(x) × rows(W); x is rows × cols(W).
+/// W as kernels::gemm_xwt reads it (its stored bytes, format and layout).
+inline kernels::StoredWeights stored_weights(const WeightMatrix& w) {
+  const std::size_t row_bytes = w.transposed() ? std::size_t(w.stride()) * kernels::stored_float_size(w.format())
+                                               : kernels::stored_bytes(w.format(), w.stride());
+  return kernels::StoredWeights{w.data(), w.format(), w.rows(), w.cols(), row_bytes, w.transposed()};
+}
+
+/// out (+)= x·Wᵀ by attnscope's packed GEMM (kernels/gemm.hpp) when the CPU has AVX2 and FMA and both x and out are
+/// row-major with unit inner stride; returns false (nothing computed) otherwise.
+template <bool Add, class Out>
+bool packed_linear(Out& out, const RowMatrixView<float>& x, const WeightMatrix& w) {
+  using Target = std::decay_t<Out>;
+  if constexpr (!Target::IsRowMajor) {
+    return false;
+  } else {
+    if (!kernels::gemm_avx2_available() || out.innerStride() != 1 || x.innerStride() != 1) return false;
+    kernels::gemm_xwt<Add>(x.rows(), x.data(), x.outerStride(), stored_weights(w), out.data(), out.outerStride());
+    return true;
+  }
+}
+
+/// out = a·b (a: rows × depth, b: depth × cols, both row-major float32 with unit inner stride) by the packed GEMM,
+/// b read as the transposed storage of bᵀ, when the CPU has AVX2 and FMA and out is row-major with unit inner stride;
+/// returns false (nothing computed) otherwise. The attention map path's P·V: with the summation order of the
+/// streaming kernel's P·V (kernels/gemm.hpp), so zero weights past a row's keys leave its bits unchanged.
+template <class Out, class Scalar>
+bool packed_product(Out&& out, const RowMatrixView<Scalar>& a, const RowMatrixView<Scalar>& b) {
+  using Target = std::decay_t<Out>;
+  if constexpr (!Target::IsRowMajor || !std::is_same<Scalar, float>::value) {
+    return false;
+  } else {
+    if (!kernels::gemm_avx2_available() || out.innerStride() != 1 || a.innerStride() != 1 || b.innerStride() != 1)
+      return false;
+    const kernels::StoredWeights w{reinterpret_cast<const unsigned char*>(b.data()), kernels::StoredFloat::float32,
+                                   b.cols(), b.rows(), std::size_t(b.outerStride()) * sizeof(float), true};
+    kernels::gemm_xwt<false>(a.rows(), a.data(), a.outerStride(), w, out.data(), out.outerStride());
+    return true;
+  }
+}
+
+/// out (+)= x·Wᵀ (see the header comment). out is rows(x) × rows(W); x is rows × cols(W).
 template <bool Add, class Out, class Derived>
 void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, const WeightMatrix& w) {
   const char* fn = "linear";
@@ -96,10 +139,13 @@ void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, c
   const RowMatrixView<float> x(x_expression);
   const Index out_features = w.rows(), width = panel_width(w.cols());
   const Index panels = std::max<Index>(1, out_features / width);  // the last panel takes the remainder (< 2·width)
-  if (w.format() == kernels::StoredFloat::float32) {
+  if (w.format() == kernels::StoredFloat::float32 && blas_linear<Add>(out, x, w)) {
+    // the optional BLAS backend (model/detail/blas.hpp, ATTNSCOPE_BLAS) computed it
+  } else if (packed_linear<Add>(out, x, w)) {
+    // attnscope's packed GEMM computed it
+  } else if (w.format() == kernels::StoredFloat::float32) {
     RowMatrix<float> unused;
-    if (!blas_linear<Add>(out, x, w))  // the optional BLAS backend (model/detail/blas.hpp, ATTNSCOPE_BLAS)
-      linear_panel<Add>(out, x, w, 0, out_features, unused);  // one call: the product as Eigen computes (threads) it
+    linear_panel<Add>(out, x, w, 0, out_features, unused);  // one call: the product as Eigen computes (threads) it
   } else {
     attnscope::detail::for_each_row(panels, x.rows() * w.cols() * width, [&](Index p) {
       thread_local RowMatrix<float> buffer;

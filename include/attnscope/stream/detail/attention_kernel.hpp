@@ -2,7 +2,9 @@
 // stream::row_statistics. Query rows are processed in blocks; a block's scaled logits against every key visible to
 // one of its rows are one GEMM (scale·Q_block·K_visibleᵀ) into a per-thread strip; each row of the strip is reduced
 // with the vectorized row kernels (softmax, log-partition, requested statistics), turned into probabilities in place,
-// and the output of the block is one GEMM of the probability strip with the matching rows of V.
+// and the output of the block is one GEMM of the probability strip with the matching rows of V. For float32 on a CPU
+// with AVX2 + FMA both products over the block's run of keys are attnscope's packed GEMM (kernels/gemm.hpp: fixed
+// summation order, so a row's result does not depend on its block), else Eigen's GEMM in chunks of gemm_rows rows.
 //
 // Keys: with a key mask the visible keys are compacted (K and V copied without the hidden keys), so that every band
 // row sees one contiguous run of compacted keys; sink keys outside a block's run are gathered in front of it (a few
@@ -23,6 +25,7 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
+#include "attnscope/kernels/gemm.hpp"
 #include "attnscope/stream/detail/reduce_row.hpp"
 #include "attnscope/stream/statistics_types.hpp"
 
@@ -51,6 +54,15 @@ using RowMatrixSpan = Eigen::Ref<RowMatrix<Scalar>, 0, Eigen::OuterStride<>>;
 
 /// The kernel. `values` and `output` are both null (scores and/or statistics only) or both set; with `softmax` false
 /// only capture.scores is filled (for other normalization maps). Validates every input, naming `function`.
+/// out (+)= x·Wᵀ by the packed GEMM on the calling thread (the kernel's blocks are already spread over the threads);
+/// only instantiated with float data (the double kernel never calls it).
+template <bool Add, class Scalar>
+void attention_gemm(Index rows, const Scalar* x, Index x_stride, const kernels::StoredWeights& w, Scalar* out,
+                    Index out_stride) {
+  if constexpr (std::is_same<Scalar, float>::value)
+    kernels::gemm_xwt<Add>(rows, x, x_stride, w, out, out_stride, {kernels::GemmKernel::automatic, 1});
+}
+
 template <class Scalar>
 void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, const RowMatrixView<Scalar>& k,
                       const RowMatrixView<Scalar>* values, RowMatrixSpan<Scalar>* output, bool softmax,
@@ -192,6 +204,13 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
   const bool want_probabilities = softmax && (values != nullptr || capture.probabilities != nullptr);
   const Index value_cols = values != nullptr ? values->cols() : 0;
   using StripChunk = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor, gemm_rows>;
+  // the packed GEMM for float32 on AVX2 + FMA when every operand has unit inner stride (always for these views)
+  const bool packed_products = std::is_same<Scalar, float>::value && kernels::gemm_avx2_available() &&
+                               (output == nullptr || output->innerStride() == 1);
+  const auto packed_operand = [](const Scalar* data, Index out_count, Index depth, Index stride, bool transposed) {
+    return kernels::StoredWeights{reinterpret_cast<const unsigned char*>(data), kernels::StoredFloat::float32,
+                                  out_count, depth, static_cast<std::size_t>(stride) * sizeof(float), transposed};
+  };
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(blocks));
 
   struct Scratch {
@@ -215,13 +234,24 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
       }
     }
     Scalar* strip = scratch.strip.data();
-    // scaled logits s = scale·q·kᵀ (the scale is the GEMM's alpha)
+    // float32 on a CPU with AVX2 + FMA: the block's products over its run of keys are attnscope's packed GEMM
+    // (kernels/gemm.hpp), one call per block (keys and values packed once per block)
+    const bool packed = packed_products && run > 0;
+    if (packed) {
+      attention_gemm<false>(block_size, q.data() + row_begin * q.outerStride(), q.outerStride(),
+                            packed_operand(keys.data() + run_first * keys.outerStride(), run, dimension,
+                                           keys.outerStride(), false),
+                            strip + extras, width);
+    }
+    // scaled logits s = scale·q·kᵀ (Eigen: the scale is the GEMM's alpha; packed: one multiplication after it, the
+    // same rounding of the float32 dot product times the scale)
     for (Index chunk = 0; chunk < block_size; chunk += gemm_rows) {
       const Index chunk_rows = std::min<Index>(gemm_rows, block_size - chunk);
       Eigen::Map<StripChunk> logits(strip + chunk * width, chunk_rows, width);
       const auto queries = q.middleRows(row_begin + chunk, chunk_rows);
       if (extras > 0) logits.leftCols(extras).noalias() = scale * (queries * scratch.extra_keys.transpose());
-      if (run > 0) logits.rightCols(run).noalias() = scale * (queries * keys.middleRows(run_first, run).transpose());
+      if (packed) logits.rightCols(run) *= scale;
+      else if (run > 0) logits.rightCols(run).noalias() = scale * (queries * keys.middleRows(run_first, run).transpose());
       if (options.logit_softcap) {  // s ↦ c·tanh(s/c)
         const Scalar cap = static_cast<Scalar>(*options.logit_softcap);
         logits.array() = cap * (logits.array() / cap).tanh();
@@ -330,6 +360,19 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
     }
     if (values == nullptr || !softmax) return;
     // the block's output: P·V over the strip's keys
+    if (packed) {  // the run's keys by the packed GEMM (V read as the stored transpose of Vᵀ), then the extra keys
+      auto block_output = output->middleRows(row_begin, block_size);
+      attention_gemm<false>(block_size, strip + extras, width,
+                            packed_operand(vals.data() + run_first * vals.outerStride(), value_cols, run,
+                                           vals.outerStride(), true),
+                            block_output.data(), output->outerStride());
+      if (extras > 0)
+        block_output.noalias() +=
+            Eigen::Map<const RowMatrix<Scalar>, 0, Eigen::OuterStride<>>(strip, block_size, extras,
+                                                                         Eigen::OuterStride<>(width)) *
+            scratch.extra_values;
+      return;
+    }
     for (Index chunk = 0; chunk < block_size; chunk += gemm_rows) {
       const Index chunk_rows = std::min<Index>(gemm_rows, block_size - chunk);
       const Eigen::Map<const StripChunk> probabilities(strip + chunk * width, chunk_rows, width);
