@@ -24,7 +24,7 @@ namespace attnscope::model {
 /// memory) or a view into memory owned elsewhere (a memory-mapped safetensors shard, kept alive by a shared owner),
 /// possibly transposed (GPT-2's Conv1D weights are stored in × out) or a block of a larger tensor (GPT-2's fused
 /// q|k|v). The forward pass multiplies by it only through model/detail/linear.hpp, which widens float16 and
-/// bfloat16 panels to float32 and dequantizes block-quantized panels (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: GGUF files) on
+/// bfloat16 panels to float32 and dequantizes block-quantized panels (the GGUF block formats of kernels::StoredFloat) on
 /// the fly: no float32 copy of a stored model is made.
 ///
 /// Storage layout: for the float formats element (r, c) is at data() + offset(r, c) · stored_float_size(format()),

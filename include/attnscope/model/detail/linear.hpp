@@ -4,7 +4,7 @@
 //
 // How the product runs: on a CPU with AVX2 and FMA (checked at run time, so a generic x86-64 build uses it too), every
 // product, in every storage format, is attnscope's packed GEMM (kernels/gemm.hpp): it converts W's float16,
-// bfloat16 or block-quantized (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) elements to float32 while packing cache-sized panels
+// bfloat16 or block-quantized (the GGUF block formats of kernels::StoredFloat) elements to float32 while packing cache-sized panels
 // (kernels::widen), so no float32 copy of a weight matrix exists, and splits the output columns among the OpenMP
 // threads. With the optional BLAS backend (ATTNSCOPE_BLAS, model/detail/blas.hpp) a float32 W goes to cblas_sgemm
 // instead. Elsewhere (no AVX2, a column-major or strided output) Eigen's GEMM runs: a float32 W in place in one call
