@@ -94,13 +94,16 @@ const StoredFloat all_formats[] = {StoredFloat::float32, StoredFloat::float16, S
 }  // namespace
 
 TEST_CASE("widen: every float16 and bfloat16 bit pattern gives its exact float32 value", "[model][weights]") {
-  std::vector<std::uint16_t> patterns(65536 + 5);  // every pattern, then a few at an odd start
-  for (std::size_t i = 0; i < patterns.size(); ++i) patterns[i] = static_cast<std::uint16_t>(i * 40503u);
+  // every pattern, then a few at an odd start; the storage is twice as long as the patterns because GCC, inlining
+  // widen(), checks its float32 branch (4 bytes per element) against this buffer too
+  const std::size_t pattern_count = 65536 + 5;
+  std::vector<std::uint16_t> patterns(2 * pattern_count);
+  for (std::size_t i = 0; i < pattern_count; ++i) patterns[i] = static_cast<std::uint16_t>(i * 40503u);
   for (std::size_t i = 0; i < 65536; ++i) patterns[i] = static_cast<std::uint16_t>(i);
   const auto* bytes = reinterpret_cast<const unsigned char*>(patterns.data());
-  const Index count = static_cast<Index>(patterns.size());
+  const Index count = static_cast<Index>(pattern_count);
   for (const StoredFloat format : {StoredFloat::float16, StoredFloat::bfloat16}) {
-    std::vector<float> fast(patterns.size()), reference(patterns.size());
+    std::vector<float> fast(pattern_count), reference(pattern_count);
     attnscope::kernels::widen(bytes, format, count, fast.data());
     attnscope::kernels::widen_reference(bytes, format, count, reference.data());
     // equal values, or both NaN (F16C quiets signalling NaNs, Eigen's scalar conversion may keep their payload)
