@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "attnscope/core/types.hpp"
+#include "attnscope/kernels/detail/cpu_features.hpp"
 #include "attnscope/kernels/packet.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__) && \
@@ -38,7 +39,7 @@ namespace attnscope::kernels {
 #if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
 namespace detail::avx2 {
 /// Whether the running CPU has AVX2 and FMA (the condition for calling anything in this namespace).
-inline bool available() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+inline bool available() { return cpu_has_avx2_fma(); }
 }  // namespace detail::avx2
 #endif
 

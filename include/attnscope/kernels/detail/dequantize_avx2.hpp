@@ -22,11 +22,11 @@
 
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/detail/block_scales.hpp"
+#include "attnscope/kernels/detail/cpu_features.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(EIGEN_DONT_VECTORIZE) && \
     !defined(ATTNSCOPE_NO_RUNTIME_DISPATCH)
 #define ATTNSCOPE_DEQUANTIZE_AVX2 1
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -34,19 +34,7 @@
 namespace attnscope::kernels::detail::avx2_dequantize {
 
 /// Whether the running CPU has AVX2 and F16C (the condition for calling anything else in this namespace).
-inline bool available() {
-#if defined(__AVX2__) && defined(__F16C__)
-  return true;
-#else
-  // AVX2 from the compiler runtime's CPU model (which includes the operating system's AVX state); F16C from CPUID
-  // leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c")
-  static const bool has = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
-  }();
-  return has;
-#endif
-}
+inline bool available() { return cpu_has_avx2_f16c(); }
 
 #define ATTNSCOPE_DEQUANTIZE_TARGET __attribute__((target("avx2,f16c")))
 

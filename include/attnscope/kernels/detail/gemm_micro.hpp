@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "attnscope/core/types.hpp"
+#include "attnscope/kernels/detail/cpu_features.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(ATTNSCOPE_NO_GEMM_AVX2)
 #include <immintrin.h>
@@ -39,13 +40,7 @@ inline void gemm_micro_reference(Index kc, const float* a, const float* b, float
 
 #if defined(ATTNSCOPE_GEMM_AVX2)
 /// Whether the running CPU has AVX2 and FMA (known at compile time in a build for them).
-inline bool gemm_avx2_available() {
-#if defined(__AVX2__) && defined(__FMA__)
-  return true;
-#else
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-}
+inline bool gemm_avx2_available() { return cpu_has_avx2_fma(); }
 
 /// The AVX2 + FMA micro-kernel (compiled for AVX2 whatever the translation unit's flags; call it only when
 /// gemm_avx2_available()). b must be 32-byte aligned.
