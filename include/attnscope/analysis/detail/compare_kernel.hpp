@@ -1,8 +1,11 @@
 // attnscope/analysis/detail/compare_kernel.hpp — one head of one layer of analysis::compare_models: both models'
-// softmax rows formed block of query rows by block from their post-RoPE queries and keys, as the attention kernel of
-// stream/attention.hpp forms them (one GEMM scale·Q_block·K_runᵀ per block into a strip, in chunks of
+// softmax rows formed block of query rows by block from their post-RoPE queries and keys, the way the attention kernel
+// of stream/attention.hpp forms them (scale·Q_block·K_runᵀ per block into a strip, in chunks of
 // stream::detail::gemm_rows rows, the softcap, then per row stream::detail::reduce_row: the softmax and its
-// statistics, ‖J‖₂ included), and at once the per-row work that needs both rows (compare_rows.hpp). The model's
+// statistics, ‖J‖₂ included), and at once the per-row work that needs both rows (compare_rows.hpp). The products
+// here are Eigen's GEMM; the attention kernel runs float32 products through the packed GEMM on AVX2 + FMA CPUs, so
+// these rows equal the forward's within float32 rounding, not bit for bit (a model compared with itself still gives
+// exactly 0: both sides are formed here). The model's
 // visibilities are causal or causal sliding windows, so each row's keys are one run of the strip: no scatter into an
 // L-wide row, no gathering, and every buffer is scratch owned by the calling thread, sized once.
 #pragma once
