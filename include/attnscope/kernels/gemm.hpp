@@ -8,7 +8,10 @@
 // depth block) the weights are packed into 16-column micro-panels (kc × 16 floats, converted from their stored format
 // by kernels::widen while packing, so no float32 copy of W exists), then the activations, gemm_row_block rows at a
 // time, into 6-row micro-panels (kc × 6), and a micro-kernel (kernels/detail/gemm_micro.hpp) updates each 6 × 16 tile
-// of y. Tiles at the edges run the same micro-kernel on zero-padded panels through a 6 × 16 buffer.
+// of y. Tiles at the edges run the same micro-kernel on zero-padded panels through a 6 × 16 buffer. With AVX2, full
+// panels of float32 rows are packed by 8 × 8 transposes in registers (a copy: the same values as the scalar packing).
+// The micro-kernel reports whether the tile it wrote is finite, so the caller learns whether y holds a non-finite
+// value without a second pass over y.
 //
 // Rounding (the contract tests/kernels/test_gemm.cpp checks): element (i, j) of y is, in float32,
 //   y₀ + s₀ + s₁ + … (left to right), with s_b = the fused multiply-add chain over depth block b (in depth order,

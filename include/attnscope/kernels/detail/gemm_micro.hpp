@@ -4,8 +4,9 @@
 // Both kernels compute every element the same way: an accumulator starting at 0 takes one fused multiply-add per
 // depth step, in depth order (acc = fma(a[p], b[p], acc), p = 0 … kc − 1); the tile is then stored (C = acc) or added
 // (C = C + acc). The AVX2 kernel does it on 12 registers of 8 lanes (6 rows × 2 halves of 16 columns, the BLIS
-// Haswell/Zen shape: 12 independent FMA chains hide the FMA latency of two FMA pipes); the scalar reference does it
-// with std::fma on one element at a time. Lane arithmetic is IEEE, so both give the same bits (tests/kernels/
+// Haswell/Zen shape: 12 independent FMA chains hide the FMA latency of two FMA pipes; the tile's rows of C are
+// prefetched before the depth loop, as BLIS's kernels do, since they are read or written only after it); the scalar
+// reference does it with std::fma on one element at a time. Lane arithmetic is IEEE, so both give the same bits (tests/kernels/
 // test_gemm.cpp checks it), and an element's value does not depend on where in the tile it sits.
 #pragma once
 
