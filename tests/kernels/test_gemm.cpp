@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #if defined(_OPENMP)
@@ -214,4 +215,55 @@ TEST_CASE("gemm_xwt with depth 0 writes zeros (y =) or leaves y (y +=), and empt
   CHECK(y == std::vector<float>(6, 0.0f));
   attnscope::kernels::gemm_xwt<false>(0, nullptr, 0, StoredWeights{nullptr, StoredFloat::float32, 3, 4, 16, false},
                                       nullptr, 3);
+}
+
+TEST_CASE("gemm_xwt returns whether every element of y is finite, for both kernels and any split of the columns",
+          "[kernels][gemm]") {
+  attnscope::Random random(4099);
+  const float infinity = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  int cases = 0, nonfinite_cases = 0;
+  for (const Index m : {Index(5), Index(13)})
+    for (const Index n : {Index(17), Index(50)})
+      for (const Index k : {Index(7), Index(300)})
+        for (const bool transposed : {false, true})
+          for (int poison = 0; poison < 5; ++poison) {
+            // 0: nothing; 1: one weight ±inf; 2: one weight NaN; 3: y₀ NaN inside the block (y +=);
+            // 4: y₀ NaN and x inf in the padding between rows (never read nor written)
+            GemmTestWeights w = gemm_test_weights(random, StoredFloat::float32, n, k, transposed);
+            const Index x_stride = k + 5, y_stride = n + 3;
+            std::vector<float> x = gemm_test_normals(random, m * x_stride);
+            std::vector<float> y0 = gemm_test_normals(random, m * y_stride);
+            const Index r = Index(random.uniform() * double(n)) % n, c = Index(random.uniform() * double(k)) % k;
+            const std::size_t weight_byte = transposed ? w.stored.row_bytes * std::size_t(c) + 4 * std::size_t(r)
+                                                       : w.stored.row_bytes * std::size_t(r) + 4 * std::size_t(c);
+            const float weight_value = poison == 1 ? (r % 2 ? infinity : -infinity) : nan;
+            if (poison == 1 || poison == 2) std::memcpy(w.bytes.data() + weight_byte, &weight_value, 4);
+            if (poison == 3) y0[std::size_t((m - 1) * y_stride + r)] = nan;
+            if (poison == 4) {
+              y0[std::size_t(y_stride - 1)] = nan;
+              x[std::size_t(x_stride - 1)] = infinity;
+            }
+            const bool add = poison == 3 || poison == 4 || (m + n + k) % 2 == 1;
+            for (const GemmKernel kernel : {GemmKernel::reference, GemmKernel::avx2})
+              for (const Index parts : {Index(1), Index(3)}) {
+                if (kernel == GemmKernel::avx2 && !attnscope::kernels::gemm_avx2_available()) continue;
+                std::vector<float> y = y0;
+                const bool reported =
+                    add ? attnscope::kernels::gemm_xwt<true>(m, x.data(), x_stride, w.stored, y.data(), y_stride,
+                                                             {kernel, parts})
+                        : attnscope::kernels::gemm_xwt<false>(m, x.data(), x_stride, w.stored, y.data(), y_stride,
+                                                              {kernel, parts});
+                bool finite = true;  // the m × n block of y, scanned
+                for (Index i = 0; i < m; ++i)
+                  for (Index j = 0; j < n; ++j) finite = finite && std::isfinite(y[std::size_t(i * y_stride + j)]);
+                INFO("m " << m << ", n " << n << ", k " << k << (transposed ? " transposed" : "") << ", poison "
+                          << poison << ", parts " << parts << (kernel == GemmKernel::avx2 ? ", avx2" : ""));
+                CHECK(reported == finite);
+                CHECK(finite == (poison == 0 || poison == 4));
+                ++cases;
+                nonfinite_cases += finite ? 0 : 1;
+              }
+          }
+  CHECK(cases >= 80);  // 160 with the AVX2 kernel
+  CHECK(nonfinite_cases >= 48);
 }

@@ -8,7 +8,10 @@
 // depth block) the weights are packed into 16-column micro-panels (kc × 16 floats, converted from their stored format
 // by kernels::widen while packing, so no float32 copy of W exists), then the activations, gemm_row_block rows at a
 // time, into 6-row micro-panels (kc × 6), and a micro-kernel (kernels/detail/gemm_micro.hpp) updates each 6 × 16 tile
-// of y. Tiles at the edges run the same micro-kernel on zero-padded panels through a 6 × 16 buffer.
+// of y. Tiles at the edges run the same micro-kernel on zero-padded panels through a 6 × 16 buffer. With AVX2, full
+// panels of float32 rows are packed by 8 × 8 transposes in registers (a copy: the same values as the scalar packing).
+// The micro-kernel reports whether the tile it wrote is finite, so the caller learns whether y holds a non-finite
+// value without a second pass over y.
 //
 // Rounding (the contract tests/kernels/test_gemm.cpp checks): element (i, j) of y is, in float32,
 //   y₀ + s₀ + s₁ + … (left to right), with s_b = the fused multiply-add chain over depth block b (in depth order,
@@ -23,6 +26,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "attnscope/core/parallel.hpp"
@@ -88,18 +93,26 @@ inline GemmBuffers& gemm_buffers() {
 }
 
 /// Packs W's rows [first, first + count) and depths [depth, depth + kc) into ⌈count / 16⌉ micro-panels of kc × 16
-/// floats (zero columns past count), converting from the stored format.
+/// floats (zero columns past count), converting from the stored format; with `avx2` (the CPU has it), full panels of
+/// float32 rows are transposed eight by eight in registers. Every path copies the same values.
 inline void gemm_pack_weights(const StoredWeights& w, Index first, Index count, Index depth, Index kc, float* packed,
-                              GemmBuffers& buffers) {
+                              GemmBuffers& buffers, bool avx2) {
   const Index panels = (count + gemm_nr - 1) / gemm_nr;
+  const bool float32 = w.format == StoredFloat::float32;
   if (w.transposed) {
     const std::size_t element = stored_float_size(w.format);
     for (Index panel = 0; panel < panels; ++panel) {
       const Index column = first + panel * gemm_nr, width = std::min(gemm_nr, first + count - column);
       float* out = packed + panel * kc * gemm_nr;
-      for (Index p = 0; p < kc; ++p, out += gemm_nr) {
-        widen(w.data + static_cast<std::size_t>(depth + p) * w.row_bytes + static_cast<std::size_t>(column) * element,
-              w.format, width, out);
+      const unsigned char* source = w.data + static_cast<std::size_t>(depth) * w.row_bytes +
+                                    static_cast<std::size_t>(column) * element;
+      if (float32 && width == gemm_nr) {  // a full panel of float32: one 64-byte copy per depth step
+        for (Index p = 0; p < kc; ++p, out += gemm_nr, source += w.row_bytes)
+          std::memcpy(out, source, sizeof(float) * gemm_nr);
+        continue;
+      }
+      for (Index p = 0; p < kc; ++p, out += gemm_nr, source += w.row_bytes) {
+        widen(source, w.format, width, out);
         std::fill(out + width, out + gemm_nr, 0.0f);
       }
     }
@@ -109,6 +122,15 @@ inline void gemm_pack_weights(const StoredWeights& w, Index first, Index count, 
   const std::size_t depth_bytes = stored_bytes(w.format, depth);
   for (Index panel = 0; panel < panels; ++panel) {
     float* out = packed + panel * kc * gemm_nr;
+#if defined(ATTNSCOPE_GEMM_AVX2)
+    if (avx2 && float32 && (panel + 1) * gemm_nr <= count && w.row_bytes % sizeof(float) == 0) {
+      const auto* rows = reinterpret_cast<const float*>(w.data + static_cast<std::size_t>(first + panel * gemm_nr) *
+                                                                     w.row_bytes) + depth;
+      gemm_pack_b_rows_avx2(rows, static_cast<Index>(w.row_bytes / sizeof(float)), kc, out);
+      continue;
+    }
+#endif
+    (void)avx2;
     for (Index j = 0; j < gemm_nr; ++j) {
       const Index r = first + panel * gemm_nr + j;
       if (r >= first + count) {
@@ -122,11 +144,18 @@ inline void gemm_pack_weights(const StoredWeights& w, Index first, Index count, 
 }
 
 /// Packs x's rows [first, first + count) and depths [depth, depth + kc) into ⌈count / 6⌉ micro-panels of kc × 6
-/// floats (zero rows past count).
+/// floats (zero rows past count); with `avx2`, full panels are transposed in registers (the same values).
 inline void gemm_pack_activations(const float* x, Index x_stride, Index first, Index count, Index depth, Index kc,
-                                  float* packed) {
+                                  float* packed, bool avx2) {
   for (Index panel = 0; panel * gemm_mr < count; ++panel) {
     float* out = packed + panel * kc * gemm_mr;
+#if defined(ATTNSCOPE_GEMM_AVX2)
+    if (avx2 && (panel + 1) * gemm_mr <= count) {
+      gemm_pack_a_rows_avx2(x + (first + panel * gemm_mr) * x_stride + depth, x_stride, kc, out);
+      continue;
+    }
+#endif
+    (void)avx2;
     for (Index i = 0; i < gemm_mr; ++i) {
       const Index r = panel * gemm_mr + i;
       if (r >= count) {
@@ -139,23 +168,26 @@ inline void gemm_pack_activations(const float* x, Index x_stride, Index first, I
   }
 }
 
-/// y (+)= x·Wᵀ for W's rows (y's columns) [first, last), every row of x, with micro-kernel `micro`.
+/// y (+)= x·Wᵀ for W's rows (y's columns) [first, last), every row of x, with micro-kernel `micro`; returns whether
+/// every element of y it computed is finite (read from the tiles as the last depth block writes them).
 template <bool Add, class Micro>
-void gemm_columns(Index m, const float* x, Index x_stride, const StoredWeights& w, float* y, Index y_stride,
-                  Index first, Index last, Micro micro) {
+bool gemm_columns(Index m, const float* x, Index x_stride, const StoredWeights& w, float* y, Index y_stride,
+                  Index first, Index last, Micro micro, bool avx2) {
   GemmBuffers& buffers = gemm_buffers();
   const Index k = w.cols;
+  bool finite = true;
   for (Index column = first; column < last; column += gemm_column_block) {
     const Index nc = std::min(gemm_column_block, last - column), panels = (nc + gemm_nr - 1) / gemm_nr;
     for (Index depth = 0; depth < k; depth += gemm_depth_block) {
       const Index kc = std::min(gemm_depth_block, k - depth);
       float* packed_w = GemmBuffers::aligned(buffers.b, panels * gemm_nr * kc);
-      gemm_pack_weights(w, column, nc, depth, kc, packed_w, buffers);
+      gemm_pack_weights(w, column, nc, depth, kc, packed_w, buffers, avx2);
       const GemmWrite write = !Add && depth == 0 ? GemmWrite::store : GemmWrite::add;
+      const bool last_depth = depth + kc == k;
       for (Index row = 0; row < m; row += gemm_row_block) {
         const Index mc = std::min(gemm_row_block, m - row), row_panels = (mc + gemm_mr - 1) / gemm_mr;
         float* packed_x = GemmBuffers::aligned(buffers.a, row_panels * gemm_mr * kc);
-        gemm_pack_activations(x, x_stride, row, mc, depth, kc, packed_x);
+        gemm_pack_activations(x, x_stride, row, mc, depth, kc, packed_x, avx2);
         for (Index jr = 0; jr < panels; ++jr) {
           const Index nr = std::min(gemm_nr, nc - jr * gemm_nr);
           const float* b = packed_w + jr * kc * gemm_nr;
@@ -164,19 +196,25 @@ void gemm_columns(Index m, const float* x, Index x_stride, const StoredWeights& 
             const float* a = packed_x + ir * kc * gemm_mr;
             float* c = y + (row + ir * gemm_mr) * y_stride + column + jr * gemm_nr;
             if (mr == gemm_mr && nr == gemm_nr) {
-              micro(kc, a, b, c, y_stride, write);
+              const bool tile_finite = micro(kc, a, b, c, y_stride, write);
+              if (last_depth) finite = finite && tile_finite;
               continue;
             }
             float tile[gemm_mr * gemm_nr] = {};
             if (write == GemmWrite::add)
               for (Index i = 0; i < mr; ++i) std::copy(c + i * y_stride, c + i * y_stride + nr, tile + i * gemm_nr);
             micro(kc, a, b, tile, gemm_nr, write);
-            for (Index i = 0; i < mr; ++i) std::copy(tile + i * gemm_nr, tile + i * gemm_nr + nr, c + i * y_stride);
+            for (Index i = 0; i < mr; ++i) {
+              std::copy(tile + i * gemm_nr, tile + i * gemm_nr + nr, c + i * y_stride);
+              if (last_depth)  // the padding's zeros times a non-finite x may be NaN: only the copied part counts
+                for (Index j = 0; j < nr; ++j) finite = finite && std::isfinite(tile[i * gemm_nr + j]);
+            }
           }
         }
       }
     }
   }
+  return finite;
 }
 
 /// One column range per OpenMP thread; one inside a parallel region (also an inactive one of one thread).
@@ -191,34 +229,43 @@ inline Index gemm_default_parts() {
 }  // namespace detail
 
 /// y (+)= x·Wᵀ: x is m × w.cols (row i at x + i·x_stride), y is m × w.rows (row i at y + i·y_stride); with Add, y += x·Wᵀ,
-/// else y = x·Wᵀ. Rounding as in the header comment. O(m · rows · cols) flops; packing O((m + rows) · cols) per
-/// column range. The caller checks the shapes; kernel = avx2 requires gemm_avx2_available().
+/// else y = x·Wᵀ. Rounding as in the header comment. Returns whether every element of y (its m × rows block) is
+/// finite afterwards, checked on the tiles as they are written (no second pass over y). O(m · rows · cols) flops;
+/// packing O((m + rows) · cols) per column range. The caller checks the shapes; kernel = avx2 requires
+/// gemm_avx2_available().
 template <bool Add>
-void gemm_xwt(Index m, const float* x, Index x_stride, const StoredWeights& w, float* y, Index y_stride,
+bool gemm_xwt(Index m, const float* x, Index x_stride, const StoredWeights& w, float* y, Index y_stride,
               const GemmOptions& options = {}) {
   const Index n = w.rows, k = w.cols;
-  if (m <= 0 || n <= 0) return;
+  if (m <= 0 || n <= 0) return true;
   if (k <= 0) {
-    if (!Add)
-      for (Index i = 0; i < m; ++i) std::fill(y + i * y_stride, y + i * y_stride + n, 0.0f);
-    return;
+    bool finite = true;
+    for (Index i = 0; i < m; ++i) {
+      if (!Add) std::fill(y + i * y_stride, y + i * y_stride + n, 0.0f);
+      for (Index j = 0; j < n; ++j) finite = finite && std::isfinite(y[i * y_stride + j]);
+    }
+    return finite;
   }
   const bool avx2 = options.kernel == GemmKernel::avx2 ||
                     (options.kernel == GemmKernel::automatic && detail::gemm_avx2_available());
   const Index panels = (n + detail::gemm_nr - 1) / detail::gemm_nr;
   const Index parts = std::clamp<Index>(options.parts > 0 ? options.parts : detail::gemm_default_parts(), 1, panels);
+  std::vector<unsigned char> finite(static_cast<std::size_t>(parts), 1);  // per column range
   attnscope::detail::for_each_row(parts, m * k * (n / parts + 1), [&](Index part) {
     const Index first = std::min(n, part * panels / parts * detail::gemm_nr);
     const Index last = std::min(n, (part + 1) * panels / parts * detail::gemm_nr);
 #if defined(ATTNSCOPE_GEMM_AVX2)
     if (avx2) {
-      detail::gemm_columns<Add>(m, x, x_stride, w, y, y_stride, first, last, detail::gemm_micro_avx2);
+      finite[std::size_t(part)] =
+          detail::gemm_columns<Add>(m, x, x_stride, w, y, y_stride, first, last, detail::gemm_micro_avx2, true);
       return;
     }
 #endif
     (void)avx2;
-    detail::gemm_columns<Add>(m, x, x_stride, w, y, y_stride, first, last, detail::gemm_micro_reference);
+    finite[std::size_t(part)] =
+        detail::gemm_columns<Add>(m, x, x_stride, w, y, y_stride, first, last, detail::gemm_micro_reference, false);
   });
+  return std::all_of(finite.begin(), finite.end(), [](unsigned char f) { return f != 0; });
 }
 
 }  // namespace attnscope::kernels

@@ -96,15 +96,17 @@ inline kernels::StoredWeights stored_weights(const WeightMatrix& w) {
 }
 
 /// out (+)= x·Wᵀ by attnscope's packed GEMM (kernels/gemm.hpp) when the CPU has AVX2 and FMA and both x and out are
-/// row-major with unit inner stride; returns false (nothing computed) otherwise.
+/// row-major with unit inner stride, setting out_finite to whether every element of out is finite; returns false
+/// (nothing computed) otherwise.
 template <bool Add, class Out>
-bool packed_linear(Out& out, const RowMatrixView<float>& x, const WeightMatrix& w) {
+bool packed_linear(Out& out, const RowMatrixView<float>& x, const WeightMatrix& w, bool& out_finite) {
   using Target = std::decay_t<Out>;
   if constexpr (!Target::IsRowMajor) {
     return false;
   } else {
     if (!kernels::gemm_avx2_available() || out.innerStride() != 1 || x.innerStride() != 1) return false;
-    kernels::gemm_xwt<Add>(x.rows(), x.data(), x.outerStride(), stored_weights(w), out.data(), out.outerStride());
+    out_finite =
+        kernels::gemm_xwt<Add>(x.rows(), x.data(), x.outerStride(), stored_weights(w), out.data(), out.outerStride());
     return true;
   }
 }
@@ -139,10 +141,11 @@ void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, c
   const RowMatrixView<float> x(x_expression);
   const Index out_features = w.rows(), width = panel_width(w.cols());
   const Index panels = std::max<Index>(1, out_features / width);  // the last panel takes the remainder (< 2·width)
+  bool packed = false, out_finite = true;
   if (w.format() == kernels::StoredFloat::float32 && blas_linear<Add>(out, x, w)) {
     // the optional BLAS backend (model/detail/blas.hpp, ATTNSCOPE_BLAS) computed it
-  } else if (packed_linear<Add>(out, x, w)) {
-    // attnscope's packed GEMM computed it
+  } else if (packed_linear<Add>(out, x, w, out_finite)) {
+    packed = true;  // attnscope's packed GEMM computed it, and checked out's elements as it wrote them
   } else if (w.format() == kernels::StoredFloat::float32) {
     RowMatrix<float> unused;
     linear_panel<Add>(out, x, w, 0, out_features, unused);  // one call: the product as Eigen computes (threads) it
@@ -154,8 +157,9 @@ void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, c
     });
   }
   // A weight read in place from a file was never checked element by element: a non-finite output from finite
-  // inputs is traced back to the weight and named (the check costs O(rows·out), the product O(rows·out·in)).
-  if (w.is_view() && !out.allFinite() && x.allFinite()) require_finite_weight(fn, w);
+  // inputs is traced back to the weight and named (the check costs O(rows·out), the product O(rows·out·in); the
+  // packed GEMM reports it from its tiles).
+  if (w.is_view() && !(packed ? out_finite : out.allFinite()) && x.allFinite()) require_finite_weight(fn, w);
 }
 
 /// x·Wᵀ (rows of x are tokens; W is out × in): a new rows × out matrix.
