@@ -158,25 +158,36 @@ class BlockKeys {
         using kernels::detail::gemm_nr;
         const Index panels = (count_ + gemm_nr - 1) / gemm_nr;
         const Index row_panels = (rows + gemm_mr - 1) / gemm_mr;
+        // a power-of-two scale multiplies the packed queries: every rounding of the products commutes with it, so the
+        // logits are bitwise those of the product times the scale (outside the subnormal range) without a pass over
+        // the strip [derived]
+        int exponent = 0;
+        const bool exact_scale = std::frexp(scale, &exponent) == 0.5f;
+        // any other scale, and the softcap c·tanh(s/c), on each finished tile: the float32 dot product rounded, times
+        // the scale
+        const float cap = softcap ? static_cast<float>(*softcap) : 1.0f;
         for (Index d0 = 0; d0 < depth_; d0 += kernels::gemm_depth_block) {
           const Index kc = std::min(kernels::gemm_depth_block, depth_ - d0);
           float* a = scratch.rows.reserve(row_panels * gemm_mr * kc);
           kernels::detail::gemm_pack_activations(queries, query_stride, 0, rows, d0, kc, a);
+          if (exact_scale)
+            Eigen::Map<Eigen::ArrayXf>(a, row_panels * gemm_mr * kc) *= scale;
           const float* block = base_ + panels * gemm_nr * d0;
+          const bool last = d0 + kc == depth_;
           const Index first_panel = first / gemm_nr;
           micro_tiles(
               rows, width, first - first_panel * gemm_nr,
               [&](Index t) { return block + (first_panel + t) * kc * gemm_nr; },
               [&](Index row, const float* b, float* c, Index ldc, kernels::detail::GemmWrite write) {
                 block_micro(kc, a + row * kc, b, c, ldc, write);
+                if (last && (softcap || !exact_scale))  // the finished tile while it is in L1
+                  for (Index i = 0; i < gemm_mr; ++i) {
+                    Eigen::Map<Eigen::Array<float, gemm_nr, 1>> tile_row(c + i * ldc);
+                    if (!exact_scale) tile_row *= scale;
+                    if (softcap) tile_row = cap * (tile_row / cap).tanh();
+                  }
               },
               strip, stride, d0 == 0 ? kernels::detail::GemmWrite::store : kernels::detail::GemmWrite::add);
-        }
-        // the scale after the product: the float32 dot product rounded, times the scale
-        for (Index r = 0; r < rows; ++r) {
-          Eigen::Map<Eigen::Array<float, Eigen::Dynamic, 1>> row(strip + r * stride, width);
-          row *= scale;
-          if (softcap) row = static_cast<float>(*softcap) * (row / static_cast<float>(*softcap)).tanh();
         }
         return;
       }
