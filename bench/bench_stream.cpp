@@ -5,14 +5,17 @@
 // - stream_one_head: one causal head for L = 4k … 128k on 2 threads (time should grow as L²).
 // - stream_full_entropy_max: one full-attention head, L = 16384, only entropy and max (the PyTorch side-by-side,
 //   bench/stream_peer_torch.py).
-// - strip_gemms vs plain_gemm: the QKᵀ blocks as the library computes them (row blocks of 64 × the visible keys, in
-//   GEMMs of 32 rows, into a reused strip) against one plain Eigen GEMM Q·Kᵀ of the same total shape, one thread: the ratio of their
-//   items (FLOP) rates is the kernel's fraction of GEMM speed.
+// - strip_gemms vs plain_gemm: the QKᵀ blocks as the library computes them (keys packed once, row blocks of 64 × the
+//   visible keys into a reused strip, stream/detail/block_products.hpp) against one plain Eigen GEMM Q·Kᵀ of the same
+//   total shape, one thread: the ratio of their FLOP rates is the kernel's fraction of GEMM speed.
+// - attention_pairs: the whole attention kernel of one causal head (L = 8192, d = 64, with values and the streaming
+//   forward's default statistics), one thread, in CPU ns per visible (query, key) pair.
 // - vanishing_curve: max weight and top-8 mass against the position at L = 32768 (synthetic Q/K), with log-log slopes.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,7 @@
 
 #include "attnscope/core/random.hpp"
 #include "attnscope/stream.hpp"
+#include "attnscope/stream/detail/block_products.hpp"
 
 namespace {
 
@@ -108,29 +112,50 @@ void stream_full_entropy_max(benchmark::State& state) {
   state.counters["peak_rss_MB"] = peak_rss_megabytes();
 }
 
-/// The library's QKᵀ: for each block of 64 rows, strip = Q_block · K_[0, end)ᵀ (causal key range) in GEMMs of 32
-/// rows (stream/row_statistics.hpp), one thread.
+/// The library's QKᵀ: K packed once (stream::detail::BlockKeys, as the attention kernel does per head), then for each
+/// block of 64 rows strip = scale·Q_block·K_[0, end)ᵀ (causal key range) by BlockKeys::logits, one thread.
 void strip_gemms(benchmark::State& state) {
   const Index length = state.range(0), block = 64;
   const RowMatrix<float> q = gaussian(length, head_dimension, 5), k = gaussian(length, head_dimension, 6);
   std::vector<float> buffer(static_cast<std::size_t>(block * length));
   const bool causal = state.range(1) != 0;
+  attnscope::stream::detail::BlockKeys<float> keys;
+  attnscope::stream::detail::BlockProductScratch scratch;
   double flops = 0;
   for (auto _ : state) {
     flops = 0;
+    keys.assign(k.data(), length, head_dimension, k.outerStride());
     for (Index begin = 0; begin < length; begin += block) {
       const Index rows = std::min(block, length - begin), width = causal ? begin + rows : length;
-      using Chunk = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor, 32>;  // as the library
-      for (Index chunk = 0; chunk < rows; chunk += 32) {
-        const Index chunk_rows = std::min<Index>(32, rows - chunk);
-        Eigen::Map<Chunk> strip(buffer.data() + chunk * width, chunk_rows, width);
-        strip.noalias() = q.middleRows(begin + chunk, chunk_rows) * k.topRows(width).transpose();
-      }
+      keys.logits(q.data() + begin * q.outerStride(), q.outerStride(), rows, 0, width, 0.125f, std::nullopt,
+                  buffer.data(), width, scratch);
       benchmark::DoNotOptimize(buffer.data());
       flops += 2.0 * static_cast<double>(rows * width * head_dimension);
     }
   }
   state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// The attention kernel alone: stream::attention_into of one causal head (d = 64; Q, K, V of N(0, 1) entries) with the
+/// statistics of the streaming forward's default (entropy, sink mass, max weight, exact ‖J‖₂), one thread; counter
+/// ns_per_pair: CPU time per visible (query, key) pair.
+void attention_pairs(benchmark::State& state) {
+  const Index length = state.range(0);
+  const RowMatrix<float> q = gaussian(length, head_dimension, 9), k = gaussian(length, head_dimension, 10);
+  const RowMatrix<float> v = gaussian(length, head_dimension, 11);
+  RowMatrix<float> output(length, head_dimension);
+  attnscope::stream::RowStatisticsOptions options;
+  options.threads = 1;
+  for (auto _ : state) {
+    attnscope::stream::RowStatistics statistics;
+    attnscope::stream::AttentionCapture<float> capture;
+    capture.statistics = &statistics;
+    attnscope::stream::attention_into<float>(q, k, v, attnscope::stream::RowMatrixSpan<float>(output), options, capture);
+    benchmark::DoNotOptimize(statistics.entropy.data());
+  }
+  state.counters["ns_per_pair"] = benchmark::Counter(
+      static_cast<double>(length) * static_cast<double>(length + 1) / 2 * 1e-9,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 /// One plain Eigen GEMM Q·Kᵀ (L × L output), one thread.
@@ -200,6 +225,7 @@ BENCHMARK(stream_full_entropy_max)->Args({16384, 2, 0})->Args({16384, 2, 1})->Ar
 BENCHMARK(vanishing_curve)->Arg(32768)->Unit(benchmark::kSecond)->MeasureProcessCPUTime()->UseRealTime()
     ->Iterations(1);
 BENCHMARK(strip_gemms)->Setup(single_thread)->Args({4096, 0})->Args({4096, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(attention_pairs)->Setup(single_thread)->Arg(8192)->Unit(benchmark::kMillisecond);
 BENCHMARK(plain_gemm)->Setup(single_thread)->Args({4096})->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

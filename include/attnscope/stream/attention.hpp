@@ -3,7 +3,7 @@
 // any requested statistics (max scaled logit, entropy, sink mass, max weight, top-k masses, exact ‖J‖₂), and the
 // output softmax(scale·Q Kᵀ)·V as a GEMM of the probability strip with V. Scores and probabilities are written into
 // the caller's buffers when asked (dense captures). Memory besides the caller's buffers: O(threads · block_rows · L)
-// for the strips, never the L×L matrix.
+// for the strips, plus (float32 on AVX2 + FMA) one packed copy of K and of V, never the L×L matrix.
 #pragma once
 
 #include <type_traits>

@@ -20,7 +20,8 @@ namespace attnscope::stream {
 /// (float or double, any dense expression; row-major inputs, e.g. memory-mapped arrays, are read in place). Per row:
 /// max scaled logit, log-partition, entropy, sink mass, max weight, top-k masses and the exact ‖diag p − ppᵀ‖₂
 /// (docs/api/stream.md). Arithmetic is in the input scalar (GEMM, exp, secular solver); results are returned in double.
-/// Memory: O(L·d) (plus a compacted copy of K when a key mask is given) + threads · (block_rows + 2) · L scalars (strip,
+/// Memory: O(L·d) (plus a compacted copy of K when a key mask is given, and a packed copy for the products on
+/// AVX2 + FMA) + threads · (block_rows + 2) · L scalars (strip,
 /// row buffer, top-k candidates); never the L×L matrix. Identical results for any thread count. Throws
 /// attnscope::invalid_argument for empty Q/K, a shape mismatch, NaN/Inf in Q or K, a logit overflow, a window ≤ 0, a
 /// scale not finite and > 0, a sink key outside [0, L), a k ≤ 0, a key mask of length ≠ L, a row with no visible key,

@@ -1,13 +1,10 @@
 // attnscope/analysis/detail/compare_kernel.hpp — one head of one layer of analysis::compare_models: both models'
-// softmax rows formed block of query rows by block from their post-RoPE queries and keys, the way the attention kernel
-// of stream/attention.hpp forms them (scale·Q_block·K_runᵀ per block into a strip, in chunks of
-// stream::detail::gemm_rows rows, the softcap, then per row stream::detail::reduce_row: the softmax and its
-// statistics, ‖J‖₂ included), and at once the per-row work that needs both rows (compare_rows.hpp). The products
-// here are Eigen's GEMM; the attention kernel runs float32 products through the packed GEMM on AVX2 + FMA CPUs, so
-// these rows equal the forward's within float32 rounding, not bit for bit (a model compared with itself still gives
-// exactly 0: both sides are formed here). The model's
-// visibilities are causal or causal sliding windows, so each row's keys are one run of the strip: no scatter into an
-// L-wide row, no gathering, and every buffer is scratch owned by the calling thread, sized once.
+// softmax rows formed block of query rows by block from their post-RoPE queries and keys with the attention kernel's
+// own pieces (stream/detail/block_products.hpp: the block logits scale·Q_block·K_runᵀ and the softcap, on keys packed
+// once per head; then per row stream::detail::reduce_row: the softmax and its statistics, ‖J‖₂ included), so the rows
+// are the streaming forward's (the same products, in the same order), and at once the per-row work that needs both rows (compare_rows.hpp). The
+// model's visibilities are causal or causal sliding windows, so each row's keys are one run of the strip: no scatter
+// into an L-wide row, no gathering, and every buffer is scratch owned by the calling thread, sized once.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +17,7 @@
 #include "attnscope/analysis/detail/compare_rows.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
+#include "attnscope/stream/detail/block_products.hpp"
 #include "attnscope/stream/detail/reduce_row.hpp"
 #include "attnscope/stream/statistics_types.hpp"
 
@@ -48,6 +46,8 @@ struct CompareScratch {
   stream::RowStatistics statistics[2];
   std::vector<Index> sinks[2], joined_sinks;
   std::vector<double> sink_parts, wide[2];
+  stream::detail::BlockKeys<float> keys[2];
+  stream::detail::BlockProductScratch products;
 
   void reserve(Index query_block, Index length) {
     const std::size_t row = static_cast<std::size_t>(length), strip_size = static_cast<std::size_t>(query_block) * row;
@@ -69,26 +69,23 @@ struct CompareScratch {
   }
 };
 
+/// The keys of `head` of one model for stream::detail::BlockKeys (packed once per head on AVX2 + FMA).
+inline void compare_head_keys(const CompareModelLayer& model, int head, stream::detail::BlockKeys<float>& keys) {
+  const Index d = model.head_dim, kv_head = head / model.heads_per_kv;
+  keys.assign(model.keys->data() + kv_head * d, model.keys->rows(), d, model.keys->outerStride());
+}
+
 /// scale·q·kᵀ (then the softcap) of query rows [first, first + rows) of `head` against keys [run_first, run_end),
-/// into strip (rows × (run_end − run_first), row-major), chunk by chunk as the attention kernel forms its strips.
-inline void compare_block_logits(const CompareModelLayer& model, int head, Index first, Index rows, Index run_first,
-                                 Index run_end, float* strip) {
-  using StripChunk = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor, stream::detail::gemm_rows>;
-  const Index d = model.head_dim, width = run_end - run_first;
-  const Index kv_head = head / model.heads_per_kv;
-  const RowMatrixView<float> queries(model.queries->middleRows(first, rows).middleCols(head * d, d));
-  const RowMatrixView<float> keys(model.keys->middleRows(run_first, width).middleCols(kv_head * d, d));
+/// into strip (rows × (run_end − run_first), row-major): stream::detail::BlockKeys::logits, the attention kernel's
+/// block logits.
+inline void compare_block_logits(const CompareModelLayer& model, const stream::detail::BlockKeys<float>& keys, int head,
+                                 Index first, Index rows, Index run_first, Index run_end, float* strip,
+                                 stream::detail::BlockProductScratch& scratch) {
+  const Index d = model.head_dim;
   const double scale_value = model.attention.scale ? *model.attention.scale : 1.0 / std::sqrt(static_cast<double>(d));
-  const float scale = static_cast<float>(scale_value);
-  for (Index chunk = 0; chunk < rows; chunk += stream::detail::gemm_rows) {
-    const Index chunk_rows = std::min<Index>(stream::detail::gemm_rows, rows - chunk);
-    Eigen::Map<StripChunk> logits(strip + chunk * width, chunk_rows, width);
-    logits.noalias() = scale * (queries.middleRows(chunk, chunk_rows) * keys.transpose());
-    if (model.attention.logit_softcap) {  // s ↦ c·tanh(s/c), as the attention kernel
-      const float cap = static_cast<float>(*model.attention.logit_softcap);
-      logits.array() = cap * (logits.array() / cap).tanh();
-    }
-  }
+  const Index query_stride = model.queries->outerStride();
+  keys.logits(model.queries->data() + first * query_stride + head * d, query_stride, rows, run_first, run_end,
+              static_cast<float>(scale_value), model.attention.logit_softcap, strip, run_end - run_first, scratch);
 }
 
 /// Compares head `head` of one layer of models a and b over all L query rows (blocks of query_block rows), adding
@@ -101,6 +98,7 @@ inline void compare_head(const CompareModelLayer& a, const CompareModelLayer& b,
   const Index length = a.queries->rows();
   scratch.reserve(query_block, length);
   const CompareModelLayer* models[2] = {&a, &b};
+  for (int m = 0; m < 2; ++m) compare_head_keys(*models[m], head, scratch.keys[m]);
   stream::RowStatisticsOptions row_options;  // what reduce_row computes: every statistic but the top-k masses
   row_options.jacobian_norm = true;
   row_options.top_k.clear();
@@ -116,8 +114,8 @@ inline void compare_head(const CompareModelLayer& a, const CompareModelLayer& b,
       const Visibility& visibility = models[m]->attention.visibility;
       run_first[m] = visibility.key_range(first, length).first;
       widths[m] = visibility.key_range(first + rows - 1, length).second - run_first[m];
-      compare_block_logits(*models[m], head, first, rows, run_first[m], run_first[m] + widths[m],
-                           scratch.strip[m].data());
+      compare_block_logits(*models[m], scratch.keys[m], head, first, rows, run_first[m], run_first[m] + widths[m],
+                           scratch.strip[m].data(), scratch.products);
     }
     for (Index r = 0; r < rows; ++r) {
       const Index i = first + r;
@@ -128,7 +126,8 @@ inline void compare_head(const CompareModelLayer& a, const CompareModelLayer& b,
         sinks_in(range.first, range.second, scratch.sinks[m]);
         const float* logits = scratch.strip[m].data() + r * widths[m] + (range.first - run_first[m]);
         stream::detail::reduce_row<float>(function, logits, count[m], scratch.sinks[m], row_options, Index(0),
-                                   scratch.probabilities[m].data(), scratch.top, r, scratch.statistics[m], nullptr);
+                                          scratch.probabilities[m].data(), nullptr, scratch.top, r,
+                                          scratch.statistics[m]);
       }
       // both rows over the union of their keys (they differ only when one model has a sliding window here)
       const float* row[2] = {scratch.probabilities[0].data(), scratch.probabilities[1].data()};

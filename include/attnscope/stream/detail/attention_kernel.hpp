@@ -3,8 +3,9 @@
 // one of its rows are one GEMM (scale·Q_block·K_visibleᵀ) into a per-thread strip; each row of the strip is reduced
 // with the vectorized row kernels (softmax, log-partition, requested statistics), turned into probabilities in place,
 // and the output of the block is one GEMM of the probability strip with the matching rows of V. For float32 on a CPU
-// with AVX2 + FMA both products over the block's run of keys are attnscope's packed GEMM (kernels/gemm.hpp: fixed
-// summation order, so a row's result does not depend on its block), else Eigen's GEMM in chunks of gemm_rows rows.
+// with AVX2 + FMA both products over the block's run of keys run the micro-kernel of kernels/gemm.hpp on keys and
+// values packed once per call (stream/detail/block_products.hpp: the rounding of kernels::gemm_xwt, so a row's result
+// does not depend on its block), else Eigen's GEMM in chunks of gemm_rows rows.
 //
 // Keys: with a key mask the visible keys are compacted (K and V copied without the hidden keys), so that every band
 // row sees one contiguous run of compacted keys; sink keys outside a block's run are gathered in front of it (a few
@@ -25,7 +26,7 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/core/visibility.hpp"
-#include "attnscope/kernels/gemm.hpp"
+#include "attnscope/stream/detail/block_products.hpp"
 #include "attnscope/stream/detail/reduce_row.hpp"
 #include "attnscope/stream/statistics_types.hpp"
 
@@ -54,15 +55,6 @@ using RowMatrixSpan = Eigen::Ref<RowMatrix<Scalar>, 0, Eigen::OuterStride<>>;
 
 /// The kernel. `values` and `output` are both null (scores and/or statistics only) or both set; with `softmax` false
 /// only capture.scores is filled (for other normalization maps). Validates every input, naming `function`.
-/// out (+)= x·Wᵀ by the packed GEMM on the calling thread (the kernel's blocks are already spread over the threads);
-/// only instantiated with float data (the double kernel never calls it).
-template <bool Add, class Scalar>
-void attention_gemm(Index rows, const Scalar* x, Index x_stride, const kernels::StoredWeights& w, Scalar* out,
-                    Index out_stride) {
-  if constexpr (std::is_same<Scalar, float>::value)
-    kernels::gemm_xwt<Add>(rows, x, x_stride, w, out, out_stride, {kernels::GemmKernel::automatic, 1});
-}
-
 template <class Scalar>
 void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, const RowMatrixView<Scalar>& k,
                       const RowMatrixView<Scalar>* values, RowMatrixSpan<Scalar>* output, bool softmax,
@@ -204,13 +196,15 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
   const bool want_probabilities = softmax && (values != nullptr || capture.probabilities != nullptr);
   const Index value_cols = values != nullptr ? values->cols() : 0;
   using StripChunk = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor, gemm_rows>;
-  // the packed GEMM for float32 on AVX2 + FMA when every operand has unit inner stride (always for these views)
-  const bool packed_products = std::is_same<Scalar, float>::value && kernels::gemm_avx2_available() &&
-                               (output == nullptr || output->innerStride() == 1);
-  const auto packed_operand = [](const Scalar* data, Index out_count, Index depth, Index stride, bool transposed) {
-    return kernels::StoredWeights{reinterpret_cast<const unsigned char*>(data), kernels::StoredFloat::float32,
-                                  out_count, depth, static_cast<std::size_t>(stride) * sizeof(float), transposed};
-  };
+  // the packed products for float32 on AVX2 + FMA when the output has unit inner stride (block_products.hpp): keys
+  // and values packed once here, read by every block
+  const bool packed_products = packed_block_products<Scalar>() && (output == nullptr || output->innerStride() == 1);
+  BlockKeys<Scalar> key_panels;
+  key_panels.assign(keys.data(), keys.rows(), dimension, keys.outerStride());
+  PackedValues value_panels;
+  if constexpr (std::is_same<Scalar, float>::value)
+    if (packed_products && softmax && values != nullptr && vals.rows() > 0)
+      value_panels.assign(vals.data(), vals.rows(), value_cols, vals.outerStride());
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(blocks));
 
   struct Scratch {
@@ -218,6 +212,7 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
     std::vector<Index> extra, positions, outside, sink_positions;
     RowMatrix<Scalar> extra_keys, extra_values;
     StripChunk output_chunk;
+    BlockProductScratch products;
   };
   const auto run_block = [&](Index block, Scratch& scratch) {
     const Index row_begin = block * block_rows, row_end = std::min(rows, row_begin + block_rows);
@@ -234,29 +229,21 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
       }
     }
     Scalar* strip = scratch.strip.data();
-    // float32 on a CPU with AVX2 + FMA: the block's products over its run of keys are attnscope's packed GEMM
-    // (kernels/gemm.hpp), one call per block (keys and values packed once per block)
-    const bool packed = packed_products && run > 0;
-    if (packed) {
-      attention_gemm<false>(block_size, q.data() + row_begin * q.outerStride(), q.outerStride(),
-                            packed_operand(keys.data() + run_first * keys.outerStride(), run, dimension,
-                                           keys.outerStride(), false),
-                            strip + extras, width);
-    }
-    // scaled logits s = scale·q·kᵀ (Eigen: the scale is the GEMM's alpha; packed: one multiplication after it, the
-    // same rounding of the float32 dot product times the scale)
-    for (Index chunk = 0; chunk < block_size; chunk += gemm_rows) {
+    // scaled logits s = scale·q·kᵀ (then the softcap): the run of keys by block_products.hpp (the packed product on
+    // AVX2 + FMA: the float32 dot product rounded, times the scale), the few extra sink keys by Eigen
+    key_panels.logits(q.data() + row_begin * q.outerStride(), q.outerStride(), block_size, run_first, run_end, scale,
+                      options.logit_softcap, strip + extras, width, scratch.products);
+    for (Index chunk = 0; extras > 0 && chunk < block_size; chunk += gemm_rows) {
       const Index chunk_rows = std::min<Index>(gemm_rows, block_size - chunk);
-      Eigen::Map<StripChunk> logits(strip + chunk * width, chunk_rows, width);
-      const auto queries = q.middleRows(row_begin + chunk, chunk_rows);
-      if (extras > 0) logits.leftCols(extras).noalias() = scale * (queries * scratch.extra_keys.transpose());
-      if (packed) logits.rightCols(run) *= scale;
-      else if (run > 0) logits.rightCols(run).noalias() = scale * (queries * keys.middleRows(run_first, run).transpose());
+      Eigen::Map<StripChunk, 0, Eigen::OuterStride<>> logits(strip + chunk * width, chunk_rows, extras,
+                                                            Eigen::OuterStride<>(width));
+      logits.noalias() = scale * (q.middleRows(row_begin + chunk, chunk_rows) * scratch.extra_keys.transpose());
       if (options.logit_softcap) {  // s ↦ c·tanh(s/c)
         const Scalar cap = static_cast<Scalar>(*options.logit_softcap);
         logits.array() = cap * (logits.array() / cap).tanh();
       }
     }
+    const bool packed = packed_products && run > 0;
     const auto original = [&](Index position) {  // original key index of a strip position
       const Index column = position < extras ? scratch.extra[static_cast<std::size_t>(position)]
                                              : run_first + position - extras;
@@ -341,8 +328,8 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
           }
         }
         std::sort(scratch.sink_positions.begin(), scratch.sink_positions.end());
-        reduce_row(function, z, n, scratch.sink_positions, options, max_top_k, scratch.row.data(), scratch.top, i,
-                   *statistics, want_probabilities ? z : static_cast<Scalar*>(nullptr));
+        reduce_row(function, z, n, scratch.sink_positions, options, max_top_k, z, scratch.row.data(), scratch.top, i,
+                   *statistics);
       } else {
         Scalar sum = 0;
         softmax_row_checked(function, z, n, z, i, sum);
@@ -360,12 +347,11 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
     }
     if (values == nullptr || !softmax) return;
     // the block's output: P·V over the strip's keys
-    if (packed) {  // the run's keys by the packed GEMM (V read as the stored transpose of Vᵀ), then the extra keys
+    if (packed) {  // the run's keys by the packed product (values packed once), then the extra keys by Eigen
       auto block_output = output->middleRows(row_begin, block_size);
-      attention_gemm<false>(block_size, strip + extras, width,
-                            packed_operand(vals.data() + run_first * vals.outerStride(), value_cols, run,
-                                           vals.outerStride(), true),
-                            block_output.data(), output->outerStride());
+      if constexpr (std::is_same<Scalar, float>::value)
+        value_panels.product(strip + extras, width, block_size, run_first, run, block_output.data(),
+                             output->outerStride(), scratch.products);
       if (extras > 0)
         block_output.noalias() +=
             Eigen::Map<const RowMatrix<Scalar>, 0, Eigen::OuterStride<>>(strip, block_size, extras,
