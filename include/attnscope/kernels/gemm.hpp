@@ -123,7 +123,9 @@ inline void gemm_pack_weights(const StoredWeights& w, Index first, Index count, 
   for (Index panel = 0; panel < panels; ++panel) {
     float* out = packed + panel * kc * gemm_nr;
 #if defined(ATTNSCOPE_GEMM_AVX2)
-    if (avx2 && float32 && (panel + 1) * gemm_nr <= count && w.row_bytes % sizeof(float) == 0) {
+    // (float32 rows at float alignment only: a memory-mapped file may hold its tensors at any byte offset)
+    if (avx2 && float32 && (panel + 1) * gemm_nr <= count && w.row_bytes % sizeof(float) == 0 &&
+        reinterpret_cast<std::uintptr_t>(w.data) % alignof(float) == 0) {
       const auto* rows = reinterpret_cast<const float*>(w.data + static_cast<std::size_t>(first + panel * gemm_nr) *
                                                                      w.row_bytes) + depth;
       gemm_pack_b_rows_avx2(rows, static_cast<Index>(w.row_bytes / sizeof(float)), kc, out);
