@@ -139,7 +139,7 @@ class BlockKeys {
       for (Index d0 = 0; d0 < depth; d0 += kernels::gemm_depth_block) {
         const Index kc = std::min(kernels::gemm_depth_block, depth - d0);
         kernels::detail::gemm_pack_weights(w, 0, count, d0, kc, out + panels * kernels::detail::gemm_nr * d0,
-                                           kernels::detail::gemm_buffers());
+                                           kernels::detail::gemm_buffers(), kernels::gemm_avx2_available());
       }
     }
   }
@@ -169,7 +169,7 @@ class BlockKeys {
         for (Index d0 = 0; d0 < depth_; d0 += kernels::gemm_depth_block) {
           const Index kc = std::min(kernels::gemm_depth_block, depth_ - d0);
           float* a = scratch.rows.reserve(row_panels * gemm_mr * kc);
-          kernels::detail::gemm_pack_activations(queries, query_stride, 0, rows, d0, kc, a);
+          kernels::detail::gemm_pack_activations(queries, query_stride, 0, rows, d0, kc, a, kernels::gemm_avx2_available());
           if (exact_scale)
             Eigen::Map<Eigen::ArrayXf>(a, row_panels * gemm_mr * kc) *= scale;
           const float* block = base_ + panels * gemm_nr * d0;
@@ -225,7 +225,7 @@ class PackedValues {
     const Index panels = (value_cols + kernels::detail::gemm_nr - 1) / kernels::detail::gemm_nr;
     base_ = panels_.reserve(panels * kernels::detail::gemm_nr * keys);
     kernels::detail::gemm_pack_weights(stored_rows(values, value_cols, keys, stride, true), 0, value_cols, 0, keys,
-                                       base_, kernels::detail::gemm_buffers());
+                                       base_, kernels::detail::gemm_buffers(), kernels::gemm_avx2_available());
   }
 
   /// out[r·out_stride + c] = Σ_{t < n} p[r·p_stride + t]·v_{first + t, c} for r < rows, c < dv, by depth blocks of
@@ -254,7 +254,7 @@ class PackedValues {
 #else
       const Index row_panels = (rows + gemm_mr - 1) / gemm_mr;
       float* a = scratch.rows.reserve(row_panels * gemm_mr * kc);
-      kernels::detail::gemm_pack_activations(p, p_stride, 0, rows, d0, kc, a);
+      kernels::detail::gemm_pack_activations(p, p_stride, 0, rows, d0, kc, a, kernels::gemm_avx2_available());
       micro_tiles(
           rows, cols_, 0, b_panel,
           [&](Index row, const float* b, float* c, Index ldc, kernels::detail::GemmWrite w) {
