@@ -210,16 +210,16 @@ struct CaptureRun {
 };
 
 /// Loads the model, checks the length against its positions (a clear error, or the --max-tokens cut), generates
-/// when asked, then runs the forward pass with `capture` (and the logits unless `logits` is false). `check_config`,
-/// when set, sees the model's configuration before anything runs (to refuse options that do not fit the model).
-/// Timings go to stderr.
-inline CaptureRun run_capture(const CaptureRequest& request, const model::CaptureOptions& capture,
-                              bool logits = true,
-                              const std::function<void(const model::TransformerConfig&)>& check_config = {}) {
+/// when asked, then runs the forward pass with `capture` (and the logits unless `logits` is false). `prepare`, when
+/// set, sees the model's configuration before anything runs: it refuses options that do not fit the model and may
+/// narrow the capture (e.g. to the selected heads). Timings go to stderr.
+inline CaptureRun run_capture(
+    const CaptureRequest& request, model::CaptureOptions capture, bool logits = true,
+    const std::function<void(const model::TransformerConfig&, model::CaptureOptions&)>& prepare = {}) {
   const auto start = std::chrono::steady_clock::now();
   const model::Transformer transformer = model::load_model(request.model_path);
   const double load_ms = milliseconds_since(start);
-  if (check_config) check_config(transformer.config());
+  if (prepare) prepare(transformer.config(), capture);
   CaptureRun run;
   run.n_layers = transformer.config().n_layers;
   run.n_heads = transformer.config().n_heads;

@@ -80,7 +80,7 @@ Options:
   --batch-index N   the batch entry to report for arrays with a batch axis (needed when the batch is > 1)
   --width N         table width in characters (default 100): longer tables use short names and wrap
   --layers LIST     only these layers, e.g. 0,2 (default: all); a model INPUT runs its forward up to the last one
-  --heads LIST      only these heads of each selected layer (default: all); the others are not analysed
+  --heads LIST      only these heads of each selected layer (default: all); the others are neither recorded nor analysed
   --tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens, --generate: as for capture
 )" + std::string(input_window_usage) + R"(  --threads N       OpenMP threads (default 1; 0 = OpenMP default)
   --help            this text
@@ -237,10 +237,16 @@ int command_report(int argc, char** argv) {
     // with --layers the forward stops after the last selected layer
     if (!selection.layers.empty())
       request.options.last_layer = static_cast<int>(*std::max_element(selection.layers.begin(), selection.layers.end()));
-    const auto check = [&](const model::TransformerConfig& config) {
+    // checks the selection against the model, then records only the selected heads' L × L arrays
+    const auto prepare = [&](const model::TransformerConfig& config, model::CaptureOptions& narrowed) {
       check_layer_head_selection("report", selection.layers, selection.heads, config.n_layers, config.n_heads);
+      if (selection.layers.empty() && selection.heads.empty()) return;
+      const int layers_run = request.options.last_layer >= 0 ? request.options.last_layer + 1 : config.n_layers;
+      for (int l = 0; l < layers_run; ++l)
+        for (int h = 0; h < config.n_heads; ++h)
+          if (selection.has_layer(l) && selection.has_head(h)) narrowed.heads.insert({l, h});
     };
-    run.emplace(run_capture(request, capture, false, check));  // the report needs no logits
+    run.emplace(run_capture(request, capture, false, prepare));  // the report needs no logits
   }
   if (arguments.has("map")) map_argument(arguments);  // a bad --map is a usage error; a bad recorded map a data error
   if (!map_name.empty()) options.rows_are_distributions = analysis::map_rows_are_distributions(parse_normalization_map(map_name));
@@ -283,8 +289,9 @@ int command_report(int argc, char** argv) {
   if (bad_rows > 0)
     std::cerr << "attnscope report: warning: " << bad_rows << " attention rows in " << bad_heads
               << " heads are not probability distributions; analysed anyway (--lenient), values marked *\n";
-  const std::int64_t query_rows = arrays ? arrays->query_rows() : run->result.layers.at(0).attention.at(0).rows();
-  const std::int64_t keys = arrays ? arrays->key_count() : run->result.layers.at(0).attention.at(0).cols();
+  // a model run's rows are its tokens, every head L × L (its unselected heads were not recorded)
+  const std::int64_t query_rows = arrays ? arrays->query_rows() : static_cast<std::int64_t>(run->tokens.size());
+  const std::int64_t keys = arrays ? arrays->key_count() : query_rows;
   std::cout << "# " << input << ": " << report.rows.size() << " heads, "
             << (query_rows == keys ? "L = " + std::to_string(keys)
                                    : "q = " + std::to_string(query_rows) + ", k = " + std::to_string(keys))

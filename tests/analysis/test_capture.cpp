@@ -109,6 +109,18 @@ TEST_CASE("for_each_head on a forward result visits every selected head with its
         "attnscope::for_each_head: layer 1 has no attention capture");
   CHECK(error_message([&] { analysis::head_inputs(attnscope::model::ForwardResult{}); }) ==
         "attnscope::for_each_head: the result has no captured layers");
+  // a forward narrowed by CaptureOptions::heads leaves empty entries: visiting around them works, naming one fails
+  auto narrowed = result;
+  narrowed.layers[2].attention[2] = attnscope::RowMatrix<float>();
+  selection.layers = {2};
+  selection.heads = {1, 3};
+  selected.clear();
+  analysis::for_each_head(narrowed, selection,
+                          [&](const analysis::HeadInput& head) { selected.emplace_back(head.layer, head.head); });
+  CHECK(selected == std::vector<std::pair<int, int>>{{2, 1}, {2, 3}});
+  selection.heads = {2};
+  CHECK(error_message([&] { analysis::for_each_head(narrowed, selection, [](const analysis::HeadInput&) {}); }) ==
+        "attnscope::for_each_head: head 2 of layer 2 was not captured");
 }
 
 TEST_CASE("a capture written from a forward result reads back head by head with the same values (NPZ, safetensors)") {

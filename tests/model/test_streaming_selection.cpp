@@ -202,3 +202,60 @@ TEST_CASE("streaming feed-forward in row passes: the logits and statistics of on
     for (const Index rows : {256, 296, 512}) check_feed_forward_passes(model, tokens, rows);
   }
 }
+
+TEST_CASE("capture head selection: the recorded heads' arrays are bitwise those of a capture of every head") {
+  // CaptureOptions::heads narrows what forward() records; the heads left out still run, so every recorded array and
+  // the logits are those of the full capture, and the left-out entries are empty matrices at their indices
+  const Transformer& model = attnscope::testing::reference_model();
+  const auto tokens = attnscope::testing::random_token_sequence(120, model.config().vocab_size, 29, {1});
+  ForwardOptions full = attnscope::testing::capture_everything();
+  const attnscope::model::ForwardResult all = model.forward(tokens, full);
+  for (const auto& [heads, last_layer] :
+       std::vector<std::pair<std::set<std::pair<int, int>>, int>>{{{{0, 1}, {2, 5}, {4, 7}}, -1}, {{{1, 0}}, 1}}) {
+    ForwardOptions narrow = full;
+    narrow.capture.heads = heads;
+    narrow.last_layer = last_layer;
+    const attnscope::model::ForwardResult some = model.forward(tokens, narrow);
+    const int layers_run = last_layer >= 0 ? last_layer + 1 : model.config().n_layers;
+    REQUIRE(some.layers.size() == all.layers.size());
+    if (last_layer < 0) CHECK((some.logits.array() == all.logits.array()).all());
+    for (int l = 0; l < layers_run; ++l) {
+      for (int h = 0; h < model.config().n_heads; ++h) {
+        INFO("layer " << l << " head " << h);
+        const bool recorded = heads.count({l, h}) > 0;
+        const auto& a = all.layers[std::size_t(l)];
+        const auto& b = some.layers[std::size_t(l)];
+        const auto check = [&](const auto& list_all, const auto& list_some) {
+          REQUIRE(list_some.size() == std::size_t(model.config().n_heads));
+          const auto& x = list_all[std::size_t(h)];
+          const auto& y = list_some[std::size_t(h)];
+          if (!recorded) {
+            CHECK(y.size() == 0);
+            return;
+          }
+          REQUIRE(y.rows() == x.rows());
+          REQUIRE(y.cols() == x.cols());
+          CHECK((x.array() == y.array() || (x.array() != x.array() && y.array() != y.array())).all());
+        };
+        check(a.q, b.q);
+        check(a.k, b.k);
+        check(a.v, b.v);
+        check(a.scores, b.scores);
+        check(a.attention, b.attention);
+        check(a.head_output, b.head_output);
+      }
+    }
+    CHECK(some.hidden_states.size() == std::size_t(layers_run) + 1);
+  }
+  // a pair outside the layers run or the model is an error naming it
+  ForwardOptions bad = full;
+  bad.capture.heads = {{0, 0}, {3, 1}};
+  bad.last_layer = 1;
+  const std::string text = attnscope::testing::error_message([&] { model.forward(tokens, bad); });
+  INFO(text);
+  CHECK(text.find("capture.heads names (layer 3, head 1) outside the 2 layers run") != std::string::npos);
+  bad.capture.heads = {{0, model.config().n_heads}};
+  bad.last_layer = -1;
+  CHECK(attnscope::testing::error_message([&] { model.forward(tokens, bad); }).find(
+            "(layer 0, head " + std::to_string(model.config().n_heads) + ")") != std::string::npos);
+}

@@ -97,6 +97,8 @@ void for_each_head(const Result& result, const HeadSelection& selection, const H
       HeadInput input;
       input.layer = static_cast<int>(l);
       input.head = static_cast<int>(h);
+      if (layer.attention[h].size() == 0)  // a head left out by the forward's capture.heads
+        attnscope::detail::throw_invalid_argument(fn, "head ", h, " of layer ", l, " was not captured");
       input.attention = layer.attention[h].template cast<double>();
       if (h < layer.scores.size()) input.scores = layer.scores[h].template cast<double>();
       if (h < layer.v.size()) input.values = layer.v[h].template cast<double>();

@@ -27,9 +27,18 @@ struct CaptureOptions {
   bool attention = false;    // attention weights after the normalization map (L × L; invisible entries 0)
   bool head_output = false;  // attention · V of each head before wo, after ablation (L × head_size)
   bool hidden_states = false;  // residual stream at each layer input, then before the final norm (L × dim)
+  /// The (layer, head) pairs whose per-head arrays (q, k, v, scores, attention, head_output) are recorded; empty:
+  /// every head. The other heads still run (their outputs feed the next layer) but their entries in
+  /// ForwardResult::layers stay empty matrices, so a report on a few heads does not keep every head's L × L arrays.
+  std::set<std::pair<int, int>> heads{};
 
   /// Every flag on.
-  static CaptureOptions everything() { return {true, true, true, true, true, true, true}; }
+  static CaptureOptions everything() {
+    CaptureOptions options;
+    options.q = options.k = options.v = options.scores = options.attention = true;
+    options.head_output = options.hidden_states = true;
+    return options;
+  }
   /// Scores and attention only (what the per-head report needs).
   static CaptureOptions attention_only() {
     CaptureOptions options;
@@ -37,6 +46,8 @@ struct CaptureOptions {
     return options;
   }
   bool any_head_capture() const { return q || k || v || scores || attention || head_output; }
+  /// Whether head `head` of layer `layer` has its per-head arrays recorded (see `heads`).
+  bool records(int layer, int head) const { return heads.empty() || heads.count({layer, head}) > 0; }
 };
 
 /// A normalization of attention scores: gets the scaled scores of one head (rows = queries, invisible entries −inf)

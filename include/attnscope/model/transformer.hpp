@@ -195,6 +195,12 @@ class BasicTransformer {
         attnscope::detail::throw_invalid_argument(function, "ablated head (", layer, ", ", head,
                                                   ") outside the model's ", config().n_layers, " layers x ",
                                                   config().n_heads, " heads");
+    const int layers_run = options.last_layer >= 0 ? options.last_layer + 1 : config().n_layers;
+    for (const auto& [layer, head] : options.capture.heads)
+      if (layer < 0 || layer >= layers_run || head < 0 || head >= config().n_heads)
+        attnscope::detail::throw_invalid_argument(function, "capture.heads names (layer ", layer, ", head ", head,
+                                                  ") outside the ", layers_run, " layers run x ", config().n_heads,
+                                                  " heads");
   }
 
   detail::BasicDecoderState<Scalar> start_state(Index capacity) const {
@@ -502,8 +508,9 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
       options.layer_attention_inputs(l, queries, keys.topRows(total), kernel_options);
 
     LayerCapture* layer_capture = want.any_head_capture() ? &capture->layers[std::size_t(l)] : nullptr;
-    const bool keep_scores = layer_capture && want.scores, keep_attention = layer_capture && want.attention;
     for (int h = 0; h < c.n_heads; ++h) {
+      const bool record = layer_capture && want.records(l, h);  // an unselected head keeps empty entries
+      const bool keep_scores = record && want.scores, keep_attention = record && want.attention;
       const Index kv_head = h / heads_per_kv;
       const RowMatrixView<Scalar> head_queries(queries.middleCols(h * head_size, head_size));
       const RowMatrixView<Scalar> head_keys(keys.topRows(total).middleCols(kv_head * head_size, head_size));
@@ -528,13 +535,20 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
           output.noalias() = attention * head_values;
       }
       detail::ablate(state, options, l, h, output);
-      if (layer_capture) {
+      if (record) {
         if (want.q) layer_capture->q.emplace_back(head_queries);
         if (want.k) layer_capture->k.emplace_back(head_keys);
         if (want.v) layer_capture->v.emplace_back(head_values);
         if (want.scores) layer_capture->scores.push_back(std::move(scores));  // handed over, not copied
         if (want.attention) layer_capture->attention.push_back(std::move(captured_attention));
         if (want.head_output) layer_capture->head_output.emplace_back(output);
+      } else if (layer_capture) {  // keeps entry h of every recorded array at index h
+        if (want.q) layer_capture->q.emplace_back();
+        if (want.k) layer_capture->k.emplace_back();
+        if (want.v) layer_capture->v.emplace_back();
+        if (want.scores) layer_capture->scores.emplace_back();
+        if (want.attention) layer_capture->attention.emplace_back();
+        if (want.head_output) layer_capture->head_output.emplace_back();
       }
     }
     if (streaming) keys = values = RowMatrix<Scalar>();  // a whole sequence: no later pass reads this layer's cache
