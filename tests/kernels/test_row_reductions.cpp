@@ -228,6 +228,66 @@ TEMPLATE_TEST_CASE("exp_shifted_sum and scale_row match their references", "[ker
   }
 }
 
+TEMPLATE_TEST_CASE("exp_shifted_sum_and_spread: exp_shifted_sum's exponentials and sum bit for bit, and the spread "
+                   "sum e_i (shift - x_i) of a long-double evaluation; with it, a softmax row's entropy",
+                   "[kernels][reductions]", float, double) {
+  using limits = std::numeric_limits<TestType>;
+  attnscope::Random random(17);
+  for (Index n : lengths()) {
+    const std::vector<TestType> x = random_row<TestType>(random, n, -30, 30);
+    const TestType shift = attnscope::kernels::row_max_reference(x.data(), n).max;
+    for (TestType scale : {TestType(1), TestType(0.25), TestType(7)}) {
+      std::vector<TestType> plain(x.size()), got(x.size()), reference(x.size());
+      const TestType plain_sum = attnscope::kernels::exp_shifted_sum(x.data(), n, shift, scale, plain.data());
+      TestType spread = -1;
+      const TestType sum = attnscope::kernels::exp_shifted_sum_and_spread(x.data(), n, shift, scale, got.data(), spread);
+      CHECK(sum == plain_sum);
+      CHECK(got == plain);
+      std::vector<TestType> aliased = x;  // out = x: the gaps are read before the exponentials replace them
+      TestType aliased_spread = -1;
+      const TestType aliased_sum = attnscope::kernels::exp_shifted_sum_and_spread(
+          aliased.data(), n, shift, scale, aliased.data(), aliased_spread);
+      CHECK(aliased_sum == sum);
+      CHECK(aliased == plain);
+      CHECK(aliased_spread == spread);
+      TestType reference_spread = -1;
+      const TestType reference_sum = attnscope::kernels::exp_shifted_sum_and_spread_reference(
+          x.data(), n, shift, scale, reference.data(), reference_spread);
+      CHECK(reference_sum == Approx(sum).epsilon(4 * n * limits::epsilon()));
+      // every term e_i (shift − x_i) is ≥ 0, so the errors add up term by term: e_i has ≤ 3 ULP from the exp plus the
+      // rounding of its argument scale·(x_i − shift) (2 ULP of |argument|, relative error of e_i ≤ 2|a|·ε), the gap
+      // 1 ULP, the product 1, and the sum n − 1 roundings
+      long double exact = 0, exact_sum = 0, exact_entropy = 0, bound_terms = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const long double gap = static_cast<long double>(shift) - static_cast<long double>(x[i]);
+        const long double argument = static_cast<long double>(scale) * gap;
+        const long double e = std::exp(-argument);
+        exact += e * gap;
+        exact_sum += e;
+        bound_terms += e * gap * (2 * argument + static_cast<long double>(n + 8));
+      }
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const long double gap = static_cast<long double>(shift) - static_cast<long double>(x[i]);
+        const long double p = std::exp(-static_cast<long double>(scale) * gap) / exact_sum;
+        if (p > 0) exact_entropy -= p * std::log(p);
+      }
+      const double bound = 2.0 * limits::epsilon() * static_cast<double>(bound_terms) +
+                           static_cast<double>(n) * limits::min();
+      INFO("n = " << n << ", scale = " << scale << ", spread = " << spread << ", reference " << reference_spread
+                  << ", exact " << static_cast<double>(exact) << ", bound " << bound);
+      CHECK(std::fabs(static_cast<double>(spread) - static_cast<double>(exact)) <= bound);
+      CHECK(std::fabs(static_cast<double>(reference_spread) - static_cast<double>(exact)) <= bound);
+      CHECK(spread >= 0);
+      // H = log S + scale·spread / S [derived]: −log p_i = log S + scale·(shift − x_i)
+      const double entropy = std::log(static_cast<double>(sum)) +
+                             static_cast<double>(scale) * static_cast<double>(spread) / static_cast<double>(sum);
+      CHECK(entropy == Approx(static_cast<double>(exact_entropy))
+                           .epsilon(4 * static_cast<double>(n + 8) * limits::epsilon())
+                           .margin(4 * static_cast<double>(n + 8) * limits::epsilon()));
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("secular_power_sums matches a long-double evaluation of c_k = sum p_i/(p_i - lambda)^k, k = 1..5",
                    "[kernels][secular]", float, double) {
   attnscope::Random random(15);

@@ -137,6 +137,24 @@ TEST_CASE("the dispatched exp_shifted_sum body and exp_shifted_scaled_row agree 
       CHECK(unit_sum == general_sum);
       CHECK(std::equal(unit.begin(), unit.begin() + body, general.begin()));
     }
+    {  // with the spread: the same exponentials and sum bit for bit, and Σ e_i (shift − x_i) of a long-double sum
+      std::vector<float> spread_out(got.size());
+      float spread_sum = 0, spread = -1;
+      REQUIRE(avx2::exp_shifted_sum_body<true, false, true>(x.data(), n, shift, scale, spread_out.data(), nullptr,
+                                                            spread_sum, &spread) == body);
+      CHECK(spread_sum == vector_sum);
+      CHECK(std::equal(spread_out.begin(), spread_out.begin() + body, got.begin()));
+      // term by term (all ≥ 0): the exp's 2 ULP, its argument's rounding (2|a| ULP relative), gap, product and sum
+      long double exact = 0, bound_terms = 0;
+      for (Index i = 0; i < body; ++i) {
+        const long double gap = static_cast<long double>(shift) - static_cast<long double>(x[i]);
+        const long double argument = static_cast<long double>(scale) * gap;
+        exact += std::exp(-argument) * gap;
+        bound_terms += std::exp(-argument) * gap * (2 * argument + static_cast<long double>(n + 8));
+      }
+      CHECK(std::fabs(static_cast<double>(spread) - static_cast<double>(exact)) <=
+            2.0 * std::numeric_limits<float>::epsilon() * static_cast<double>(bound_terms) + 1e-30);
+    }
     const float reference_sum =
         attnscope::kernels::exp_shifted_sum_reference(x.data(), n, shift, scale, reference.data());
     double worst = 0, body_sum = 0;

@@ -148,17 +148,25 @@ ATTNSCOPE_AVX2_TARGET inline float max_lanes(__m256 value) {
 /// The vector part of exp_shifted_sum_loop (kernels/exp_sum.hpp) on 8-float AVX2 packets: four accumulators
 /// over blocks of 32, then single packets; returns the index where the scalar tail starts and the packets' sum.
 /// With store_values, out[0, returned index) receives the exponentials; with prefetch, prefetch[0, n) is requested;
-/// with unit_scale (scale = 1) the multiplication is left out (the same bits).
-template <bool store_values, bool unit_scale>
+/// with unit_scale (scale = 1) the multiplication is left out (the same bits). With spread, also accumulates
+/// Σ e_i·(shift − x_i) into `spread` (four more accumulators, multiply-adds); the exponentials and the sum are the
+/// same bits either way.
+template <bool store_values, bool unit_scale, bool with_spread = false>
 ATTNSCOPE_AVX2_TARGET Index exp_shifted_sum_body(const float* x, Index n, float shift, float scale, float* out,
-                                                 const float* prefetch, float& sum) {
+                                                 const float* prefetch, float& sum, float* spread = nullptr) {
   const __m256 shift_packet = _mm256_set1_ps(shift), scale_packet = _mm256_set1_ps(scale);
   __m256 first = _mm256_setzero_ps(), second = first, third = first, fourth = first;
+  __m256 spreads[4] = {first, first, first, first};
   Index i = 0;
   for (; i + 32 <= n; i += 32) {
     __m256 values[4];
     exp_shifted_four<unit_scale>(x, i, shift_packet, scale_packet, prefetch, values);
     const __m256 a = values[0], b = values[1], c = values[2], d = values[3];
+    if constexpr (with_spread)  // reads x before the stores: out may alias x
+      for (int k = 0; k < 4; ++k) {
+        const __m256 gap = _mm256_sub_ps(shift_packet, _mm256_loadu_ps(x + i + 8 * k));
+        spreads[k] = _mm256_fmadd_ps(values[k], gap, spreads[k]);
+      }
     if constexpr (store_values) {
       _mm256_storeu_ps(out + i, a);
       _mm256_storeu_ps(out + i + 8, b);
@@ -172,10 +180,14 @@ ATTNSCOPE_AVX2_TARGET Index exp_shifted_sum_body(const float* x, Index n, float 
   }
   for (; i + 8 <= n; i += 8) {
     const __m256 a = exp_shifted_at<unit_scale>(x, i, shift_packet, scale_packet);
+    if constexpr (with_spread)
+      spreads[0] = _mm256_fmadd_ps(a, _mm256_sub_ps(shift_packet, _mm256_loadu_ps(x + i)), spreads[0]);
     if constexpr (store_values) _mm256_storeu_ps(out + i, a);
     first = _mm256_add_ps(first, a);
   }
   sum = sum_lanes(_mm256_add_ps(_mm256_add_ps(first, second), _mm256_add_ps(third, fourth)));
+  if constexpr (with_spread)
+    *spread = sum_lanes(_mm256_add_ps(_mm256_add_ps(spreads[0], spreads[1]), _mm256_add_ps(spreads[2], spreads[3])));
   return i;
 }
 

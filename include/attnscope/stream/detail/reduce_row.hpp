@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
@@ -15,7 +14,6 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/exp_sum.hpp"
 #include "attnscope/kernels/row_reductions.hpp"
-#include "attnscope/kernels/detail/exp_block.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
 #include "attnscope/stream/statistics_types.hpp"
 
@@ -75,90 +73,24 @@ Scalar softmax_row_checked(const char* function, const Scalar* s, Index n, Scala
   return maximum.max;
 }
 
-/// Whether exp_sum_and_spread gives here the exponentials and the sum of kernels::exp_shifted_sum (Eigen's packets of
-/// the build; not in a build for an older x86-64 running on an AVX2 CPU, where exp_shifted_sum dispatches to AVX2).
-template <class Scalar>
-bool exp_sum_and_spread_available() {
-#if defined(ATTNSCOPE_RUNTIME_DISPATCH_AVX2)
-  if (std::is_same<Scalar, float>::value && kernels::detail::avx2::available()) return false;
-#endif
-  return kernels::is_vectorized<Scalar>;
-}
-
-/// e_j = exp(s_j − shift) into e (may alias s) for shift = max s, returning Σ e_j, and Σ e_j·(shift − s_j) in `spread`,
-/// in one pass. The exponentials and the sum are those of kernels::exp_shifted_sum at scale 1 bit for bit (the same
-/// blocks of four packets, kernels::detail::exp_shifted_block, the same accumulators and order; call it only when
-/// exp_sum_and_spread_available()), so a row reduced with statistics and a row of softmax_row_checked get the same p.
-template <class Scalar>
-Scalar exp_sum_and_spread(const Scalar* s, Index n, Scalar shift, Scalar* e, Scalar& spread) {
-  Scalar sum = 0;
-  spread = 0;
-  Index i = 0;
-  if constexpr (kernels::is_vectorized<Scalar>) {
-    using P = kernels::Packet<Scalar>;
-    namespace packet = Eigen::internal;
-    constexpr Index width = kernels::packet_size<Scalar>;
-    const P shift_packet = packet::pset1<P>(shift), one = packet::pset1<P>(Scalar(1));
-    P sums[4], spreads[4];
-    for (Index k = 0; k < 4; ++k) sums[k] = spreads[k] = packet::pset1<P>(Scalar(0));
-    for (; i + 4 * width <= n; i += 4 * width) {
-      P gaps[4], values[4];
-      for (Index k = 0; k < 4; ++k) gaps[k] = packet::psub(shift_packet, packet::ploadu<P>(s + i + k * width));
-      kernels::detail::exp_shifted_block<true>(s + i, shift_packet, one, static_cast<const Scalar*>(nullptr), values);
-      for (Index k = 0; k < 4; ++k) {
-        packet::pstoreu(e + i + k * width, values[k]);
-        sums[k] = packet::padd(sums[k], values[k]);
-        spreads[k] = packet::padd(spreads[k], packet::pmul(values[k], gaps[k]));
-      }
-    }
-    for (; i + width <= n; i += width) {
-      const P x = packet::ploadu<P>(s + i);
-      const P value = kernels::packet_exp_nonpositive(packet::psub(x, shift_packet));
-      packet::pstoreu(e + i, value);
-      sums[0] = packet::padd(sums[0], value);
-      spreads[0] = packet::padd(spreads[0], packet::pmul(value, packet::psub(shift_packet, x)));
-    }
-    sum = packet::predux(packet::padd(packet::padd(sums[0], sums[1]), packet::padd(sums[2], sums[3])));
-    spread = packet::predux(packet::padd(packet::padd(spreads[0], spreads[1]), packet::padd(spreads[2], spreads[3])));
-  }
-  for (; i < n; ++i) {
-    const Scalar gap = shift - s[i];
-    const Scalar value = kernels::exp_reference(Scalar(1) * (s[i] - shift));
-    e[i] = value;
-    sum += value;
-    spread += value * gap;
-  }
-  return sum;
-}
-
 /// The statistics of one row (index `row` of `out`) from its n contiguous scaled logits s: p = softmax(s) is written
 /// to `p` (≥ n entries; may alias s: then the row's probabilities replace its logits). `work` (n entries, not
-/// aliasing s or p) is scratch for the top-k (and for the entropy where exp_sum_and_spread is not available and p
-/// aliases s); it may be null when max_top_k is 0 and p does not alias s. `sink_positions` are sorted positions in
-/// [0, n) of the sink keys; `top_buffer` is scratch for the top-k.
+/// aliasing s or p) is scratch for the top-k; it may be null when max_top_k is 0. `sink_positions` are sorted
+/// positions in [0, n) of the sink keys; `top_buffer` is scratch for the top-k.
 template <class Scalar>
 void reduce_row(const char* function, const Scalar* s, Index n, const std::vector<Index>& sink_positions,
                 const RowStatisticsOptions& options, Index max_top_k, Scalar* p, Scalar* work,
                 std::vector<Scalar>& top_buffer, Index row, RowStatistics& out) {
   // −Σ p log p with log p_j = (s_j − m) − log S: H = log S + Σ p_j (m − s_j), two non-negative terms [derived]; the
   // second is Σ e_j (m − s_j) / S with e_j = exp(s_j − m), summed with the exponentials
-  Scalar sum = 0, maximum = 0;
-  double spread = 0;
-  if (exp_sum_and_spread_available<Scalar>()) {
-    const auto extremum = kernels::row_max(s, n);
-    if (!extremum.finite) throw_invalid_argument(function, "a logit of row ", row, " overflows (q·k not finite)");
-    maximum = extremum.max;
-    Scalar weighted = 0;
-    sum = exp_sum_and_spread(s, n, maximum, p, weighted);
-    kernels::scale_row(p, n, Scalar(1) / sum);  // as softmax_row_checked
-    spread = static_cast<double>(weighted) / static_cast<double>(sum);
-  } else {
-    Scalar* probabilities = p == s ? work : p;
-    maximum = softmax_row_checked(function, s, n, probabilities, row, sum);
-    using Array = Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
-    spread = static_cast<double>((Array(probabilities, n) * (maximum - Array(s, n))).sum());
-    if (probabilities != p) std::copy(probabilities, probabilities + n, p);
-  }
+  const auto extremum = kernels::row_max(s, n);
+  if (!extremum.finite) throw_invalid_argument(function, "a logit of row ", row, " overflows (q·k not finite)");
+  const Scalar maximum = extremum.max;
+  Scalar weighted = 0;  // Σ e_j (m − s_j)
+  // the exponentials and sum of softmax_row_checked, bit for bit (the same kernel pass), with the spread beside them
+  const Scalar sum = kernels::exp_shifted_sum_and_spread(s, n, maximum, Scalar(1), p, weighted);
+  kernels::scale_row(p, n, Scalar(1) / sum);  // as softmax_row_checked
+  const double spread = static_cast<double>(weighted) / static_cast<double>(sum);
   const double log_sum = std::log(static_cast<double>(sum));
   out.max_scaled_logit(row) = static_cast<double>(maximum);
   out.log_partition(row) = static_cast<double>(maximum) + log_sum;  // log Σ exp s_j = m + log Σ exp(s_j − m)
