@@ -267,3 +267,41 @@ TEST_CASE("gemm_xwt returns whether every element of y is finite, for both kerne
   CHECK(cases >= 80);  // 160 with the AVX2 kernel
   CHECK(nonfinite_cases >= 48);
 }
+
+TEST_CASE("the micro-kernels give the same bits with A read through row pointers as from a packed A micro-panel, "
+          "and the AVX2 kernel the bits of the scalar reference",
+          "[kernels][gemm]") {
+  namespace detail = attnscope::kernels::detail;
+  using detail::gemm_mr;
+  using detail::gemm_nr;
+  attnscope::Random random(6016);
+  for (const Index kc : {Index(1), Index(3), Index(8), Index(17), Index(64), Index(256)})
+    for (const detail::GemmWrite write : {detail::GemmWrite::store, detail::GemmWrite::add}) {
+      const Index a_stride = kc + 3;  // six rows, not contiguous with each other
+      const std::vector<float> rows = gemm_test_normals(random, gemm_mr * a_stride);
+      std::vector<float> packed(static_cast<std::size_t>(gemm_mr * kc));
+      for (Index p = 0; p < kc; ++p)
+        for (Index i = 0; i < gemm_mr; ++i) packed[std::size_t(p * gemm_mr + i)] = rows[std::size_t(i * a_stride + p)];
+      std::vector<float> b_storage(static_cast<std::size_t>(kc * gemm_nr + 8));
+      float* b = detail::GemmBuffers::aligned(b_storage, kc * gemm_nr);
+      const std::vector<float> b_values = gemm_test_normals(random, kc * gemm_nr);
+      std::copy(b_values.begin(), b_values.end(), b);
+      const Index ldc = gemm_nr + 5;
+      const std::vector<float> c0 = gemm_test_normals(random, gemm_mr * ldc);
+      detail::RowPointersA pointers;
+      for (Index i = 0; i < gemm_mr; ++i) pointers.rows[i] = rows.data() + i * a_stride;
+      std::vector<float> from_packed = c0, from_rows = c0;
+      CHECK(detail::gemm_micro_reference(kc, packed.data(), b, from_packed.data(), ldc, write));
+      CHECK(detail::gemm_micro_reference(kc, pointers, b, from_rows.data(), ldc, write));
+      CHECK(gemm_same_bits(from_packed, from_rows));
+      if (detail::gemm_avx2_available()) {
+#if defined(ATTNSCOPE_GEMM_AVX2)
+        std::vector<float> avx2_packed = c0, avx2_rows = c0;
+        CHECK(detail::gemm_micro_avx2(kc, packed.data(), b, avx2_packed.data(), ldc, write));
+        CHECK(detail::gemm_micro_avx2(kc, pointers, b, avx2_rows.data(), ldc, write));
+        CHECK(gemm_same_bits(avx2_packed, from_packed));
+        CHECK(gemm_same_bits(avx2_rows, from_packed));
+#endif
+      }
+    }
+}

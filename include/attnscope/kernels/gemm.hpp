@@ -8,7 +8,8 @@
 // depth block) the weights are packed into 16-column micro-panels (kc × 16 floats, converted from their stored format
 // by kernels::widen while packing, so no float32 copy of W exists), then the activations, gemm_row_block rows at a
 // time, into 6-row micro-panels (kc × 6), and a micro-kernel (kernels/detail/gemm_micro.hpp) updates each 6 × 16 tile
-// of y. Tiles at the edges run the same micro-kernel on zero-padded panels through a 6 × 16 buffer. With AVX2, full
+// of y (the tile loop kernels::detail::gemm_tiles, shared with the attention kernel's products). Tiles at the edges
+// run the same micro-kernel on zero-padded panels through a 6 × 16 buffer. With AVX2, full
 // panels of float32 rows are packed by 8 × 8 transposes in registers (a copy: the same values as the scalar packing).
 // The micro-kernel reports whether the tile it wrote is finite, so the caller learns whether y holds a non-finite
 // value without a second pass over y.
@@ -190,29 +191,13 @@ bool gemm_columns(Index m, const float* x, Index x_stride, const StoredWeights& 
         const Index mc = std::min(gemm_row_block, m - row), row_panels = (mc + gemm_mr - 1) / gemm_mr;
         float* packed_x = GemmBuffers::aligned(buffers.a, row_panels * gemm_mr * kc);
         gemm_pack_activations(x, x_stride, row, mc, depth, kc, packed_x, avx2);
-        for (Index jr = 0; jr < panels; ++jr) {
-          const Index nr = std::min(gemm_nr, nc - jr * gemm_nr);
-          const float* b = packed_w + jr * kc * gemm_nr;
-          for (Index ir = 0; ir < row_panels; ++ir) {
-            const Index mr = std::min(gemm_mr, mc - ir * gemm_mr);
-            const float* a = packed_x + ir * kc * gemm_mr;
-            float* c = y + (row + ir * gemm_mr) * y_stride + column + jr * gemm_nr;
-            if (mr == gemm_mr && nr == gemm_nr) {
-              const bool tile_finite = micro(kc, a, b, c, y_stride, write);
-              if (last_depth) finite = finite && tile_finite;
-              continue;
-            }
-            float tile[gemm_mr * gemm_nr] = {};
-            if (write == GemmWrite::add)
-              for (Index i = 0; i < mr; ++i) std::copy(c + i * y_stride, c + i * y_stride + nr, tile + i * gemm_nr);
-            micro(kc, a, b, tile, gemm_nr, write);
-            for (Index i = 0; i < mr; ++i) {
-              std::copy(tile + i * gemm_nr, tile + i * gemm_nr + nr, c + i * y_stride);
-              if (last_depth)  // the padding's zeros times a non-finite x may be NaN: only the copied part counts
-                for (Index j = 0; j < nr; ++j) finite = finite && std::isfinite(tile[i * gemm_nr + j]);
-            }
-          }
-        }
+        const bool tiles_finite = gemm_tiles(
+            mc, nc, 0, [&](Index t) { return packed_w + t * kc * gemm_nr; },
+            [&](Index r, const float* b, float* c, Index ldc, GemmWrite tile_write) {
+              return micro(kc, packed_x + r * kc, b, c, ldc, tile_write);
+            },
+            y + row * y_stride + column, y_stride, write);
+        if (last_depth) finite = finite && tiles_finite;
       }
     }
   }
@@ -258,14 +243,18 @@ bool gemm_xwt(Index m, const float* x, Index x_stride, const StoredWeights& w, f
     const Index last = std::min(n, (part + 1) * panels / parts * detail::gemm_nr);
 #if defined(ATTNSCOPE_GEMM_AVX2)
     if (avx2) {
-      finite[std::size_t(part)] =
-          detail::gemm_columns<Add>(m, x, x_stride, w, y, y_stride, first, last, detail::gemm_micro_avx2, true);
+      const auto micro = [](Index kc, const float* a, const float* b, float* c, Index ldc, detail::GemmWrite write) {
+        return detail::gemm_micro_avx2(kc, a, b, c, ldc, write);
+      };
+      finite[std::size_t(part)] = detail::gemm_columns<Add>(m, x, x_stride, w, y, y_stride, first, last, micro, true);
       return;
     }
 #endif
     (void)avx2;
-    finite[std::size_t(part)] =
-        detail::gemm_columns<Add>(m, x, x_stride, w, y, y_stride, first, last, detail::gemm_micro_reference, false);
+    const auto micro = [](Index kc, const float* a, const float* b, float* c, Index ldc, detail::GemmWrite write) {
+      return detail::gemm_micro_reference(kc, a, b, c, ldc, write);
+    };
+    finite[std::size_t(part)] = detail::gemm_columns<Add>(m, x, x_stride, w, y, y_stride, first, last, micro, false);
   });
   return std::all_of(finite.begin(), finite.end(), [](unsigned char f) { return f != 0; });
 }

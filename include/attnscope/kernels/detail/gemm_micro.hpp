@@ -1,5 +1,9 @@
-// attnscope/kernels/detail/gemm_micro.hpp — the micro-kernels of kernels/gemm.hpp: a 6 × 16 tile of C from a packed
-// A micro-panel (kc × 6, the six rows interleaved) and a packed B micro-panel (kc × 16), C (+)= A·B.
+// attnscope/kernels/detail/gemm_micro.hpp — the micro-kernels of kernels/gemm.hpp: a 6 × 16 tile of C from six rows
+// of A and a packed B micro-panel (kc × 16), C (+)= A·B, and the tile loop that runs them over a block of C.
+//
+// A is read through a cursor: a packed A micro-panel (kc × 6, the six rows interleaved: PackedRowsA, what gemm_xwt
+// packs) or six rows read where they are (RowPointersA: the attention kernel's probability rows, used once each, so
+// not worth packing). The cursor only changes where the six values of a depth step come from, not the arithmetic.
 //
 // Both kernels compute every element the same way: an accumulator starting at 0 takes one fused multiply-add per
 // depth step, in depth order (acc = fma(a[p], b[p], acc), p = 0 … kc − 1); the tile is then stored (C = acc) or added
@@ -10,7 +14,9 @@
 // test_gemm.cpp checks it), and an element's value does not depend on where in the tile it sits.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/detail/cpu_features.hpp"
@@ -29,13 +35,30 @@ inline constexpr Index gemm_nr = 16;
 /// How a micro-kernel writes its tile: store (C = acc), add (C = C + acc).
 enum class GemmWrite { store, add };
 
-/// Scalar reference micro-kernel: tile (row stride ldc) (+)= A·B over kc depth steps; a, b packed as above. Returns
-/// whether every element it wrote is finite.
-inline bool gemm_micro_reference(Index kc, const float* a, const float* b, float* c, Index ldc, GemmWrite write) {
+/// A cursor over a packed A micro-panel: depth step p's six values at a + 6p.
+struct PackedRowsA {
+  const float* a;
+  const float* at(Index i) const { return a + i; }
+  void next() { a += gemm_mr; }
+};
+
+/// A cursor over six rows of A read in place, contiguous in depth: row i's depth step p at rows[i] + p.
+struct RowPointersA {
+  const float* rows[gemm_mr];
+  const float* at(Index i) const { return rows[i]; }
+  void next() {
+    for (const float*& row : rows) ++row;
+  }
+};
+
+/// Scalar reference micro-kernel: tile (row stride ldc) (+)= A·B over kc depth steps; A through its cursor, b packed
+/// as above. Returns whether every element it wrote is finite.
+template <class ACursor, class = std::enable_if_t<!std::is_pointer<ACursor>::value>>
+bool gemm_micro_reference(Index kc, ACursor a, const float* b, float* c, Index ldc, GemmWrite write) {
   float acc[gemm_mr][gemm_nr] = {};
-  for (Index p = 0; p < kc; ++p, a += gemm_mr, b += gemm_nr)
+  for (Index p = 0; p < kc; ++p, a.next(), b += gemm_nr)
     for (Index i = 0; i < gemm_mr; ++i)
-      for (Index j = 0; j < gemm_nr; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+      for (Index j = 0; j < gemm_nr; ++j) acc[i][j] = std::fma(*a.at(i), b[j], acc[i][j]);
   bool finite = true;
   for (Index i = 0; i < gemm_mr; ++i)
     for (Index j = 0; j < gemm_nr; ++j) {
@@ -45,13 +68,20 @@ inline bool gemm_micro_reference(Index kc, const float* a, const float* b, float
   return finite;
 }
 
+/// The reference on a packed A micro-panel.
+inline bool gemm_micro_reference(Index kc, const float* a, const float* b, float* c, Index ldc, GemmWrite write) {
+  return gemm_micro_reference(kc, PackedRowsA{a}, b, c, ldc, write);
+}
+
 #if defined(ATTNSCOPE_GEMM_AVX2)
 /// Whether the running CPU has AVX2 and FMA (known at compile time in a build for them).
 inline bool gemm_avx2_available() { return cpu_has_avx2_fma(); }
 
 /// The AVX2 + FMA micro-kernel (compiled for AVX2 whatever the translation unit's flags; call it only when
-/// gemm_avx2_available()). b must be 32-byte aligned. Returns whether every element it wrote is finite.
-__attribute__((target("avx2,fma"))) inline bool gemm_micro_avx2(Index kc, const float* a, const float* b, float* c,
+/// gemm_avx2_available()), A through its cursor. b must be 32-byte aligned. Returns whether every element it wrote is
+/// finite.
+template <class ACursor, class = std::enable_if_t<!std::is_pointer<ACursor>::value>>
+__attribute__((target("avx2,fma"))) inline bool gemm_micro_avx2(Index kc, ACursor a, const float* b, float* c,
                                                                 Index ldc, GemmWrite write) {
   // The tile's rows are read (add) or written (store) after the depth loop; fetching their cache lines now overlaps
   // the misses with the loop (a 6 × 16 tile spans at most two 64-byte lines per row).
@@ -67,24 +97,24 @@ __attribute__((target("avx2,fma"))) inline bool gemm_micro_avx2(Index kc, const 
 #else
 #pragma GCC unroll 4
 #endif
-  for (Index p = 0; p < kc; ++p, a += gemm_mr, b += gemm_nr) {
+  for (Index p = 0; p < kc; ++p, a.next(), b += gemm_nr) {
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-    __m256 x = _mm256_broadcast_ss(a);
+    __m256 x = _mm256_broadcast_ss(a.at(0));
     c00 = _mm256_fmadd_ps(x, b0, c00);
     c01 = _mm256_fmadd_ps(x, b1, c01);
-    x = _mm256_broadcast_ss(a + 1);
+    x = _mm256_broadcast_ss(a.at(1));
     c10 = _mm256_fmadd_ps(x, b0, c10);
     c11 = _mm256_fmadd_ps(x, b1, c11);
-    x = _mm256_broadcast_ss(a + 2);
+    x = _mm256_broadcast_ss(a.at(2));
     c20 = _mm256_fmadd_ps(x, b0, c20);
     c21 = _mm256_fmadd_ps(x, b1, c21);
-    x = _mm256_broadcast_ss(a + 3);
+    x = _mm256_broadcast_ss(a.at(3));
     c30 = _mm256_fmadd_ps(x, b0, c30);
     c31 = _mm256_fmadd_ps(x, b1, c31);
-    x = _mm256_broadcast_ss(a + 4);
+    x = _mm256_broadcast_ss(a.at(4));
     c40 = _mm256_fmadd_ps(x, b0, c40);
     c41 = _mm256_fmadd_ps(x, b1, c41);
-    x = _mm256_broadcast_ss(a + 5);
+    x = _mm256_broadcast_ss(a.at(5));
     c50 = _mm256_fmadd_ps(x, b0, c50);
     c51 = _mm256_fmadd_ps(x, b1, c51);
   }
@@ -103,6 +133,12 @@ __attribute__((target("avx2,fma"))) inline bool gemm_micro_avx2(Index kc, const 
     nonfinite = _mm256_or_ps(nonfinite, _mm256_or_ps(_mm256_sub_ps(left, left), _mm256_sub_ps(right, right)));
   }
   return _mm256_movemask_ps(_mm256_cmp_ps(nonfinite, nonfinite, _CMP_UNORD_Q)) == 0;
+}
+
+/// The AVX2 micro-kernel on a packed A micro-panel.
+__attribute__((target("avx2,fma"))) inline bool gemm_micro_avx2(Index kc, const float* a, const float* b, float* c,
+                                                                Index ldc, GemmWrite write) {
+  return gemm_micro_avx2(kc, PackedRowsA{a}, b, c, ldc, write);
 }
 
 /// The 8 × 8 transpose of r0 … r7 in place (r_i's lane j becomes r_j's lane i).
@@ -176,5 +212,41 @@ __attribute__((target("avx2"))) inline void gemm_pack_a_rows_avx2(const float* r
 #else
 inline bool gemm_avx2_available() { return false; }
 #endif
+
+/// The tile loop of a packed product for one depth block: runs micro(row, b, c, ldc, write) — the micro-kernel on the
+/// 6 × 16 tile whose A rows start at `row` — over a block of rows × cols of c (row stride ldc), B's 16-column micro-panel
+/// t given by b_panel(t) and covering columns [16t − shift, 16t − shift + 16) of c (0 ≤ shift < 16; columns outside
+/// [0, cols) are computed and dropped). Full tiles go straight to c; the others through a 6 × 16 buffer (with add,
+/// loaded from c first), of which only the part inside the block is copied back. Returns whether every element it
+/// wrote is finite (micro returns that for its tile; for buffered tiles only the copied part counts: the padding's
+/// zero rows times a non-finite value may be NaN).
+template <class BPanel, class Micro>
+bool gemm_tiles(Index rows, Index cols, Index shift, BPanel b_panel, Micro micro, float* c, Index ldc,
+                GemmWrite write) {
+  const Index panels = (cols + shift + gemm_nr - 1) / gemm_nr;
+  bool finite = true;
+  for (Index t = 0; t < panels; ++t) {
+    const float* b = b_panel(t);
+    const Index column = t * gemm_nr - shift;
+    const Index lo = std::max<Index>(0, -column), hi = std::min<Index>(gemm_nr, cols - column);
+    for (Index row = 0; row < rows; row += gemm_mr) {
+      const Index mr = std::min(gemm_mr, rows - row);
+      float* target = c + row * ldc + column;
+      if (mr == gemm_mr && lo == 0 && hi == gemm_nr) {
+        finite = micro(row, b, target, ldc, write) && finite;
+        continue;
+      }
+      float tile[gemm_mr * gemm_nr] = {};
+      if (write == GemmWrite::add)
+        for (Index i = 0; i < mr; ++i) std::copy(target + i * ldc + lo, target + i * ldc + hi, tile + i * gemm_nr + lo);
+      micro(row, b, tile, gemm_nr, write);
+      for (Index i = 0; i < mr; ++i) {
+        std::copy(tile + i * gemm_nr + lo, tile + i * gemm_nr + hi, target + i * ldc + lo);
+        for (Index j = lo; j < hi; ++j) finite = finite && std::isfinite(tile[i * gemm_nr + j]);
+      }
+    }
+  }
+  return finite;
+}
 
 }  // namespace attnscope::kernels::detail

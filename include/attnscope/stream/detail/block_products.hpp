@@ -1,9 +1,10 @@
 // attnscope/stream/detail/block_products.hpp — the two products of the blockwise attention kernel, S = scale·Q·Kᵀ and
 // O = P·V for one block of query rows, and the block-logits function shared with analysis::compare_models.
 //
-// Float32 on a CPU with AVX2 + FMA: the micro-kernel of kernels/gemm.hpp (6 × 16 tiles, kernels/detail/gemm_micro.hpp)
-// on keys and values packed once per head (PackedKeys, PackedValues: every block of queries reads the same panels)
-// and the block's queries or probabilities packed once per block and depth block. Depth is cut into blocks of
+// Float32 on a CPU with AVX2 + FMA: the micro-kernel and tile loop of kernels/gemm.hpp (6 × 16 tiles,
+// kernels/detail/gemm_micro.hpp) on keys and values packed once per head (BlockKeys, PackedValues: every block of
+// queries reads the same panels), the block's queries packed once per block and depth block, and the probability
+// rows of P·V read in place (kernels::detail::RowPointersA). Depth is cut into blocks of
 // kernels::gemm_depth_block from the product's first depth index, the first block stored and the others added, so
 // every element has the rounding contract of kernels::gemm_xwt (its value does not depend on the block of rows, on
 // the tile nor on the thread). Other scalars and CPUs: Eigen's GEMM in chunks of gemm_rows rows.
@@ -43,76 +44,14 @@ inline kernels::StoredWeights stored_rows(const float* data, Index rows, Index c
 }
 
 /// One 6 × 16 tile by the micro-kernel of kernels/gemm.hpp (AVX2 + FMA; the scalar reference, which gives the same
-/// bits, where the AVX2 kernel is not compiled).
-inline void block_micro(Index kc, const float* a, const float* b, float* c, Index ldc, kernels::detail::GemmWrite write) {
+/// bits, where the AVX2 kernel is not compiled), A through its cursor (kernels::detail::PackedRowsA or RowPointersA).
+template <class ACursor>
+bool block_micro(Index kc, ACursor a, const float* b, float* c, Index ldc, kernels::detail::GemmWrite write) {
 #if defined(ATTNSCOPE_GEMM_AVX2)
-  kernels::detail::gemm_micro_avx2(kc, a, b, c, ldc, write);
+  return kernels::detail::gemm_micro_avx2(kc, a, b, c, ldc, write);
 #else
-  kernels::detail::gemm_micro_reference(kc, a, b, c, ldc, write);
+  return kernels::detail::gemm_micro_reference(kc, a, b, c, ldc, write);
 #endif
-}
-
-/// The 6 × 16 tile c (row stride ldc) = or += A·B over kc depth steps with A's six rows read where they are (row i at
-/// rows[i], contiguous in depth) and B a packed kc × 16 micro-panel (32-byte aligned). Every element is the FMA chain of
-/// kernels/detail/gemm_micro.hpp (acc = fma(a_p, b_p, acc) in depth order from 0, then stored or added), so the bits
-/// are those of the packed product, without packing A: for the probability strip of P·V, read once.
-#if defined(ATTNSCOPE_GEMM_AVX2)
-__attribute__((target("avx2,fma"))) inline void micro_rows_avx2(Index kc, const float* const* rows, const float* b,
-                                                                float* c, Index ldc, kernels::detail::GemmWrite write) {
-  const float *a0 = rows[0], *a1 = rows[1], *a2 = rows[2], *a3 = rows[3], *a4 = rows[4], *a5 = rows[5];
-  __m256 acc[6][2];
-  for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
-  for (Index p = 0; p < kc; ++p, b += kernels::detail::gemm_nr) {
-    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-    const float* a[6] = {a0 + p, a1 + p, a2 + p, a3 + p, a4 + p, a5 + p};
-#pragma GCC unroll 6
-    for (int i = 0; i < 6; ++i) {
-      const __m256 x = _mm256_broadcast_ss(a[i]);
-      acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);
-    }
-  }
-#pragma GCC unroll 6
-  for (int i = 0; i < 6; ++i) {
-    float* row = c + i * ldc;
-    if (write == kernels::detail::GemmWrite::add) {
-      acc[i][0] = _mm256_add_ps(_mm256_loadu_ps(row), acc[i][0]);
-      acc[i][1] = _mm256_add_ps(_mm256_loadu_ps(row + 8), acc[i][1]);
-    }
-    _mm256_storeu_ps(row, acc[i][0]);
-    _mm256_storeu_ps(row + 8, acc[i][1]);
-  }
-}
-#endif
-
-/// Runs micro(row, b, c, ldc, write) — the 6 × 16 tile at row panel `row` — over a block of rows × cols of c (row
-/// stride ldc) for one depth block, B's 16-column micro-panel t given by b_panel(t) and covering columns
-/// [16t − shift, 16t − shift + 16) of c (0 ≤ shift < 16; columns outside [0, cols) are computed and dropped). Full
-/// tiles go straight to c, the others through a tile (with `add`, loaded from c first).
-template <class BPanel, class Micro>
-void micro_tiles(Index rows, Index cols, Index shift, BPanel b_panel, Micro micro, float* c, Index ldc,
-                 kernels::detail::GemmWrite write) {
-  using kernels::detail::gemm_mr;
-  using kernels::detail::gemm_nr;
-  const Index panels = (cols + shift + gemm_nr - 1) / gemm_nr;
-  for (Index t = 0; t < panels; ++t) {
-    const float* b = b_panel(t);
-    const Index column = t * gemm_nr - shift;
-    const Index lo = std::max<Index>(0, -column), hi = std::min<Index>(gemm_nr, cols - column);
-    for (Index row = 0; row < rows; row += gemm_mr) {
-      const Index mr = std::min(gemm_mr, rows - row);
-      float* target = c + row * ldc + column;
-      if (mr == gemm_mr && lo == 0 && hi == gemm_nr) {
-        micro(row, b, target, ldc, write);
-        continue;
-      }
-      float tile[gemm_mr * gemm_nr] = {};
-      if (write == kernels::detail::GemmWrite::add)
-        for (Index i = 0; i < mr; ++i) std::copy(target + i * ldc + lo, target + i * ldc + hi, tile + i * gemm_nr + lo);
-      micro(row, b, tile, gemm_nr, write);
-      for (Index i = 0; i < mr; ++i) std::copy(tile + i * gemm_nr + lo, tile + i * gemm_nr + hi, target + i * ldc + lo);
-    }
-  }
 }
 
 /// Per-thread scratch of the block products: the block's packed queries or probabilities.
@@ -175,17 +114,18 @@ class BlockKeys {
           const float* block = base_ + panels * gemm_nr * d0;
           const bool last = d0 + kc == depth_;
           const Index first_panel = first / gemm_nr;
-          micro_tiles(
+          kernels::detail::gemm_tiles(
               rows, width, first - first_panel * gemm_nr,
               [&](Index t) { return block + (first_panel + t) * kc * gemm_nr; },
               [&](Index row, const float* b, float* c, Index ldc, kernels::detail::GemmWrite write) {
-                block_micro(kc, a + row * kc, b, c, ldc, write);
+                const bool finite = block_micro(kc, kernels::detail::PackedRowsA{a + row * kc}, b, c, ldc, write);
                 if (last && (softcap || !exact_scale))  // the finished tile while it is in L1
                   for (Index i = 0; i < gemm_mr; ++i) {
                     Eigen::Map<Eigen::Array<float, gemm_nr, 1>> tile_row(c + i * ldc);
                     if (!exact_scale) tile_row *= scale;
                     if (softcap) tile_row = cap * (tile_row / cap).tanh();
                   }
+                return finite;
               },
               strip, stride, d0 == 0 ? kernels::detail::GemmWrite::store : kernels::detail::GemmWrite::add);
         }
@@ -243,22 +183,22 @@ class PackedValues {
 #if defined(ATTNSCOPE_GEMM_AVX2)
       (void)scratch;
       // the probability rows read in place (rows past the block repeat its last row; their tile rows are dropped)
-      micro_tiles(
+      kernels::detail::gemm_tiles(
           rows, cols_, 0, b_panel,
           [&](Index row, const float* b, float* c, Index ldc, kernels::detail::GemmWrite w) {
-            const float* a[gemm_mr];
-            for (Index i = 0; i < gemm_mr; ++i) a[i] = p + std::min(row + i, rows - 1) * p_stride + d0;
-            micro_rows_avx2(kc, a, b, c, ldc, w);
+            kernels::detail::RowPointersA a;
+            for (Index i = 0; i < gemm_mr; ++i) a.rows[i] = p + std::min(row + i, rows - 1) * p_stride + d0;
+            return block_micro(kc, a, b, c, ldc, w);
           },
           out, out_stride, write);
 #else
       const Index row_panels = (rows + gemm_mr - 1) / gemm_mr;
       float* a = scratch.rows.reserve(row_panels * gemm_mr * kc);
       kernels::detail::gemm_pack_activations(p, p_stride, 0, rows, d0, kc, a, kernels::gemm_avx2_available());
-      micro_tiles(
+      kernels::detail::gemm_tiles(
           rows, cols_, 0, b_panel,
           [&](Index row, const float* b, float* c, Index ldc, kernels::detail::GemmWrite w) {
-            block_micro(kc, a + row * kc, b, c, ldc, w);
+            return block_micro(kc, kernels::detail::PackedRowsA{a + row * kc}, b, c, ldc, w);
           },
           out, out_stride, write);
 #endif
