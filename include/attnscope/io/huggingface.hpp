@@ -230,4 +230,11 @@ class BasicHuggingFaceFolder {
 /// A Hugging Face model folder whose config.json is a nlohmann::json.
 using HuggingFaceFolder = BasicHuggingFaceFolder<nlohmann::json>;
 
+#ifdef ATTNSCOPE_EXTERN_TEMPLATES  // compiled part (src/extern_templates/io.cpp)
+namespace detail {
+extern template nlohmann::json read_json_file<nlohmann::json>(const std::string&, const char*);
+}  // namespace detail
+extern template class BasicHuggingFaceFolder<nlohmann::json>;
+#endif
+
 }  // namespace attnscope::io

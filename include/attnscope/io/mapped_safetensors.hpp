@@ -74,17 +74,7 @@ class MappedSafetensors {
   /// (A template on the JSON type, default nlohmann::json, so that the header parser is compiled only where a file
   /// is opened.)
   template <class Json = nlohmann::json>
-  explicit MappedSafetensors(const std::string& path) : file_(path) {
-    SafetensorsHeader header = parse_safetensors_header<Json>(file_.data(), file_.size(), path);
-    metadata_ = std::move(header.metadata);
-    const unsigned char* buffer = file_.data() + header.buffer_offset;
-    tensors_.reserve(header.tensors.size());
-    for (auto& entry : header.tensors) {
-      index_.emplace(entry.name, tensors_.size());
-      tensors_.push_back(TensorView{std::move(entry.name), entry.dtype, std::move(entry.shape), buffer + entry.begin,
-                                    static_cast<std::size_t>(entry.end - entry.begin)});
-    }
-  }
+  explicit MappedSafetensors(const std::string& path);
 
   const std::string& path() const { return file_.path(); }
   std::size_t file_size() const { return file_.size(); }
@@ -116,5 +106,24 @@ class MappedSafetensors {
   std::map<std::string, std::size_t> index_;
   std::map<std::string, std::string> metadata_;
 };
+
+// Defined outside the class, so that it is not inline: with the compiled part, the extern declaration below keeps
+// every other translation unit from compiling it (and the JSON parser it instantiates).
+template <class Json>
+MappedSafetensors::MappedSafetensors(const std::string& path) : file_(path) {
+  SafetensorsHeader header = parse_safetensors_header<Json>(file_.data(), file_.size(), path);
+  metadata_ = std::move(header.metadata);
+  const unsigned char* buffer = file_.data() + header.buffer_offset;
+  tensors_.reserve(header.tensors.size());
+  for (auto& entry : header.tensors) {
+    index_.emplace(entry.name, tensors_.size());
+    tensors_.push_back(TensorView{std::move(entry.name), entry.dtype, std::move(entry.shape), buffer + entry.begin,
+                                  static_cast<std::size_t>(entry.end - entry.begin)});
+  }
+}
+
+#ifdef ATTNSCOPE_EXTERN_TEMPLATES
+extern template MappedSafetensors::MappedSafetensors(const std::string&);  // compiled part (src/extern_templates/io.cpp)
+#endif
 
 }  // namespace attnscope::io

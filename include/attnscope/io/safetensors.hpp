@@ -236,4 +236,15 @@ void write_safetensors(const std::string& path, const NamedArrays& tensors,
   write_file(path, serialize_safetensors<Json>(tensors, metadata));
 }
 
+#ifdef ATTNSCOPE_EXTERN_TEMPLATES  // compiled part (src/extern_templates/io.cpp)
+extern template SafetensorsHeader parse_safetensors_header<nlohmann::json>(const unsigned char*, std::size_t,
+                                                                            const std::string&);
+extern template SafetensorsContents parse_safetensors_contents<nlohmann::json>(const unsigned char*, std::size_t,
+                                                                                const std::string&);
+extern template std::map<std::string, Array> parse_safetensors<nlohmann::json>(const unsigned char*, std::size_t,
+                                                                                const std::string&);
+extern template std::string serialize_safetensors<nlohmann::json>(const NamedArrays&,
+                                                                  const std::map<std::string, std::string>&);
+#endif
+
 }  // namespace attnscope::io

@@ -399,4 +399,8 @@ Transformer load_gguf_model(const std::string& path) {
   return Transformer(read_gguf_weights<Json>(path));
 }
 
+#ifdef ATTNSCOPE_EXTERN_TEMPLATES
+extern template TransformerWeights read_gguf_weights<nlohmann::json>(const std::string&);  // compiled part
+#endif
+
 }  // namespace attnscope::model

@@ -26,4 +26,8 @@ Transformer load_model(const std::string& path) {
   return Transformer(transformer_weights_from_llama2c(io::read_llama2c(path)));
 }
 
+#ifdef ATTNSCOPE_EXTERN_TEMPLATES
+extern template Transformer load_model<nlohmann::json>(const std::string&);  // compiled part
+#endif
+
 }  // namespace attnscope::model
