@@ -26,9 +26,9 @@ namespace detail {
 /// starts, the packets' sum in `sum`. With `unit_scale` the multiplication by scale = 1 is left out (x·1 = x exactly:
 /// the same bits, one multiplication fewer per entry). With `with_spread`, also Σ e_i·(shift − x_i) in `*spread`
 /// (four more accumulators); the exponentials and the sum are the same bits either way.
-template <bool store_values, bool unit_scale, bool with_spread, class Scalar>
+template <bool store_values, bool unit_scale, bool with_spread = false, class Scalar>
 Index exp_shifted_sum_packets(const Scalar* x, Index n, Scalar shift, Scalar scale, Scalar* out,
-                              const Scalar* prefetch, Scalar& sum, Scalar* spread) {
+                              const Scalar* prefetch, Scalar& sum, Scalar* spread = nullptr) {
   using P = Packet<Scalar>;
   constexpr Index width = packet_size<Scalar>;
   const P shift_packet = pset1<P>(shift), scale_packet = pset1<P>(scale);
