@@ -73,11 +73,20 @@ void BM_eigen_gemm(benchmark::State& state) {
 }
 
 // attnscope's packed GEMM (kernels/gemm.hpp) on the same float32 operands, and on the weights stored as bfloat16
-// (converted to float32 while packing, as the forward does for a BF16 model).
-template <attnscope::kernels::StoredFloat Format>
+// (converted to float32 while packing, as the forward does for a BF16 model); with the micro-kernel the CPU selects
+// (automatic) or a named one (avx2 on an AVX-512 CPU: the ratio of the two kernels in one run).
+template <attnscope::kernels::StoredFloat Format, attnscope::kernels::GemmKernel Kernel>
 void BM_attnscope_gemm(benchmark::State& state) {
   const Index length = state.range(0), out = state.range(1), in = state.range(2);
   set_gemm_threads(state, static_cast<int>(state.range(3)));
+  if ((Kernel == attnscope::kernels::GemmKernel::avx2 && !attnscope::kernels::gemm_avx2_available()) ||
+      (Kernel == attnscope::kernels::GemmKernel::avx512 && !attnscope::kernels::gemm_avx512_available())) {
+    state.SkipWithError("this micro-kernel cannot run on this CPU");
+    return;
+  }
+  state.SetLabel(attnscope::kernels::gemm_kernel_name(Kernel == attnscope::kernels::GemmKernel::automatic
+                                                          ? attnscope::kernels::gemm_best_kernel()
+                                                          : Kernel));
   GemmOperands o = gemm_operands(length, out, in);
   std::vector<std::uint16_t> bf16;
   attnscope::kernels::StoredWeights w{reinterpret_cast<const unsigned char*>(o.w.data()), Format, out, in,
@@ -93,7 +102,7 @@ void BM_attnscope_gemm(benchmark::State& state) {
     w.row_bytes = std::size_t(in) * 2;
   }
   for (auto _ : state) {
-    attnscope::kernels::gemm_xwt<false>(length, o.x.data(), in, w, o.y.data(), out);
+    attnscope::kernels::gemm_xwt<false>(length, o.x.data(), in, w, o.y.data(), out, {Kernel, 0});
     benchmark::DoNotOptimize(o.y.data());
   }
   report_gemm_rate(state, length, out, in);
@@ -127,8 +136,12 @@ void gemm_shapes(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_eigen_gemm)->Apply(gemm_shapes);
-BENCHMARK_TEMPLATE(BM_attnscope_gemm, attnscope::kernels::StoredFloat::float32)->Apply(gemm_shapes);
-BENCHMARK_TEMPLATE(BM_attnscope_gemm, attnscope::kernels::StoredFloat::bfloat16)->Apply(gemm_shapes);
+BENCHMARK_TEMPLATE(BM_attnscope_gemm, attnscope::kernels::StoredFloat::float32, attnscope::kernels::GemmKernel::automatic)
+    ->Apply(gemm_shapes);
+BENCHMARK_TEMPLATE(BM_attnscope_gemm, attnscope::kernels::StoredFloat::float32, attnscope::kernels::GemmKernel::avx2)
+    ->Apply(gemm_shapes);
+BENCHMARK_TEMPLATE(BM_attnscope_gemm, attnscope::kernels::StoredFloat::bfloat16, attnscope::kernels::GemmKernel::automatic)
+    ->Apply(gemm_shapes);
 #ifdef ATTNSCOPE_BLAS
 BENCHMARK(BM_blas_sgemm)->Apply(gemm_shapes);
 #endif

@@ -1,7 +1,7 @@
 // The packed weight product y (+)= x·Wᵀ (kernels/gemm.hpp): against a double-precision reference within the float32
 // error bound, bitwise against an independent float32 evaluation of its rounding contract (per element: fused
-// multiply-add chains over depth blocks of 256, added left to right), the AVX2 and scalar reference micro-kernels
-// bitwise equal, and the result bitwise independent of the column split, the row chunking and the OpenMP threads.
+// multiply-add chains over depth blocks of 256, added left to right), the AVX-512, AVX2 and scalar reference
+// micro-kernels bitwise equal (6 × 32 tiles of two micro-panels against two 6 × 16 tiles), and the result bitwise independent of the column split, the row chunking and the OpenMP threads.
 // Shapes cover edge tiles (m, n, k not multiples of 6, 16, 256; k = 1), strided x and y, every stored format and the
 // transposed storage.
 #include <algorithm>
@@ -167,6 +167,11 @@ TEST_CASE("gemm_xwt meets its rounding contract and the float32 error bound on e
             if (attnscope::kernels::gemm_avx2_available())
               CHECK(gemm_same_bits(gemm_test_run(add, m, x, x_stride, w.stored, y0, y_stride, {GemmKernel::avx2, 1}),
                                    reference));
+            if (attnscope::kernels::gemm_avx512_available())
+              for (const Index parts : {Index(1), Index(3)})
+                CHECK(gemm_same_bits(
+                    gemm_test_run(add, m, x, x_stride, w.stored, y0, y_stride, {GemmKernel::avx512, parts}),
+                    reference));
             for (const Index parts : {Index(2), Index(3), Index(7)})
               CHECK(gemm_same_bits(gemm_test_run(add, m, x, x_stride, w.stored, y0, y_stride, {GemmKernel::automatic,
                                                                                                   parts}),
@@ -244,9 +249,10 @@ TEST_CASE("gemm_xwt returns whether every element of y is finite, for both kerne
               x[std::size_t(x_stride - 1)] = infinity;
             }
             const bool add = poison == 3 || poison == 4 || (m + n + k) % 2 == 1;
-            for (const GemmKernel kernel : {GemmKernel::reference, GemmKernel::avx2})
+            for (const GemmKernel kernel : {GemmKernel::reference, GemmKernel::avx2, GemmKernel::avx512})
               for (const Index parts : {Index(1), Index(3)}) {
                 if (kernel == GemmKernel::avx2 && !attnscope::kernels::gemm_avx2_available()) continue;
+                if (kernel == GemmKernel::avx512 && !attnscope::kernels::gemm_avx512_available()) continue;
                 std::vector<float> y = y0;
                 const bool reported =
                     add ? attnscope::kernels::gemm_xwt<true>(m, x.data(), x_stride, w.stored, y.data(), y_stride,
@@ -257,14 +263,14 @@ TEST_CASE("gemm_xwt returns whether every element of y is finite, for both kerne
                 for (Index i = 0; i < m; ++i)
                   for (Index j = 0; j < n; ++j) finite = finite && std::isfinite(y[std::size_t(i * y_stride + j)]);
                 INFO("m " << m << ", n " << n << ", k " << k << (transposed ? " transposed" : "") << ", poison "
-                          << poison << ", parts " << parts << (kernel == GemmKernel::avx2 ? ", avx2" : ""));
+                          << poison << ", parts " << parts << ", " << attnscope::kernels::gemm_kernel_name(kernel));
                 CHECK(reported == finite);
                 CHECK(finite == (poison == 0 || poison == 4));
                 ++cases;
                 nonfinite_cases += finite ? 0 : 1;
               }
           }
-  CHECK(cases >= 80);  // 160 with the AVX2 kernel
+  CHECK(cases >= 80);  // 160 with the AVX2 kernel, 240 with AVX-512
   CHECK(nonfinite_cases >= 48);
 }
 
@@ -304,4 +310,59 @@ TEST_CASE("the micro-kernels give the same bits with A read through row pointers
 #endif
       }
     }
+}
+
+TEST_CASE("the AVX-512 micro-kernel's 6 x 32 tile of two micro-panels is bitwise the reference's two 6 x 16 tiles, "
+          "and its 6 x 16 tile of one panel the reference's, through either A cursor",
+          "[kernels][gemm]") {
+  namespace detail = attnscope::kernels::detail;
+  using detail::gemm_mr;
+  using detail::gemm_nr;
+  if (!detail::gemm_avx512_available()) {
+    SUCCEED("no AVX-512F on this CPU: the kernel is not run here");
+    return;
+  }
+#if defined(ATTNSCOPE_GEMM_AVX2)
+  attnscope::Random random(6032);
+  int nonfinite_reported = 0;
+  for (const Index kc : {Index(1), Index(3), Index(8), Index(17), Index(64), Index(256)})
+    for (const detail::GemmWrite write : {detail::GemmWrite::store, detail::GemmWrite::add})
+      for (int poison = 0; poison < 3; ++poison) {  // 0: none; 1: an inf in panel 0; 2: a NaN in panel 1
+        const Index a_stride = kc + 3;
+        const std::vector<float> rows = gemm_test_normals(random, gemm_mr * a_stride);
+        std::vector<float> packed(static_cast<std::size_t>(gemm_mr * kc));
+        for (Index p = 0; p < kc; ++p)
+          for (Index i = 0; i < gemm_mr; ++i) packed[std::size_t(p * gemm_mr + i)] = rows[std::size_t(i * a_stride + p)];
+        std::vector<float> b_storage;
+        float* b0 = detail::GemmBuffers::aligned(b_storage, 2 * kc * gemm_nr);
+        float* b1 = b0 + kc * gemm_nr;
+        const std::vector<float> b_values = gemm_test_normals(random, 2 * kc * gemm_nr);
+        std::copy(b_values.begin(), b_values.end(), b0);
+        if (poison == 1) b0[(kc - 1) * gemm_nr + 3] = std::numeric_limits<float>::infinity();
+        if (poison == 2) b1[gemm_nr - 1] = std::numeric_limits<float>::quiet_NaN();
+        const Index ldc = 2 * gemm_nr + 5;
+        const std::vector<float> c0 = gemm_test_normals(random, gemm_mr * ldc);
+        detail::RowPointersA pointers;
+        for (Index i = 0; i < gemm_mr; ++i) pointers.rows[i] = rows.data() + i * a_stride;
+        // the reference: columns 0-15 from b0, 16-31 from b1, as two tiles
+        std::vector<float> expected = c0;
+        const bool left = detail::gemm_micro_reference(kc, packed.data(), b0, expected.data(), ldc, write);
+        const bool right = detail::gemm_micro_reference(kc, packed.data(), b1, expected.data() + gemm_nr, ldc, write);
+        std::vector<float> wide_packed = c0, wide_rows = c0, narrow = c0;
+        const bool wide_finite = detail::gemm_micro_avx512(kc, packed.data(), b0, b1, wide_packed.data(), ldc, write);
+        CHECK(wide_finite == (left && right));
+        CHECK(detail::gemm_micro_avx512(kc, pointers, b0, b1, wide_rows.data(), ldc, write) == wide_finite);
+        CHECK(gemm_same_bits(wide_packed, expected));
+        CHECK(gemm_same_bits(wide_rows, expected));
+        // one panel: only columns 0-15 written
+        CHECK(detail::gemm_micro_avx512(kc, packed.data(), b0, nullptr, narrow.data(), ldc, write) == left);
+        std::vector<float> narrow_expected = c0;
+        detail::gemm_micro_reference(kc, packed.data(), b0, narrow_expected.data(), ldc, write);
+        CHECK(gemm_same_bits(narrow, narrow_expected));
+        CHECK(left == (poison != 1));
+        CHECK(right == (poison != 2));
+        nonfinite_reported += wide_finite ? 0 : 1;
+      }
+  CHECK(nonfinite_reported == 24);
+#endif
 }

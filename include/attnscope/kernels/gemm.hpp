@@ -8,8 +8,9 @@
 // depth block) the weights are packed into 16-column micro-panels (kc × 16 floats, converted from their stored format
 // by kernels::widen while packing, so no float32 copy of W exists), then the activations, gemm_row_block rows at a
 // time, into 6-row micro-panels (kc × 6), and a micro-kernel (kernels/detail/gemm_micro.hpp) updates each 6 × 16 tile
-// of y (the tile loop kernels::detail::gemm_tiles, shared with the attention kernel's products). Tiles at the edges
-// run the same micro-kernel on zero-padded panels through a 6 × 16 buffer. With AVX2, full
+// of y, or with AVX-512 each 6 × 32 tile of two micro-panels (the tile loop kernels::detail::gemm_tiles, shared with
+// the attention kernel's products). Tiles at the edges run the same micro-kernel on zero-padded panels through a
+// buffer. With AVX2 (and so with AVX-512), full
 // panels of float32 rows are packed by 8 × 8 transposes in registers (a copy: the same values as the scalar packing).
 // The micro-kernel reports whether the tile it wrote is finite, so the caller learns whether y holds a non-finite
 // value without a second pass over y.
@@ -18,7 +19,7 @@
 //   y₀ + s₀ + s₁ + … (left to right), with s_b = the fused multiply-add chain over depth block b (in depth order,
 //   from 0) and y₀ = y(i, j) for y += x·Wᵀ, nothing for y = x·Wᵀ (then s₀ + s₁ + …).
 // It depends on the depth k only: not on m, on which rows or columns a call covers, on the column blocks, nor on
-// the number of threads; the AVX2 and the scalar reference micro-kernels give the same bits.
+// the number of threads; the AVX-512, AVX2 and scalar reference micro-kernels give the same bits.
 //
 // Threads: with OpenMP the columns are split into one contiguous range of 16-column panels per thread
 // (attnscope::detail::for_each_row); each thread packs its own weights and activations.
@@ -55,12 +56,33 @@ struct StoredWeights {
   bool transposed = false;
 };
 
-/// Which micro-kernel gemm_xwt runs: `automatic` (AVX2 + FMA when the running CPU has them, else the reference),
-/// `avx2` (only when gemm_avx2_available()), or the scalar `reference`. They give the same bits.
-enum class GemmKernel { automatic, avx2, reference };
+/// Which micro-kernel gemm_xwt runs: `automatic` (AVX-512F when the running CPU has it, else AVX2 + FMA when it has
+/// them, else the reference), `avx512` (only when gemm_avx512_available()), `avx2` (only when gemm_avx2_available()),
+/// or the scalar `reference`. They give the same bits.
+enum class GemmKernel { automatic, avx2, reference, avx512 };
 
 /// Whether the AVX2 + FMA micro-kernel can run here (x86-64 with GCC or Clang, and a CPU with AVX2 and FMA).
 inline bool gemm_avx2_available() { return detail::gemm_avx2_available(); }
+
+/// Whether the AVX-512F micro-kernel can run here (x86-64 with GCC or Clang, and a CPU with AVX-512F).
+inline bool gemm_avx512_available() { return detail::gemm_avx512_available(); }
+
+/// The micro-kernel `automatic` resolves to on this CPU: avx512, avx2 or reference.
+inline GemmKernel gemm_best_kernel() {
+  if (gemm_avx512_available()) return GemmKernel::avx512;
+  return gemm_avx2_available() ? GemmKernel::avx2 : GemmKernel::reference;
+}
+
+/// The name of a micro-kernel ("automatic", "avx2", "avx512", "reference"), for reports and benchmark labels.
+inline const char* gemm_kernel_name(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::automatic: return "automatic";
+    case GemmKernel::avx2: return "avx2";
+    case GemmKernel::avx512: return "avx512";
+    case GemmKernel::reference: break;
+  }
+  return "reference";
+}
 
 /// Depth (k) per block: a multiple of every block format's block (32 and 256 elements).
 inline constexpr Index gemm_depth_block = 256;
@@ -78,13 +100,13 @@ struct GemmOptions {
 
 namespace detail {
 
-/// Per-thread packing buffers (32-byte aligned panels).
+/// Per-thread packing buffers (64-byte aligned panels: a depth step of a B micro-panel is one cache line).
 struct GemmBuffers {
   std::vector<float> a, b, row;
   static float* aligned(std::vector<float>& storage, Index count) {
-    if (storage.size() < static_cast<std::size_t>(count + 8)) storage.resize(static_cast<std::size_t>(count + 8));
+    if (storage.size() < static_cast<std::size_t>(count + 16)) storage.resize(static_cast<std::size_t>(count + 16));
     const auto address = reinterpret_cast<std::uintptr_t>(storage.data());
-    return storage.data() + ((32 - address % 32) % 32) / sizeof(float);
+    return storage.data() + ((64 - address % 64) % 64) / sizeof(float);
   }
 };
 
@@ -171,9 +193,10 @@ inline void gemm_pack_activations(const float* x, Index x_stride, Index first, I
   }
 }
 
-/// y (+)= x·Wᵀ for W's rows (y's columns) [first, last), every row of x, with micro-kernel `micro`; returns whether
+/// y (+)= x·Wᵀ for W's rows (y's columns) [first, last), every row of x, with micro-kernel `micro` on tiles of Panels
+/// micro-panels (the Micro of gemm_tiles, taking the depth kc and the packed A micro-panel first); returns whether
 /// every element of y it computed is finite (read from the tiles as the last depth block writes them).
-template <bool Add, class Micro>
+template <bool Add, int Panels, class Micro>
 bool gemm_columns(Index m, const float* x, Index x_stride, const StoredWeights& w, float* y, Index y_stride,
                   Index first, Index last, Micro micro, bool avx2) {
   GemmBuffers& buffers = gemm_buffers();
@@ -191,12 +214,23 @@ bool gemm_columns(Index m, const float* x, Index x_stride, const StoredWeights& 
         const Index mc = std::min(gemm_row_block, m - row), row_panels = (mc + gemm_mr - 1) / gemm_mr;
         float* packed_x = GemmBuffers::aligned(buffers.a, row_panels * gemm_mr * kc);
         gemm_pack_activations(x, x_stride, row, mc, depth, kc, packed_x, avx2);
-        const bool tiles_finite = gemm_tiles(
-            mc, nc, 0, [&](Index t) { return packed_w + t * kc * gemm_nr; },
-            [&](Index r, const float* b, float* c, Index ldc, GemmWrite tile_write) {
-              return micro(kc, packed_x + r * kc, b, c, ldc, tile_write);
-            },
-            y + row * y_stride + column, y_stride, write);
+        const auto b_panel = [&](Index t) { return packed_w + t * kc * gemm_nr; };
+        float* const c = y + row * y_stride + column;
+        bool tiles_finite = true;
+        if constexpr (Panels == 1)
+          tiles_finite = gemm_tiles<1>(
+              mc, nc, 0, b_panel,
+              [&](Index r, const float* b, float* tile, Index ldc, GemmWrite tile_write) {
+                return micro(kc, packed_x + r * kc, b, tile, ldc, tile_write);
+              },
+              c, y_stride, write);
+        else
+          tiles_finite = gemm_tiles<2>(
+              mc, nc, 0, b_panel,
+              [&](Index r, const float* b0, const float* b1, float* tile, Index ldc, GemmWrite tile_write) {
+                return micro(kc, packed_x + r * kc, b0, b1, tile, ldc, tile_write);
+              },
+              c, y_stride, write);
         if (last_depth) finite = finite && tiles_finite;
       }
     }
@@ -219,7 +253,7 @@ inline Index gemm_default_parts() {
 /// else y = x·Wᵀ. Rounding as in the header comment. Returns whether every element of y (its m × rows block) is
 /// finite afterwards, checked on the tiles as they are written (no second pass over y). O(m · rows · cols) flops;
 /// packing O((m + rows) · cols) per column range. The caller checks the shapes; kernel = avx2 requires
-/// gemm_avx2_available().
+/// gemm_avx2_available(), kernel = avx512 gemm_avx512_available().
 template <bool Add>
 bool gemm_xwt(Index m, const float* x, Index x_stride, const StoredWeights& w, float* y, Index y_stride,
               const GemmOptions& options = {}) {
@@ -233,8 +267,8 @@ bool gemm_xwt(Index m, const float* x, Index x_stride, const StoredWeights& w, f
     }
     return finite;
   }
-  const bool avx2 = options.kernel == GemmKernel::avx2 ||
-                    (options.kernel == GemmKernel::automatic && detail::gemm_avx2_available());
+  const GemmKernel kernel = options.kernel == GemmKernel::automatic ? gemm_best_kernel() : options.kernel;
+  const bool avx2 = kernel != GemmKernel::reference;  // (every AVX-512 CPU has AVX2: its packing transposes)
   const Index panels = (n + detail::gemm_nr - 1) / detail::gemm_nr;
   const Index parts = std::clamp<Index>(options.parts > 0 ? options.parts : detail::gemm_default_parts(), 1, panels);
   std::vector<unsigned char> finite(static_cast<std::size_t>(parts), 1);  // per column range
@@ -242,11 +276,19 @@ bool gemm_xwt(Index m, const float* x, Index x_stride, const StoredWeights& w, f
     const Index first = std::min(n, part * panels / parts * detail::gemm_nr);
     const Index last = std::min(n, (part + 1) * panels / parts * detail::gemm_nr);
 #if defined(ATTNSCOPE_GEMM_AVX2)
-    if (avx2) {
+    if (kernel == GemmKernel::avx512) {
+      const auto micro = [](Index kc, const float* a, const float* b0, const float* b1, float* c, Index ldc,
+                            detail::GemmWrite write) { return detail::gemm_micro_avx512(kc, a, b0, b1, c, ldc, write); };
+      finite[std::size_t(part)] =
+          detail::gemm_columns<Add, 2>(m, x, x_stride, w, y, y_stride, first, last, micro, true);
+      return;
+    }
+    if (kernel == GemmKernel::avx2) {
       const auto micro = [](Index kc, const float* a, const float* b, float* c, Index ldc, detail::GemmWrite write) {
         return detail::gemm_micro_avx2(kc, a, b, c, ldc, write);
       };
-      finite[std::size_t(part)] = detail::gemm_columns<Add>(m, x, x_stride, w, y, y_stride, first, last, micro, true);
+      finite[std::size_t(part)] =
+          detail::gemm_columns<Add, 1>(m, x, x_stride, w, y, y_stride, first, last, micro, true);
       return;
     }
 #endif
@@ -254,7 +296,7 @@ bool gemm_xwt(Index m, const float* x, Index x_stride, const StoredWeights& w, f
     const auto micro = [](Index kc, const float* a, const float* b, float* c, Index ldc, detail::GemmWrite write) {
       return detail::gemm_micro_reference(kc, a, b, c, ldc, write);
     };
-    finite[std::size_t(part)] = detail::gemm_columns<Add>(m, x, x_stride, w, y, y_stride, first, last, micro, false);
+    finite[std::size_t(part)] = detail::gemm_columns<Add, 1>(m, x, x_stride, w, y, y_stride, first, last, micro, false);
   });
   return std::all_of(finite.begin(), finite.end(), [](unsigned char f) { return f != 0; });
 }

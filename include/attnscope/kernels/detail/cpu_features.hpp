@@ -22,6 +22,18 @@ inline bool cpu_has_avx2_fma() {
 #endif
 }
 
+/// Whether the running CPU has AVX-512F (with the operating system's AVX-512 state): known at compile time in a build
+/// for it, else asked of the compiler runtime's CPU model; false off x86-64.
+inline bool cpu_has_avx512f() {
+#if defined(__AVX512F__)
+  return true;
+#elif defined(ATTNSCOPE_CPU_FEATURES_X86)
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
 /// Whether the running CPU has AVX2 and F16C: AVX2 as above, F16C from CPUID leaf 1, ECX bit 29 (clang's
 /// __builtin_cpu_supports does not know "f16c"); false off x86-64.
 inline bool cpu_has_avx2_f16c() {

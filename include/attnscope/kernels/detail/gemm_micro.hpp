@@ -1,17 +1,20 @@
 // attnscope/kernels/detail/gemm_micro.hpp — the micro-kernels of kernels/gemm.hpp: a 6 × 16 tile of C from six rows
-// of A and a packed B micro-panel (kc × 16), C (+)= A·B, and the tile loop that runs them over a block of C.
+// of A and a packed B micro-panel (kc × 16), or with AVX-512 a 6 × 32 tile from two micro-panels side by side,
+// C (+)= A·B, and the tile loop that runs them over a block of C.
 //
 // A is read through a cursor: a packed A micro-panel (kc × 6, the six rows interleaved: PackedRowsA, what gemm_xwt
 // packs) or six rows read where they are (RowPointersA: the attention kernel's probability rows, used once each, so
 // not worth packing). The cursor only changes where the six values of a depth step come from, not the arithmetic.
 //
-// Both kernels compute every element the same way: an accumulator starting at 0 takes one fused multiply-add per
+// Every kernel computes every element the same way: an accumulator starting at 0 takes one fused multiply-add per
 // depth step, in depth order (acc = fma(a[p], b[p], acc), p = 0 … kc − 1); the tile is then stored (C = acc) or added
 // (C = C + acc). The AVX2 kernel does it on 12 registers of 8 lanes (6 rows × 2 halves of 16 columns, the BLIS
-// Haswell/Zen shape: 12 independent FMA chains hide the FMA latency of two FMA pipes; the tile's rows of C are
-// prefetched before the depth loop, as BLIS's kernels do, since they are read or written only after it); the scalar
-// reference does it with std::fma on one element at a time. Lane arithmetic is IEEE, so both give the same bits (tests/kernels/
-// test_gemm.cpp checks it), and an element's value does not depend on where in the tile it sits.
+// Haswell/Zen shape: 12 independent FMA chains hide the FMA latency of two FMA pipes); the AVX-512 kernel on 12
+// registers of 16 lanes (6 rows × 2 micro-panels: the same 8 loads per 12 FMAs, twice the columns per FMA); both
+// prefetch the tile's rows of C before the depth loop, as BLIS's kernels do, since they are read or written only after
+// it. The scalar reference does it with std::fma on one element at a time. Lane arithmetic is IEEE, so all give the
+// same bits (tests/kernels/test_gemm.cpp checks it), and an element's value does not depend on where in the tile it
+// sits nor on the tile's width.
 #pragma once
 
 #include <algorithm>
@@ -141,6 +144,69 @@ __attribute__((target("avx2,fma"))) inline bool gemm_micro_avx2(Index kc, const 
   return gemm_micro_avx2(kc, PackedRowsA{a}, b, c, ldc, write);
 }
 
+/// Whether the running CPU has AVX-512F (known at compile time in a build for it).
+inline bool gemm_avx512_available() { return cpu_has_avx512f(); }
+
+/// The AVX-512F micro-kernel body on Panels (1 or 2) B micro-panels: the 6 × 16·Panels tile, b0 for columns 0–15 and
+/// b1 for 16–31.
+template <int Panels, class ACursor>
+__attribute__((target("avx512f"))) inline bool gemm_micro_avx512_body(Index kc, ACursor a, const float* b0,
+                                                                      const float* b1, float* c, Index ldc,
+                                                                      GemmWrite write) {
+  for (Index i = 0; i < gemm_mr; ++i)  // the tile's rows of C, read or written after the depth loop
+    for (Index j = 0; j < Panels; ++j) {
+      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + j * gemm_nr), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + j * gemm_nr + gemm_nr - 1), _MM_HINT_T0);
+    }
+  __m512 acc[gemm_mr][Panels];
+  for (Index i = 0; i < gemm_mr; ++i)
+    for (Index j = 0; j < Panels; ++j) acc[i][j] = _mm512_setzero_ps();
+#if defined(__clang__)
+#pragma unroll 4
+#else
+#pragma GCC unroll 4
+#endif
+  for (Index p = 0; p < kc; ++p, a.next()) {
+    __m512 b[Panels];
+    b[0] = _mm512_loadu_ps(b0 + p * gemm_nr);
+    if constexpr (Panels == 2) b[1] = _mm512_loadu_ps(b1 + p * gemm_nr);
+    for (Index i = 0; i < gemm_mr; ++i) {
+      const __m512 x = _mm512_set1_ps(*a.at(i));
+      for (Index j = 0; j < Panels; ++j) acc[i][j] = _mm512_fmadd_ps(x, b[j], acc[i][j]);
+    }
+  }
+  // v − v is +0 for a finite v and NaN for ±inf or NaN
+  __mmask16 nonfinite = 0;
+  for (Index i = 0; i < gemm_mr; ++i)
+    for (Index j = 0; j < Panels; ++j) {
+      float* out = c + i * ldc + j * gemm_nr;
+      __m512 v = acc[i][j];
+      if (write == GemmWrite::add) v = _mm512_add_ps(_mm512_loadu_ps(out), v);
+      _mm512_storeu_ps(out, v);
+      const __m512 d = _mm512_sub_ps(v, v);
+      nonfinite = static_cast<__mmask16>(nonfinite | _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q));
+    }
+  return nonfinite == 0;
+}
+
+/// The AVX-512F micro-kernel (compiled for AVX-512F whatever the translation unit's flags; call it only when
+/// gemm_avx512_available()), A through its cursor: the 6 × 32 tile of the B micro-panels b0 (columns 0–15) and b1
+/// (columns 16–31), or with b1 null the 6 × 16 tile of b0. Returns whether every element it wrote is finite.
+template <class ACursor, class = std::enable_if_t<!std::is_pointer<ACursor>::value>>
+__attribute__((target("avx512f"))) inline bool gemm_micro_avx512(Index kc, ACursor a, const float* b0,
+                                                                 const float* b1, float* c, Index ldc,
+                                                                 GemmWrite write) {
+  return b1 != nullptr ? gemm_micro_avx512_body<2>(kc, a, b0, b1, c, ldc, write)
+                       : gemm_micro_avx512_body<1>(kc, a, b0, nullptr, c, ldc, write);
+}
+
+/// The AVX-512F micro-kernel on a packed A micro-panel.
+__attribute__((target("avx512f"))) inline bool gemm_micro_avx512(Index kc, const float* a, const float* b0,
+                                                                 const float* b1, float* c, Index ldc,
+                                                                 GemmWrite write) {
+  return gemm_micro_avx512(kc, PackedRowsA{a}, b0, b1, c, ldc, write);
+}
+
 /// The 8 × 8 transpose of r0 … r7 in place (r_i's lane j becomes r_j's lane i).
 __attribute__((target("avx2"))) inline void gemm_transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3,
                                                              __m256& r4, __m256& r5, __m256& r6, __m256& r7) {
@@ -211,38 +277,49 @@ __attribute__((target("avx2"))) inline void gemm_pack_a_rows_avx2(const float* r
 }
 #else
 inline bool gemm_avx2_available() { return false; }
+inline bool gemm_avx512_available() { return false; }
 #endif
 
-/// The tile loop of a packed product for one depth block: runs micro(row, b, c, ldc, write) — the micro-kernel on the
-/// 6 × 16 tile whose A rows start at `row` — over a block of rows × cols of c (row stride ldc), B's 16-column micro-panel
-/// t given by b_panel(t) and covering columns [16t − shift, 16t − shift + 16) of c (0 ≤ shift < 16; columns outside
-/// [0, cols) are computed and dropped). Full tiles go straight to c; the others through a 6 × 16 buffer (with add,
-/// loaded from c first), of which only the part inside the block is copied back. Returns whether every element it
-/// wrote is finite (micro returns that for its tile; for buffered tiles only the copied part counts: the padding's
-/// zero rows times a non-finite value may be NaN).
-template <class BPanel, class Micro>
+/// The tile loop of a packed product for one depth block, on tiles of Panels (1 or 2) B micro-panels side by side: runs
+/// the micro-kernel on the 6 × 16·Panels tile whose A rows start at `row` — micro(row, b, c, ldc, write) with Panels 1,
+/// micro(row, b0, b1, c, ldc, write) with Panels 2 (b1 null for a last, odd panel) — over a block of rows × cols of c
+/// (row stride ldc), B's 16-column micro-panel t given by b_panel(t) and covering columns [16t − shift, 16t − shift + 16)
+/// of c (0 ≤ shift < 16; columns outside [0, cols) are computed and dropped). Full tiles go straight to c; the others
+/// through a 6 × 16·Panels buffer (with add, loaded from c first), of which only the part inside the block is copied
+/// back. Returns whether every element it wrote is finite (micro returns that for its tile; for buffered tiles only
+/// the copied part counts: the padding's zero rows times a non-finite value may be NaN).
+template <int Panels = 1, class BPanel, class Micro>
 bool gemm_tiles(Index rows, Index cols, Index shift, BPanel b_panel, Micro micro, float* c, Index ldc,
                 GemmWrite write) {
+  static_assert(Panels == 1 || Panels == 2, "gemm_tiles: tiles of one or two micro-panels");
+  constexpr Index width = Panels * gemm_nr;
   const Index panels = (cols + shift + gemm_nr - 1) / gemm_nr;
   bool finite = true;
-  for (Index t = 0; t < panels; ++t) {
-    const float* b = b_panel(t);
+  for (Index t = 0; t < panels; t += Panels) {
+    const float* b0 = b_panel(t);
+    const float* b1 = Panels == 2 && t + 1 < panels ? b_panel(t + 1) : nullptr;
+    const auto run = [&](Index row, float* target, Index ld, GemmWrite w) {
+      if constexpr (Panels == 1)
+        return micro(row, b0, target, ld, w);
+      else
+        return micro(row, b0, b1, target, ld, w);
+    };
     const Index column = t * gemm_nr - shift;
-    const Index lo = std::max<Index>(0, -column), hi = std::min<Index>(gemm_nr, cols - column);
+    const Index lo = std::max<Index>(0, -column), hi = std::min<Index>(b1 ? width : gemm_nr, cols - column);
     for (Index row = 0; row < rows; row += gemm_mr) {
       const Index mr = std::min(gemm_mr, rows - row);
       float* target = c + row * ldc + column;
-      if (mr == gemm_mr && lo == 0 && hi == gemm_nr) {
-        finite = micro(row, b, target, ldc, write) && finite;
+      if (mr == gemm_mr && lo == 0 && hi == width) {
+        finite = run(row, target, ldc, write) && finite;
         continue;
       }
-      float tile[gemm_mr * gemm_nr] = {};
+      float tile[gemm_mr * width] = {};
       if (write == GemmWrite::add)
-        for (Index i = 0; i < mr; ++i) std::copy(target + i * ldc + lo, target + i * ldc + hi, tile + i * gemm_nr + lo);
-      micro(row, b, tile, gemm_nr, write);
+        for (Index i = 0; i < mr; ++i) std::copy(target + i * ldc + lo, target + i * ldc + hi, tile + i * width + lo);
+      run(row, tile, width, write);
       for (Index i = 0; i < mr; ++i) {
-        std::copy(tile + i * gemm_nr + lo, tile + i * gemm_nr + hi, target + i * ldc + lo);
-        for (Index j = lo; j < hi; ++j) finite = finite && std::isfinite(tile[i * gemm_nr + j]);
+        std::copy(tile + i * width + lo, tile + i * width + hi, target + i * ldc + lo);
+        for (Index j = lo; j < hi; ++j) finite = finite && std::isfinite(tile[i * width + j]);
       }
     }
   }

@@ -1,8 +1,8 @@
 // attnscope/stream/detail/block_products.hpp — the two products of the blockwise attention kernel, S = scale·Q·Kᵀ and
 // O = P·V for one block of query rows, and the block-logits function shared with analysis::compare_models.
 //
-// Float32 on a CPU with AVX2 + FMA: the micro-kernel and tile loop of kernels/gemm.hpp (6 × 16 tiles,
-// kernels/detail/gemm_micro.hpp) on keys and values packed once per head (BlockKeys, PackedValues: every block of
+// Float32 on a CPU with AVX2 + FMA: the micro-kernels and tile loop of kernels/gemm.hpp (6 × 16 tiles, 6 × 32 with
+// AVX-512F; kernels/detail/gemm_micro.hpp) on keys and values packed once per head (BlockKeys, PackedValues: every block of
 // queries reads the same panels), the block's queries packed once per block and depth block, and the probability
 // rows of P·V read in place (kernels::detail::RowPointersA). Depth is cut into blocks of
 // kernels::gemm_depth_block from the product's first depth index, the first block stored and the others added, so
@@ -25,7 +25,7 @@
 
 namespace attnscope::stream::detail {
 
-/// 32-byte aligned float storage for packed panels (grown, never shrunk; the pointer changes when it grows).
+/// 64-byte aligned float storage for packed panels (grown, never shrunk; the pointer changes when it grows).
 struct PanelBuffer {
   std::vector<float> storage;
   float* reserve(Index count) { return kernels::detail::GemmBuffers::aligned(storage, count); }
@@ -43,16 +43,44 @@ inline kernels::StoredWeights stored_rows(const float* data, Index rows, Index c
                                 static_cast<std::size_t>(stride) * sizeof(float), transposed};
 }
 
-/// One 6 × 16 tile by the micro-kernel of kernels/gemm.hpp (AVX2 + FMA; the scalar reference, which gives the same
-/// bits, where the AVX2 kernel is not compiled), A through its cursor (kernels::detail::PackedRowsA or RowPointersA).
-template <class ACursor>
-bool block_micro(Index kc, ACursor a, const float* b, float* c, Index ldc, kernels::detail::GemmWrite write) {
+/// The tile loop of kernels/gemm.hpp (kernels::detail::gemm_tiles) over one depth block of kc with the widest
+/// micro-kernel here: AVX-512F on 6 × 32 tiles, else AVX2 + FMA on 6 × 16 tiles, else the scalar reference where
+/// neither is compiled (all give the same bits). a_at(row) gives the A cursor (kernels::detail::PackedRowsA or
+/// RowPointersA) of the tile's six rows; finish(tile, ldc, columns) runs on each finished tile while it is in L1.
+template <class BPanel, class ACursorAt, class Finish>
+bool block_tiles(Index kc, Index rows, Index cols, Index shift, BPanel b_panel, ACursorAt a_at, Finish finish, float* c,
+                 Index ldc, kernels::detail::GemmWrite write) {
+  using kernels::detail::GemmWrite;
+  using kernels::detail::gemm_nr;
 #if defined(ATTNSCOPE_GEMM_AVX2)
-  return kernels::detail::gemm_micro_avx2(kc, a, b, c, ldc, write);
-#else
-  return kernels::detail::gemm_micro_reference(kc, a, b, c, ldc, write);
+  if (kernels::gemm_avx512_available())
+    return kernels::detail::gemm_tiles<2>(
+        rows, cols, shift, b_panel,
+        [&](Index row, const float* b0, const float* b1, float* tile, Index ld, GemmWrite w) {
+          const bool finite = kernels::detail::gemm_micro_avx512(kc, a_at(row), b0, b1, tile, ld, w);
+          finish(tile, ld, b1 ? 2 * gemm_nr : gemm_nr);
+          return finite;
+        },
+        c, ldc, write);
 #endif
+  return kernels::detail::gemm_tiles<1>(
+      rows, cols, shift, b_panel,
+      [&](Index row, const float* b, float* tile, Index ld, GemmWrite w) {
+#if defined(ATTNSCOPE_GEMM_AVX2)
+        const bool finite = kernels::detail::gemm_micro_avx2(kc, a_at(row), b, tile, ld, w);
+#else
+        const bool finite = kernels::detail::gemm_micro_reference(kc, a_at(row), b, tile, ld, w);
+#endif
+        finish(tile, ld, gemm_nr);
+        return finite;
+      },
+      c, ldc, write);
 }
+
+/// A finish for block_tiles that does nothing.
+struct NoFinish {
+  void operator()(float*, Index, Index) const {}
+};
 
 /// Per-thread scratch of the block products: the block's packed queries or probabilities.
 struct BlockProductScratch {
@@ -114,18 +142,17 @@ class BlockKeys {
           const float* block = base_ + panels * gemm_nr * d0;
           const bool last = d0 + kc == depth_;
           const Index first_panel = first / gemm_nr;
-          kernels::detail::gemm_tiles(
-              rows, width, first - first_panel * gemm_nr,
+          block_tiles(
+              kc, rows, width, first - first_panel * gemm_nr,
               [&](Index t) { return block + (first_panel + t) * kc * gemm_nr; },
-              [&](Index row, const float* b, float* c, Index ldc, kernels::detail::GemmWrite write) {
-                const bool finite = block_micro(kc, kernels::detail::PackedRowsA{a + row * kc}, b, c, ldc, write);
+              [&](Index row) { return kernels::detail::PackedRowsA{a + row * kc}; },
+              [&](float* c, Index ldc, Index columns) {
                 if (last && (softcap || !exact_scale))  // the finished tile while it is in L1
                   for (Index i = 0; i < gemm_mr; ++i) {
-                    Eigen::Map<Eigen::Array<float, gemm_nr, 1>> tile_row(c + i * ldc);
+                    Eigen::Map<Eigen::ArrayXf> tile_row(c + i * ldc, columns);
                     if (!exact_scale) tile_row *= scale;
                     if (softcap) tile_row = cap * (tile_row / cap).tanh();
                   }
-                return finite;
               },
               strip, stride, d0 == 0 ? kernels::detail::GemmWrite::store : kernels::detail::GemmWrite::add);
         }
@@ -183,24 +210,21 @@ class PackedValues {
 #if defined(ATTNSCOPE_GEMM_AVX2)
       (void)scratch;
       // the probability rows read in place (rows past the block repeat its last row; their tile rows are dropped)
-      kernels::detail::gemm_tiles(
-          rows, cols_, 0, b_panel,
-          [&](Index row, const float* b, float* c, Index ldc, kernels::detail::GemmWrite w) {
+      block_tiles(
+          kc, rows, cols_, 0, b_panel,
+          [&](Index row) {
             kernels::detail::RowPointersA a;
             for (Index i = 0; i < gemm_mr; ++i) a.rows[i] = p + std::min(row + i, rows - 1) * p_stride + d0;
-            return block_micro(kc, a, b, c, ldc, w);
+            return a;
           },
-          out, out_stride, write);
+          NoFinish{}, out, out_stride, write);
 #else
       const Index row_panels = (rows + gemm_mr - 1) / gemm_mr;
       float* a = scratch.rows.reserve(row_panels * gemm_mr * kc);
       kernels::detail::gemm_pack_activations(p, p_stride, 0, rows, d0, kc, a, kernels::gemm_avx2_available());
-      kernels::detail::gemm_tiles(
-          rows, cols_, 0, b_panel,
-          [&](Index row, const float* b, float* c, Index ldc, kernels::detail::GemmWrite w) {
-            return block_micro(kc, kernels::detail::PackedRowsA{a + row * kc}, b, c, ldc, w);
-          },
-          out, out_stride, write);
+      block_tiles(
+          kc, rows, cols_, 0, b_panel, [&](Index row) { return kernels::detail::PackedRowsA{a + row * kc}; },
+          NoFinish{}, out, out_stride, write);
 #endif
     }
   }
