@@ -4,7 +4,8 @@
 # folder (12 layers, 12 heads, 768 wide, vocabulary 50257) made on first use, over 1024 tokens.
 # Usage: bench/gpt2_side_by_side.sh [FOLDER]   (default /tmp/attnscope-gpt2-small; ~500 MB)
 # Needs the benchmark build (./scripts/bench.sh or -DATTNSCOPE_BUILD_BENCHMARKS=ON in build-bench) and Debian's
-# python3-torch with libopenblas0-pthread.
+# python3-torch with libopenblas0-pthread. PyTorch runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they can pin
+# slower kernels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 folder=${1:-/tmp/attnscope-gpt2-small}
@@ -19,7 +20,7 @@ if [ ! -x "$build/bench/bench_hf_forward" ]; then
   cmake --build "$build" --target bench_hf_forward
 fi
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; date: $(date -u +%Y-%m-%dT%H:%MZ); load: $(cut -d' ' -f1-3 /proc/loadavg)"
-peer=$(OMP_NUM_THREADS=1 /usr/bin/python3 bench/gpt2_small_peer.py time "$folder" --tokens 1024 --repetitions 3)
+peer=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 /usr/bin/python3 bench/gpt2_small_peer.py time "$folder" --tokens 1024 --repetitions 3)
 ours=$(OMP_NUM_THREADS=1 ATTNSCOPE_BENCH_MODEL="$folder" "$build/bench/bench_hf_forward" --benchmark_repetitions=3 \
        --benchmark_filter="BM_forward_(logits_only|full_capture)/" \
        --benchmark_format=json 2>/dev/null)
