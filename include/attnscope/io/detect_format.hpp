@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -157,10 +156,9 @@ inline FileFormat detect_format_of_prefix(const unsigned char* prefix, std::size
 /// names: data.pkl (anywhere) → torch_save, only *.npy members → npz, otherwise zip. Reads at most the first 4 KiB
 /// and the ZIP central directory. Throws attnscope::io_error naming the path when it does not exist or cannot be read.
 inline FileFormat detect_file_format(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  if (fs::is_directory(path, error))
-    return fs::exists(fs::path(path) / "config.json", error) ? FileFormat::huggingface_folder : FileFormat::directory;
+  if (detail::path_is_directory(path))
+    return detail::path_exists(detail::join_path(path, "config.json")) ? FileFormat::huggingface_folder
+                                                                        : FileFormat::directory;
   std::ifstream stream(path, std::ios::binary);
   if (!stream) detail::throw_io_error("detect_file_format", path, "cannot open file for reading (missing or unreadable)");
   stream.seekg(0, std::ios::end);

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
@@ -14,6 +13,15 @@
 #include <vector>
 
 #include "attnscope/core/error.hpp"
+
+// What a path names, by POSIX stat (<filesystem> costs a translation unit as much parsing as <Eigen/Core>; it is
+// used only where there is no POSIX).
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/stat.h>
+#define ATTNSCOPE_IO_POSIX_STAT 1
+#else
+#include <filesystem>
+#endif
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__)
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "attnscope::io assumes a little-endian host");
@@ -25,12 +33,39 @@ namespace detail {
 using attnscope::detail::concat;
 using attnscope::detail::throw_invalid_argument;
 using attnscope::detail::throw_io_error;
+
+/// What a path names, following symbolic links: nothing (or nothing that can be inspected), a directory, a regular
+/// file, or something else (a device, a socket, …).
+enum class PathKind { missing, directory, regular_file, other };
+
+inline PathKind path_kind(const std::string& path) {
+#if defined(ATTNSCOPE_IO_POSIX_STAT)
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) return PathKind::missing;
+  if (S_ISDIR(status.st_mode)) return PathKind::directory;
+  return S_ISREG(status.st_mode) ? PathKind::regular_file : PathKind::other;
+#else
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status)) return PathKind::missing;
+  if (std::filesystem::is_directory(status)) return PathKind::directory;
+  return std::filesystem::is_regular_file(status) ? PathKind::regular_file : PathKind::other;
+#endif
+}
+inline bool path_is_directory(const std::string& path) { return path_kind(path) == PathKind::directory; }
+inline bool path_is_regular_file(const std::string& path) { return path_kind(path) == PathKind::regular_file; }
+inline bool path_exists(const std::string& path) { return path_kind(path) != PathKind::missing; }
+
+/// `folder/name` for a file name inside a folder (one separator between them; `name` alone for an empty folder).
+inline std::string join_path(const std::string& folder, const std::string& name) {
+  if (folder.empty()) return name;
+  return folder.back() == '/' ? folder + name : folder + '/' + name;
+}
 }  // namespace detail
 
 /// Reads a whole file into memory. Throws attnscope::io_error for a missing file, a directory or a read failure.
 inline std::vector<unsigned char> read_file(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) detail::throw_io_error("read_file", path, "is a directory");
+  if (detail::path_is_directory(path)) detail::throw_io_error("read_file", path, "is a directory");
   std::ifstream stream(path, std::ios::binary);
   if (!stream) detail::throw_io_error("read_file", path, "cannot open file for reading (missing or unreadable)");
   stream.seekg(0, std::ios::end);

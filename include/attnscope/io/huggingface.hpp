@@ -11,10 +11,8 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -37,8 +35,7 @@ namespace detail {
 /// Reads and parses a JSON file; io_error naming the file when it is missing, unreadable or malformed.
 template <class Json = nlohmann::json>
 Json read_json_file(const std::string& path, const char* function) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) throw_io_error(function, path, "missing (no such file)");
+  if (!path_is_regular_file(path)) throw_io_error(function, path, "missing (no such file)");
   const std::vector<unsigned char> bytes = read_file(path);
   try {
     return Json::parse(bytes.begin(), bytes.end());
@@ -68,16 +65,15 @@ class BasicHuggingFaceFolder {
   /// tensor listed in the index but absent from its shard, or a folder with neither weights file.
   explicit BasicHuggingFaceFolder(const std::string& folder) : folder_(folder) {
     const char* fn = "HuggingFaceFolder";
-    std::error_code error;
-    if (!std::filesystem::is_directory(folder, error))
+    if (!detail::path_is_directory(folder))
       detail::throw_io_error(fn, folder, "is not a directory (expected a Hugging Face model folder)");
     config_ = detail::read_json_file<Json>(path_of(config_file_name), fn);
     if (!config_.is_object()) detail::throw_io_error(fn, path_of(config_file_name), "is not a JSON object");
 
     const std::string index_path = path_of(index_file_name);
-    if (std::filesystem::exists(index_path, error)) {
+    if (detail::path_exists(index_path)) {
       load_sharded(index_path);
-    } else if (std::filesystem::exists(path_of(single_file_name), error)) {
+    } else if (detail::path_exists(path_of(single_file_name))) {
       shards_.emplace_back(path_of(single_file_name));
       for (const TensorView& view : shards_.back().tensors())
         tensors_.emplace(view.name, HuggingFaceTensor{view, shards_.back().path()});
@@ -92,7 +88,7 @@ class BasicHuggingFaceFolder {
   const Json& config() const { return config_; }
   /// `folder/file_name`.
   std::string path_of(const std::string& file_name) const {
-    return (std::filesystem::path(folder_) / file_name).string();
+    return detail::join_path(folder_, file_name);
   }
 
   /// The stored names of all tensors, sorted.
@@ -205,8 +201,7 @@ class BasicHuggingFaceFolder {
     std::map<std::string, const MappedSafetensors*> shard_by_name;
     for (const auto& [shard, first_tensor] : first_tensor_of_shard) {
       const std::string shard_path = path_of(shard);
-      std::error_code error;
-      if (!std::filesystem::is_regular_file(shard_path, error))
+      if (!detail::path_is_regular_file(shard_path))
         detail::throw_io_error(fn, shard_path, "shard named in ", index_file_name, " (for tensor '", first_tensor,
                                "' and others) is missing");
       shards_.emplace_back(shard_path);

@@ -4,9 +4,7 @@
 #pragma once
 
 #include <cstddef>
-#include <filesystem>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -34,8 +32,7 @@ class MappedFile {
 
   /// Maps `path`. Throws attnscope::io_error naming the file for a missing file, a directory or a failed map.
   explicit MappedFile(const std::string& path) : path_(path) {
-    std::error_code error;
-    if (std::filesystem::is_directory(path, error)) detail::throw_io_error("MappedFile", path, "is a directory");
+    if (detail::path_is_directory(path)) detail::throw_io_error("MappedFile", path, "is a directory");
 #if ATTNSCOPE_HAVE_MMAP
     const int descriptor = ::open(path.c_str(), O_RDONLY);
     if (descriptor < 0) detail::throw_io_error("MappedFile", path, "cannot open file for reading (missing or unreadable)");

@@ -3,9 +3,7 @@
 // nlohmann::json, never given by callers) so that the loaders are compiled only where a model is loaded.
 #pragma once
 
-#include <filesystem>
 #include <string>
-#include <system_error>
 
 #include "attnscope/io/detect_format.hpp"
 #include "attnscope/io/llama2c.hpp"
@@ -20,8 +18,7 @@ namespace attnscope::model {
 /// extension) → load_gguf_model(path); anything else → a llama2.c checkpoint (io::read_llama2c). Throws attnscope::io_error naming the path for a missing or unreadable model.
 template <class Json = nlohmann::json>
 Transformer load_model(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return load_huggingface_model<Json>(path);
+  if (io::detail::path_is_directory(path)) return load_huggingface_model<Json>(path);
   if (io::detect_file_format(path) == io::FileFormat::gguf) return load_gguf_model<Json>(path);
   return Transformer(transformer_weights_from_llama2c(io::read_llama2c(path)));
 }

@@ -15,12 +15,10 @@
 #pragma once
 
 #include <cstddef>
-#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -88,16 +86,14 @@ class BasicByteLevelBpeTokenizer {
   /// merges.txt, else encoder.json + vocab.bpe; else io_error naming the folder. A tokenizer.model that cannot be
   /// read is reported together with the missing tokenizer.json.
   static BasicByteLevelBpeTokenizer from_folder(const std::string& folder) {
-    namespace fs = std::filesystem;
-    std::error_code error;
-    if (!fs::is_directory(folder, error))
+    using io::detail::join_path;
+    if (!io::detail::path_is_directory(folder))
       attnscope::detail::throw_io_error("text::ByteLevelBpeTokenizer::from_folder", folder, "is not a directory");
-    const fs::path base(folder);
-    const auto has = [&](const char* name) { return fs::is_regular_file(base / name, error); };
-    if (has("tokenizer.json")) return from_tokenizer_json((base / "tokenizer.json").string());
+    const auto has = [&](const char* name) { return io::detail::path_is_regular_file(join_path(folder, name)); };
+    if (has("tokenizer.json")) return from_tokenizer_json(join_path(folder, "tokenizer.json"));
     if (has("tokenizer.model")) {
       try {
-        return from_sentencepiece_model((base / "tokenizer.model").string());
+        return from_sentencepiece_model(join_path(folder, "tokenizer.model"));
       } catch (const attnscope::io_error& model_error) {
         attnscope::detail::throw_io_error("text::ByteLevelBpeTokenizer::from_folder", folder,
                                           "has no tokenizer.json, and its tokenizer.model cannot be used: ",
@@ -105,9 +101,9 @@ class BasicByteLevelBpeTokenizer {
       }
     }
     if (has("vocab.json") && has("merges.txt"))
-      return from_vocab_and_merges((base / "vocab.json").string(), (base / "merges.txt").string());
+      return from_vocab_and_merges(join_path(folder, "vocab.json"), join_path(folder, "merges.txt"));
     if (has("encoder.json") && has("vocab.bpe"))
-      return from_vocab_and_merges((base / "encoder.json").string(), (base / "vocab.bpe").string());
+      return from_vocab_and_merges(join_path(folder, "encoder.json"), join_path(folder, "vocab.bpe"));
     attnscope::detail::throw_io_error("text::ByteLevelBpeTokenizer::from_folder", folder,
                                       "no tokenizer found: no tokenizer.json (looked also for tokenizer.model, "
                                       "vocab.json + merges.txt, encoder.json + vocab.bpe)");
