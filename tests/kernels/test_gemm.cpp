@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #if defined(_OPENMP)
@@ -208,6 +209,20 @@ TEST_CASE("gemm_xwt gives the same bits for any row chunking, column block and n
     omp_set_num_threads(omp_get_num_procs());
 #endif
   }
+}
+
+TEST_CASE("gemm_best_kernel is the widest micro-kernel the CPU runs, and every kernel has its name", "[kernels][gemm]") {
+  using attnscope::kernels::gemm_best_kernel;
+  using attnscope::kernels::gemm_kernel_name;
+  const GemmKernel expected = attnscope::kernels::gemm_avx512_available() ? GemmKernel::avx512
+                              : attnscope::kernels::gemm_avx2_available() ? GemmKernel::avx2
+                                                                          : GemmKernel::reference;
+  CHECK(gemm_best_kernel() == expected);
+  CHECK_FALSE((attnscope::kernels::gemm_avx512_available() && !attnscope::kernels::gemm_avx2_available()));
+  CHECK(std::string(gemm_kernel_name(GemmKernel::automatic)) == "automatic");
+  CHECK(std::string(gemm_kernel_name(GemmKernel::avx512)) == "avx512");
+  CHECK(std::string(gemm_kernel_name(GemmKernel::avx2)) == "avx2");
+  CHECK(std::string(gemm_kernel_name(GemmKernel::reference)) == "reference");
 }
 
 TEST_CASE("gemm_xwt with depth 0 writes zeros (y =) or leaves y (y +=), and empty shapes do nothing",

@@ -64,7 +64,7 @@ enum class GemmKernel { automatic, avx2, reference, avx512 };
 /// Whether the AVX2 + FMA micro-kernel can run here (x86-64 with GCC or Clang, and a CPU with AVX2 and FMA).
 inline bool gemm_avx2_available() { return detail::gemm_avx2_available(); }
 
-/// Whether the AVX-512F micro-kernel can run here (x86-64 with GCC or Clang, and a CPU with AVX-512F).
+/// Whether the AVX-512F micro-kernel can run here (x86-64 with GCC or Clang, and a CPU with AVX-512F, AVX2 and FMA).
 inline bool gemm_avx512_available() { return detail::gemm_avx512_available(); }
 
 /// The micro-kernel `automatic` resolves to on this CPU: avx512, avx2 or reference.
@@ -214,23 +214,11 @@ bool gemm_columns(Index m, const float* x, Index x_stride, const StoredWeights& 
         const Index mc = std::min(gemm_row_block, m - row), row_panels = (mc + gemm_mr - 1) / gemm_mr;
         float* packed_x = GemmBuffers::aligned(buffers.a, row_panels * gemm_mr * kc);
         gemm_pack_activations(x, x_stride, row, mc, depth, kc, packed_x, avx2);
-        const auto b_panel = [&](Index t) { return packed_w + t * kc * gemm_nr; };
-        float* const c = y + row * y_stride + column;
-        bool tiles_finite = true;
-        if constexpr (Panels == 1)
-          tiles_finite = gemm_tiles<1>(
-              mc, nc, 0, b_panel,
-              [&](Index r, const float* b, float* tile, Index ldc, GemmWrite tile_write) {
-                return micro(kc, packed_x + r * kc, b, tile, ldc, tile_write);
-              },
-              c, y_stride, write);
-        else
-          tiles_finite = gemm_tiles<2>(
-              mc, nc, 0, b_panel,
-              [&](Index r, const float* b0, const float* b1, float* tile, Index ldc, GemmWrite tile_write) {
-                return micro(kc, packed_x + r * kc, b0, b1, tile, ldc, tile_write);
-              },
-              c, y_stride, write);
+        // the tile's B panels, C, ldc and write as gemm_tiles<Panels> passes them, after the depth and A
+        const bool tiles_finite = gemm_tiles<Panels>(
+            mc, nc, 0, [&](Index t) { return packed_w + t * kc * gemm_nr; },
+            [&](Index r, auto... tile) { return micro(kc, packed_x + r * kc, tile...); }, y + row * y_stride + column,
+            y_stride, write);
         if (last_depth) finite = finite && tiles_finite;
       }
     }

@@ -144,8 +144,9 @@ __attribute__((target("avx2,fma"))) inline bool gemm_micro_avx2(Index kc, const 
   return gemm_micro_avx2(kc, PackedRowsA{a}, b, c, ldc, write);
 }
 
-/// Whether the running CPU has AVX-512F (known at compile time in a build for it).
-inline bool gemm_avx512_available() { return cpu_has_avx512f(); }
+/// Whether the running CPU has AVX-512F, and AVX2 + FMA for the packing transposes the AVX-512 path shares with the
+/// AVX2 one (known at compile time in a build for them).
+inline bool gemm_avx512_available() { return cpu_has_avx512f() && cpu_has_avx2_fma(); }
 
 /// The AVX-512F micro-kernel body on Panels (1 or 2) B micro-panels: the 6 × 16·Panels tile, b0 for columns 0–15 and
 /// b1 for 16–31.
