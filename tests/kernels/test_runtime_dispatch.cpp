@@ -75,18 +75,19 @@ TEST_CASE("the dispatched AVX2 exponential is within 2 ULP of exp on [-87, 0] an
 /// The dispatched exponentials of x − shift (times scale) in blocks of 32: by the four-packet lock-step, by the same
 /// with unit_scale, and by exp_shifted_at one packet at a time (n a multiple of 32).
 template <int = 0>
-__attribute__((target("avx2,fma"))) void dispatched_exponentials(const float* x, Index n, float shift, float scale, float* four,
-                                                   float* unit, float* one_by_one) {
+__attribute__((target("avx2,fma"))) void dispatched_exponentials(const float* x, Index n, float shift, float scale,
+                                                                 float* four, float* unit, float* one_by_one) {
   namespace avx2 = attnscope::kernels::detail::avx2;
-  const __m256 shift_packet = _mm256_set1_ps(shift), scale_packet = _mm256_set1_ps(scale);
+  namespace x86 = attnscope::kernels::detail::x86;
+  const x86::f32x8 shift_packet = x86::broadcast8(shift), scale_packet = x86::broadcast8(scale);
   for (Index i = 0; i < n; i += 32) {
-    __m256 values[4], unit_values[4];
+    x86::f32x8 values[4], unit_values[4];
     avx2::exp_shifted_four<false>(x, i, shift_packet, scale_packet, nullptr, values);
     avx2::exp_shifted_four<true>(x, i, shift_packet, scale_packet, nullptr, unit_values);
     for (Index k = 0; k < 4; ++k) {
-      _mm256_storeu_ps(one_by_one + i + 8 * k, avx2::exp_shifted_at<false>(x, i + 8 * k, shift_packet, scale_packet));
-      _mm256_storeu_ps(four + i + 8 * k, values[k]);
-      _mm256_storeu_ps(unit + i + 8 * k, unit_values[k]);
+      x86::store8(one_by_one + i + 8 * k, avx2::exp_shifted_at<false>(x, i + 8 * k, shift_packet, scale_packet));
+      x86::store8(four + i + 8 * k, values[k]);
+      x86::store8(unit + i + 8 * k, unit_values[k]);
     }
   }
 }

@@ -19,8 +19,13 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/packet.hpp"
 
-#if defined(__SSE2__)
+// The streaming stores of the packet width this build targets: SSE2's (<emmintrin.h>) in a generic x86-64 build,
+// AVX's and AVX-512's (<immintrin.h>) in a build for them. Eigen's packets already include the same header, so this
+// adds no parsing; in particular a generic build does not pay for <immintrin.h>.
+#if defined(__AVX__)
 #include <immintrin.h>
+#elif defined(__SSE2__)
+#include <emmintrin.h>
 #endif
 
 #include "attnscope/kernels/detail/diagnostics_push.hpp"  // ATTNSCOPE_KERNELS_DIAGNOSTICS

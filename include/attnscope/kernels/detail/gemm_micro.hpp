@@ -25,7 +25,7 @@
 #include "attnscope/kernels/detail/cpu_features.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(ATTNSCOPE_NO_GEMM_AVX2)
-#include <immintrin.h>
+#include "attnscope/kernels/detail/simd_x86.hpp"
 #define ATTNSCOPE_GEMM_AVX2 1
 #endif
 
@@ -89,11 +89,12 @@ __attribute__((target("avx2,fma"))) inline bool gemm_micro_avx2(Index kc, ACurso
   // The tile's rows are read (add) or written (store) after the depth loop; fetching their cache lines now overlaps
   // the misses with the loop (a 6 × 16 tile spans at most two 64-byte lines per row).
   for (Index i = 0; i < gemm_mr; ++i) {
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + gemm_nr - 1), _MM_HINT_T0);
+    x86::prefetch_line(c + i * ldc);
+    x86::prefetch_line(c + i * ldc + gemm_nr - 1);
   }
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
-         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  // twelve named accumulators, not an array: GCC keeps an array of them on the stack around the loop here
+  x86::f32x8 c00{}, c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
+             c50 = c00, c51 = c00;
   // unrolled four depth steps deep: fewer loop-counter and pointer updates between the FMAs
 #if defined(__clang__)
 #pragma unroll 4
@@ -101,41 +102,42 @@ __attribute__((target("avx2,fma"))) inline bool gemm_micro_avx2(Index kc, ACurso
 #pragma GCC unroll 4
 #endif
   for (Index p = 0; p < kc; ++p, a.next(), b += gemm_nr) {
-    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-    __m256 x = _mm256_broadcast_ss(a.at(0));
-    c00 = _mm256_fmadd_ps(x, b0, c00);
-    c01 = _mm256_fmadd_ps(x, b1, c01);
-    x = _mm256_broadcast_ss(a.at(1));
-    c10 = _mm256_fmadd_ps(x, b0, c10);
-    c11 = _mm256_fmadd_ps(x, b1, c11);
-    x = _mm256_broadcast_ss(a.at(2));
-    c20 = _mm256_fmadd_ps(x, b0, c20);
-    c21 = _mm256_fmadd_ps(x, b1, c21);
-    x = _mm256_broadcast_ss(a.at(3));
-    c30 = _mm256_fmadd_ps(x, b0, c30);
-    c31 = _mm256_fmadd_ps(x, b1, c31);
-    x = _mm256_broadcast_ss(a.at(4));
-    c40 = _mm256_fmadd_ps(x, b0, c40);
-    c41 = _mm256_fmadd_ps(x, b1, c41);
-    x = _mm256_broadcast_ss(a.at(5));
-    c50 = _mm256_fmadd_ps(x, b0, c50);
-    c51 = _mm256_fmadd_ps(x, b1, c51);
+    const x86::f32x8 b0 = x86::load8_aligned(b), b1 = x86::load8_aligned(b + 8);
+    x86::f32x8 x = x86::broadcast8(*a.at(0));
+    c00 = x86::fma(x, b0, c00);
+    c01 = x86::fma(x, b1, c01);
+    x = x86::broadcast8(*a.at(1));
+    c10 = x86::fma(x, b0, c10);
+    c11 = x86::fma(x, b1, c11);
+    x = x86::broadcast8(*a.at(2));
+    c20 = x86::fma(x, b0, c20);
+    c21 = x86::fma(x, b1, c21);
+    x = x86::broadcast8(*a.at(3));
+    c30 = x86::fma(x, b0, c30);
+    c31 = x86::fma(x, b1, c31);
+    x = x86::broadcast8(*a.at(4));
+    c40 = x86::fma(x, b0, c40);
+    c41 = x86::fma(x, b1, c41);
+    x = x86::broadcast8(*a.at(5));
+    c50 = x86::fma(x, b0, c50);
+    c51 = x86::fma(x, b1, c51);
   }
-  const __m256 rows[gemm_mr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  const x86::f32x8 rows[gemm_mr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   // v − v is +0 for a finite v and NaN for ±inf or NaN; the OR of these bit patterns is NaN iff one of them is
-  __m256 nonfinite = _mm256_setzero_ps();
+  x86::i32x8 nonfinite{};
   for (Index i = 0; i < gemm_mr; ++i) {
     float* row = c + i * ldc;
-    __m256 left = rows[i][0], right = rows[i][1];
+    x86::f32x8 left = rows[i][0], right = rows[i][1];
     if (write == GemmWrite::add) {
-      left = _mm256_add_ps(_mm256_loadu_ps(row), left);
-      right = _mm256_add_ps(_mm256_loadu_ps(row + 8), right);
+      left = x86::load8(row) + left;
+      right = x86::load8(row + 8) + right;
     }
-    _mm256_storeu_ps(row, left);
-    _mm256_storeu_ps(row + 8, right);
-    nonfinite = _mm256_or_ps(nonfinite, _mm256_or_ps(_mm256_sub_ps(left, left), _mm256_sub_ps(right, right)));
+    x86::store8(row, left);
+    x86::store8(row + 8, right);
+    nonfinite |= x86::bits_as<x86::i32x8>(left - left) | x86::bits_as<x86::i32x8>(right - right);
   }
-  return _mm256_movemask_ps(_mm256_cmp_ps(nonfinite, nonfinite, _CMP_UNORD_Q)) == 0;
+  const x86::f32x8 poison = x86::bits_as<x86::f32x8>(nonfinite);
+  return x86::movemask(poison != poison) == 0;
 }
 
 /// The AVX2 micro-kernel on a packed A micro-panel.
@@ -156,36 +158,35 @@ __attribute__((target("avx512f"))) inline bool gemm_micro_avx512_body(Index kc, 
                                                                       GemmWrite write) {
   for (Index i = 0; i < gemm_mr; ++i)  // the tile's rows of C, read or written after the depth loop
     for (Index j = 0; j < Panels; ++j) {
-      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + j * gemm_nr), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + j * gemm_nr + gemm_nr - 1), _MM_HINT_T0);
+      x86::prefetch_line(c + i * ldc + j * gemm_nr);
+      x86::prefetch_line(c + i * ldc + j * gemm_nr + gemm_nr - 1);
     }
-  __m512 acc[gemm_mr][Panels];
+  x86::f32x16 acc[gemm_mr][Panels];
   for (Index i = 0; i < gemm_mr; ++i)
-    for (Index j = 0; j < Panels; ++j) acc[i][j] = _mm512_setzero_ps();
+    for (Index j = 0; j < Panels; ++j) acc[i][j] = x86::f32x16{};
 #if defined(__clang__)
 #pragma unroll 4
 #else
 #pragma GCC unroll 4
 #endif
   for (Index p = 0; p < kc; ++p, a.next()) {
-    __m512 b[Panels];
-    b[0] = _mm512_loadu_ps(b0 + p * gemm_nr);
-    if constexpr (Panels == 2) b[1] = _mm512_loadu_ps(b1 + p * gemm_nr);
+    x86::f32x16 b[Panels];
+    b[0] = x86::load16(b0 + p * gemm_nr);
+    if constexpr (Panels == 2) b[1] = x86::load16(b1 + p * gemm_nr);
     for (Index i = 0; i < gemm_mr; ++i) {
-      const __m512 x = _mm512_set1_ps(*a.at(i));
-      for (Index j = 0; j < Panels; ++j) acc[i][j] = _mm512_fmadd_ps(x, b[j], acc[i][j]);
+      const x86::f32x16 x = x86::broadcast16(*a.at(i));
+      for (Index j = 0; j < Panels; ++j) acc[i][j] = x86::fma(x, b[j], acc[i][j]);
     }
   }
   // v − v is +0 for a finite v and NaN for ±inf or NaN
-  __mmask16 nonfinite = 0;
+  unsigned nonfinite = 0;
   for (Index i = 0; i < gemm_mr; ++i)
     for (Index j = 0; j < Panels; ++j) {
       float* out = c + i * ldc + j * gemm_nr;
-      __m512 v = acc[i][j];
-      if (write == GemmWrite::add) v = _mm512_add_ps(_mm512_loadu_ps(out), v);
-      _mm512_storeu_ps(out, v);
-      const __m512 d = _mm512_sub_ps(v, v);
-      nonfinite = static_cast<__mmask16>(nonfinite | _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q));
+      x86::f32x16 v = acc[i][j];
+      if (write == GemmWrite::add) v = x86::load16(out) + v;
+      x86::store16(out, v);
+      nonfinite |= x86::nan_lanes(v - v);
     }
   return nonfinite == 0;
 }
@@ -209,23 +210,24 @@ __attribute__((target("avx512f"))) inline bool gemm_micro_avx512(Index kc, const
 }
 
 /// The 8 × 8 transpose of r0 … r7 in place (r_i's lane j becomes r_j's lane i).
-__attribute__((target("avx2"))) inline void gemm_transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3,
-                                                             __m256& r4, __m256& r5, __m256& r6, __m256& r7) {
-  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
-               t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
-               t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
-               u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
-               u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
-               u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  r0 = _mm256_permute2f128_ps(u0, u4, 0x20);
-  r1 = _mm256_permute2f128_ps(u1, u5, 0x20);
-  r2 = _mm256_permute2f128_ps(u2, u6, 0x20);
-  r3 = _mm256_permute2f128_ps(u3, u7, 0x20);
-  r4 = _mm256_permute2f128_ps(u0, u4, 0x31);
-  r5 = _mm256_permute2f128_ps(u1, u5, 0x31);
-  r6 = _mm256_permute2f128_ps(u2, u6, 0x31);
-  r7 = _mm256_permute2f128_ps(u3, u7, 0x31);
+__attribute__((target("avx2"))) inline void gemm_transpose8(x86::f32x8& r0, x86::f32x8& r1, x86::f32x8& r2,
+                                                             x86::f32x8& r3, x86::f32x8& r4, x86::f32x8& r5,
+                                                             x86::f32x8& r6, x86::f32x8& r7) {
+  using x86::f32x8;
+  const f32x8 t0 = x86::unpack_low(r0, r1), t1 = x86::unpack_high(r0, r1), t2 = x86::unpack_low(r2, r3),
+              t3 = x86::unpack_high(r2, r3), t4 = x86::unpack_low(r4, r5), t5 = x86::unpack_high(r4, r5),
+              t6 = x86::unpack_low(r6, r7), t7 = x86::unpack_high(r6, r7);
+  const f32x8 u0 = x86::pairs_low(t0, t2), u1 = x86::pairs_high(t0, t2), u2 = x86::pairs_low(t1, t3),
+              u3 = x86::pairs_high(t1, t3), u4 = x86::pairs_low(t4, t6), u5 = x86::pairs_high(t4, t6),
+              u6 = x86::pairs_low(t5, t7), u7 = x86::pairs_high(t5, t7);
+  r0 = x86::halves_low(u0, u4);
+  r1 = x86::halves_low(u1, u5);
+  r2 = x86::halves_low(u2, u6);
+  r3 = x86::halves_low(u3, u7);
+  r4 = x86::halves_high(u0, u4);
+  r5 = x86::halves_high(u1, u5);
+  r6 = x86::halves_high(u2, u6);
+  r7 = x86::halves_high(u3, u7);
 }
 
 /// Packs 16 float32 rows (row j at rows + j·stride) over kc depths into one B micro-panel: out[p·16 + j] =
@@ -236,20 +238,19 @@ __attribute__((target("avx2"))) inline void gemm_pack_b_rows_avx2(const float* r
   for (; p + 8 <= kc; p += 8)
     for (Index half = 0; half < 2; ++half) {
       const float* r = rows + half * 8 * stride + p;
-      __m256 v0 = _mm256_loadu_ps(r), v1 = _mm256_loadu_ps(r + stride), v2 = _mm256_loadu_ps(r + 2 * stride),
-             v3 = _mm256_loadu_ps(r + 3 * stride), v4 = _mm256_loadu_ps(r + 4 * stride),
-             v5 = _mm256_loadu_ps(r + 5 * stride), v6 = _mm256_loadu_ps(r + 6 * stride),
-             v7 = _mm256_loadu_ps(r + 7 * stride);
+      x86::f32x8 v0 = x86::load8(r), v1 = x86::load8(r + stride), v2 = x86::load8(r + 2 * stride),
+                 v3 = x86::load8(r + 3 * stride), v4 = x86::load8(r + 4 * stride), v5 = x86::load8(r + 5 * stride),
+                 v6 = x86::load8(r + 6 * stride), v7 = x86::load8(r + 7 * stride);
       gemm_transpose8(v0, v1, v2, v3, v4, v5, v6, v7);
       float* o = out + p * gemm_nr + half * 8;
-      _mm256_store_ps(o, v0);
-      _mm256_store_ps(o + gemm_nr, v1);
-      _mm256_store_ps(o + 2 * gemm_nr, v2);
-      _mm256_store_ps(o + 3 * gemm_nr, v3);
-      _mm256_store_ps(o + 4 * gemm_nr, v4);
-      _mm256_store_ps(o + 5 * gemm_nr, v5);
-      _mm256_store_ps(o + 6 * gemm_nr, v6);
-      _mm256_store_ps(o + 7 * gemm_nr, v7);
+      x86::store8_aligned(o, v0);
+      x86::store8_aligned(o + gemm_nr, v1);
+      x86::store8_aligned(o + 2 * gemm_nr, v2);
+      x86::store8_aligned(o + 3 * gemm_nr, v3);
+      x86::store8_aligned(o + 4 * gemm_nr, v4);
+      x86::store8_aligned(o + 5 * gemm_nr, v5);
+      x86::store8_aligned(o + 6 * gemm_nr, v6);
+      x86::store8_aligned(o + 7 * gemm_nr, v7);
     }
   for (; p < kc; ++p)
     for (Index j = 0; j < gemm_nr; ++j) out[p * gemm_nr + j] = rows[j * stride + p];
@@ -262,15 +263,15 @@ __attribute__((target("avx2"))) inline void gemm_pack_a_rows_avx2(const float* r
   Index p = 0;
   for (; p + 8 <= kc; p += 8) {
     const float* r = rows + p;
-    __m256 v0 = _mm256_loadu_ps(r), v1 = _mm256_loadu_ps(r + stride), v2 = _mm256_loadu_ps(r + 2 * stride),
-           v3 = _mm256_loadu_ps(r + 3 * stride), v4 = _mm256_loadu_ps(r + 4 * stride),
-           v5 = _mm256_loadu_ps(r + 5 * stride), v6 = _mm256_setzero_ps(), v7 = v6;
+    x86::f32x8 v0 = x86::load8(r), v1 = x86::load8(r + stride), v2 = x86::load8(r + 2 * stride),
+               v3 = x86::load8(r + 3 * stride), v4 = x86::load8(r + 4 * stride), v5 = x86::load8(r + 5 * stride),
+               v6{}, v7{};
     gemm_transpose8(v0, v1, v2, v3, v4, v5, v6, v7);
-    const __m256 columns[8] = {v0, v1, v2, v3, v4, v5, v6, v7};
+    const x86::f32x8 columns[8] = {v0, v1, v2, v3, v4, v5, v6, v7};
     float* o = out + p * gemm_mr;
     for (Index q = 0; q < 8; ++q, o += gemm_mr) {  // lanes 0-5 of each: the six rows at depth p + q
-      _mm_storeu_ps(o, _mm256_castps256_ps128(columns[q]));
-      _mm_storel_pi(reinterpret_cast<__m64*>(o + 4), _mm256_extractf128_ps(columns[q], 1));
+      x86::store4(o, columns[q]);
+      x86::store_lanes_4_5(o + 4, columns[q]);
     }
   }
   for (; p < kc; ++p)
