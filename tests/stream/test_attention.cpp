@@ -209,6 +209,11 @@ void check_against_dense(attnscope::Random& random, int trial, double relative, 
     CHECK(close(statistics.jacobian_norm(i), dense.jacobian_norm[std::size_t(i)]));
     CHECK(close(statistics.sink_mass(i), dense.sink_mass[std::size_t(i)]));
     CHECK(close(statistics.max_weight(i), dense.max_weight[std::size_t(i)]));
+    if (!options.max_weight_excludes_sinks) {  // 1/S: exactly the largest of the row's probabilities, bit for bit
+      Scalar largest = 0;
+      for (Index j = 0; j < cols; ++j) largest = std::max(largest, probabilities(i, j));
+      CHECK(statistics.max_weight(i) == static_cast<double>(largest));
+    }
     for (std::size_t c = 0; c < options.top_k.size(); ++c)
       CHECK(close(statistics.top_k_mass(i, Index(c)), dense.top_k_mass[std::size_t(i)][c]));
   }

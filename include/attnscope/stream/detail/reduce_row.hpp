@@ -109,7 +109,9 @@ void reduce_row(const char* function, const Scalar* s, Index n, const std::vecto
     if (n > start) best = std::max(best, kernels::row_max(p + start, n - start).max);
     out.max_weight(row) = static_cast<double>(best);
   } else {
-    out.max_weight(row) = static_cast<double>(kernels::row_max(p, n).max);
+    // the largest logit's weight, exp(0)·(1/S) = 1/S exactly, is the largest: every other e_j = exp(s_j − m) ≤ 1 and
+    // p_j = e_j·(1/S) rounds monotonically [derived]; no pass over p
+    out.max_weight(row) = static_cast<double>(Scalar(1) / sum);
   }
   // exact ‖diag p − ppᵀ‖₂ by the secular method of normalize/spectral_norm.hpp (docs/theory/normalization-maps.md §5)
   out.jacobian_norm(row) =
