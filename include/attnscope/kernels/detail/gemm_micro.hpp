@@ -252,8 +252,9 @@ __attribute__((target("avx2"))) inline void gemm_pack_b_rows_avx2(const float* r
       x86::store8_aligned(o + 6 * gemm_nr, v6);
       x86::store8_aligned(o + 7 * gemm_nr, v7);
     }
-  for (; p < kc; ++p)
-    for (Index j = 0; j < gemm_nr; ++j) out[p * gemm_nr + j] = rows[j * stride + p];
+  const Index tail = kc - p;  // fewer than 8 depths
+  for (Index t = 0; t < tail; ++t)
+    for (Index j = 0; j < gemm_nr; ++j) out[(p + t) * gemm_nr + j] = rows[j * stride + p + t];
 }
 
 /// Packs 6 float32 rows (row i at rows + i·stride) over kc depths into one A micro-panel: out[p·6 + i] = row i's
