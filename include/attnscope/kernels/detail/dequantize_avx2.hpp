@@ -39,19 +39,14 @@ inline bool available() { return cpu_has_avx2_f16c(); }
 
 using x86::bits_as;
 using x86::broadcast8;
-using x86::broadcast_bytes32;
 using x86::f32x8;
 using x86::i32x8;
-using x86::i8x16;
-using x86::i8x32;
-using x86::i8x8;
 using x86::load_bytes16;
 using x86::load_bytes32;
 using x86::store8;
 using x86::u16x16;
 using x86::u8x16;
 using x86::u8x32;
-using x86::u8x8;
 
 #define ATTNSCOPE_DEQUANTIZE_TARGET __attribute__((target("avx2,f16c")))
 

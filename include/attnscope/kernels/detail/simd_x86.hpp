@@ -34,7 +34,6 @@ typedef float f32x4 __attribute__((vector_size(16)));
 typedef float f32x8 __attribute__((vector_size(32)));
 typedef float f32x16 __attribute__((vector_size(64)));
 typedef std::int32_t i32x8 __attribute__((vector_size(32)));
-typedef std::int32_t i32x16 __attribute__((vector_size(64)));
 typedef std::uint32_t u32x8 __attribute__((vector_size(32)));
 typedef std::int16_t i16x8 __attribute__((vector_size(16)));
 typedef std::uint16_t u16x8 __attribute__((vector_size(16)));
@@ -42,11 +41,10 @@ typedef std::uint16_t u16x16 __attribute__((vector_size(32)));
 typedef char c8x16 __attribute__((vector_size(16)));  // GCC's own byte vector type, for its builtins
 typedef signed char i8x8 __attribute__((vector_size(8)));
 typedef unsigned char u8x8 __attribute__((vector_size(8)));
-typedef signed char i8x16 __attribute__((vector_size(16)));
 typedef unsigned char u8x16 __attribute__((vector_size(16)));
-typedef signed char i8x32 __attribute__((vector_size(32)));
 typedef unsigned char u8x32 __attribute__((vector_size(32)));
 
+typedef float f32x8_aliased __attribute__((vector_size(32), may_alias));  // 32-byte aligned memory of any type
 typedef float f32x2_unaligned __attribute__((vector_size(8), aligned(1), may_alias));
 typedef float f32x4_unaligned __attribute__((vector_size(16), aligned(1), may_alias));
 typedef float f32x8_unaligned __attribute__((vector_size(32), aligned(1), may_alias));
@@ -75,11 +73,11 @@ ATTNSCOPE_SIMD_AVX To bits_as(From value) {
 /// Eight floats from `from` (any alignment).
 ATTNSCOPE_SIMD_AVX f32x8 load8(const float* from) { return *reinterpret_cast<const f32x8_unaligned*>(from); }
 /// Eight floats from `from`, which must be 32-byte aligned.
-ATTNSCOPE_SIMD_AVX f32x8 load8_aligned(const float* from) { return *reinterpret_cast<const f32x8*>(from); }
+ATTNSCOPE_SIMD_AVX f32x8 load8_aligned(const float* from) { return *reinterpret_cast<const f32x8_aliased*>(from); }
 /// Stores eight floats to `to` (any alignment).
 ATTNSCOPE_SIMD_AVX void store8(float* to, f32x8 value) { *reinterpret_cast<f32x8_unaligned*>(to) = value; }
 /// Stores eight floats to `to`, which must be 32-byte aligned.
-ATTNSCOPE_SIMD_AVX void store8_aligned(float* to, f32x8 value) { *reinterpret_cast<f32x8*>(to) = value; }
+ATTNSCOPE_SIMD_AVX void store8_aligned(float* to, f32x8 value) { *reinterpret_cast<f32x8_aliased*>(to) = value; }
 /// Stores the first four lanes of `value` to `to` (any alignment).
 ATTNSCOPE_SIMD_AVX void store4(float* to, f32x8 value) {
   *reinterpret_cast<f32x4_unaligned*>(to) = f32x4{value[0], value[1], value[2], value[3]};
@@ -100,15 +98,10 @@ ATTNSCOPE_SIMD_AVX u8x32 load_bytes32(const unsigned char* from) {
 ATTNSCOPE_SIMD_AVX u8x16 load_bytes16(const unsigned char* from) {
   return *reinterpret_cast<const u8x16_unaligned*>(from);
 }
-/// `value` in all 32 bytes.
-ATTNSCOPE_SIMD_AVX u8x32 broadcast_bytes32(unsigned char value) { return u8x32{} + value; }
-/// `value` in all 16 bytes.
-ATTNSCOPE_SIMD_AVX u8x16 broadcast_bytes16(unsigned char value) { return u8x16{} + value; }
-
 /// Non-temporal store of eight floats to `to`, which must be 32-byte aligned (vmovntps; the caller fences).
 ATTNSCOPE_SIMD_AVX void stream8(float* to, f32x8 value) {
 #if defined(__clang__)
-  __builtin_nontemporal_store(value, reinterpret_cast<f32x8*>(to));
+  __builtin_nontemporal_store(value, reinterpret_cast<f32x8_aliased*>(to));
 #else
   __builtin_ia32_movntps256(to, value);
 #endif
