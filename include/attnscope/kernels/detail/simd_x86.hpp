@@ -25,6 +25,15 @@
 #endif
 
 #if defined(ATTNSCOPE_SIMD_X86)
+// Which x86 builtins Clang has (its __has_builtin answers for them; GCC's does not outside a function targeting the
+// extension, and GCC has kept these names since they first appeared): newer Clang versions moved some of its
+// intrinsic headers to generic builtins.
+#if defined(__clang__) && defined(__has_builtin)
+#define ATTNSCOPE_SIMD_CLANG_HAS(name) __has_builtin(name)
+#else
+#define ATTNSCOPE_SIMD_CLANG_HAS(name) 0
+#endif
+
 namespace attnscope::kernels::detail::x86 {
 
 // Vector types: lane type × lane count. The *_unaligned types read and write memory of any alignment and any type
@@ -113,7 +122,13 @@ ATTNSCOPE_SIMD_AVX void prefetch_line(const void* address) { __builtin_prefetch(
 // ---- arithmetic without an operator
 
 /// a·b + c with one rounding (vfmadd).
-ATTNSCOPE_SIMD_FMA f32x8 fma(f32x8 a, f32x8 b, f32x8 c) { return __builtin_ia32_vfmaddps256(a, b, c); }
+ATTNSCOPE_SIMD_FMA f32x8 fma(f32x8 a, f32x8 b, f32x8 c) {
+#if defined(__clang__) && !ATTNSCOPE_SIMD_CLANG_HAS(__builtin_ia32_vfmaddps256)
+  return __builtin_elementwise_fma(a, b, c);
+#else
+  return __builtin_ia32_vfmaddps256(a, b, c);
+#endif
+}
 /// Lane-wise maximum, as maxps: b where a or b is NaN, and b where both are zeros of either sign.
 ATTNSCOPE_SIMD_AVX f32x8 lanewise_max(f32x8 a, f32x8 b) { return __builtin_ia32_maxps256(a, b); }
 /// A bit per lane: bit i set where lane i of `mask` has its sign bit set (vmovmskps).
@@ -278,4 +293,12 @@ ATTNSCOPE_SIMD_F16C float widen_half(std::uint16_t bits) {
 }
 
 }  // namespace attnscope::kernels::detail::x86
+
+#undef ATTNSCOPE_SIMD_CLANG_HAS
+#undef ATTNSCOPE_SIMD_SHUFFLEVECTOR
+#undef ATTNSCOPE_SIMD_AVX
+#undef ATTNSCOPE_SIMD_AVX2
+#undef ATTNSCOPE_SIMD_FMA
+#undef ATTNSCOPE_SIMD_F16C
+#undef ATTNSCOPE_SIMD_AVX512
 #endif
