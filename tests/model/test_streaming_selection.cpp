@@ -5,7 +5,8 @@
 // independent, so passes of any number of rows give the logits and statistics of one pass over all rows, compared
 // bit for bit on stories260K, the Hugging Face fixtures and gpt2-wp-mini at 700 tokens (passes of a multiple of 8
 // rows; other sizes are refused, since Eigen's GEMM rounds a pass's last rows in its remainder kernels differently);
-// with the optional BLAS backend, within float32 rounding.
+// with the optional BLAS backend, within float32 rounding. A pass without logits computes its last layer's statistics
+// alone (no values, P·V or feed-forward), bitwise those of a whole layer.
 #include <set>
 #include <string>
 #include <utility>
@@ -144,6 +145,61 @@ TEST_CASE("streaming head selection: the selected heads' statistics are bitwise 
           attnscope::testing::random_token_sequence(std::size_t(std::min(60, model.config().seq_len)), 300, 23);
       const int last = model.config().n_layers - 1, head = model.config().n_heads - 1;
       check_selection_against_full_run(model, tokens, {{0, 0}, {last, head}});
+    }
+  }
+}
+
+TEST_CASE("streaming forward without logits: the last layer's statistics alone, bitwise those of a whole layer") {
+  // Without logits, hidden states or per-head captures nothing reads the last layer's output, so that layer runs
+  // q·kᵀ and the row passes of its analysed heads only; its statistics must be bitwise those of a pass that
+  // computes the logits (every layer whole). Covers GQA (the key head of each query head), sliding windows and
+  // softcaps (the layer's kernel options), a selection inside the last layer and a pass stopped early.
+  const auto check = [](const Transformer& model, const std::vector<int>& tokens,
+                        const std::set<std::pair<int, int>>& heads, int last_layer) {
+    StreamingOptions streaming = selection_streaming_options();
+    streaming.heads = heads;
+    ForwardOptions whole;  // logits: every layer runs whole
+    const StreamingForwardResult reference = model.forward_row_statistics(tokens, whole, streaming);
+    ForwardOptions statistics_only;
+    statistics_only.logits = false;
+    statistics_only.last_layer = last_layer;
+    const StreamingForwardResult got = model.forward_row_statistics(tokens, statistics_only, streaming);
+    CHECK(got.logits.size() == 0);
+    const int layers_run = last_layer >= 0 ? last_layer + 1 : model.config().n_layers;
+    Index compared = 0;
+    for (int l = 0; l < layers_run; ++l) {
+      REQUIRE(got.row_statistics[std::size_t(l)].size() == std::size_t(model.config().n_heads));
+      for (int h = 0; h < model.config().n_heads; ++h) {
+        INFO("layer " << l << ", head " << h << ", last layer run " << layers_run - 1);
+        const RowStatistics& a = got.row_statistics[std::size_t(l)][std::size_t(h)];
+        if (!heads.empty() && heads.count({l, h}) == 0) {
+          CHECK(selection_statistics_empty(a));
+          continue;
+        }
+        REQUIRE(a.entropy.size() == Index(tokens.size()));
+        CHECK(selection_statistics_identical(a, reference.row_statistics[std::size_t(l)][std::size_t(h)]));
+        ++compared;
+      }
+    }
+    CHECK(compared == (heads.empty() ? Index(layers_run) * model.config().n_heads : Index(heads.size())));
+  };
+  SECTION("stories260K (GQA 8/4): every head, a selection in the last layer, a pass stopped after layer 2") {
+    const Transformer& model = attnscope::testing::reference_model();
+    const auto tokens = attnscope::testing::random_token_sequence(150, model.config().vocab_size, 31, {1});
+    const int last = model.config().n_layers - 1;
+    check(model, tokens, {}, -1);
+    check(model, tokens, {{0, 2}, {last, 1}, {last, 6}}, -1);
+    check(model, tokens, {}, 2);
+    check(model, tokens, {{2, 7}}, 2);
+  }
+  SECTION("the HF fixtures (GQA, biases, sliding windows, softcaps, q/k norms, parallel residual)") {
+    for (const std::string name : {"llama", "qwen2", "gpt2", "gemma2", "gemma3", "qwen3", "phi3", "gpt_neox", "olmo2"}) {
+      INFO("fixture " << name);
+      const Transformer& model = attnscope::testing::hf_fixture_model(name);
+      const auto tokens =
+          attnscope::testing::random_token_sequence(std::size_t(std::min(60, model.config().seq_len)), 300, 37);
+      check(model, tokens, {}, -1);
+      check(model, tokens, {{model.config().n_layers - 1, model.config().n_heads - 1}}, -1);
     }
   }
 }

@@ -127,6 +127,9 @@ struct StreamingOptions {
   /// The (layer, head) pairs whose statistics are computed; empty: every head of every layer run. The other heads
   /// run the plain softmax attention (the same probabilities and outputs, no statistics) and their entries of
   /// row_statistics stay empty. Each pair must name a head of a layer that runs (see ForwardOptions::last_layer).
+  /// When the pass returns no logits (ForwardOptions::logits false, or last_layer set) and captures no hidden states
+  /// and no per-head array, nothing reads the last layer's output: that layer computes only its selected heads'
+  /// statistics (q·kᵀ and the row passes, no values, P·V, output projection or feed-forward), bitwise the same.
   std::set<std::pair<int, int>> heads{};
   /// Query rows per pass of the feed-forward block: its L × hidden_dim activations (the up projection, the gate and
   /// their product) exist for this many rows at a time, so their memory does not grow with L. 0: every row at once.

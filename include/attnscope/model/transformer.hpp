@@ -36,6 +36,7 @@
 #include "attnscope/model/weights.hpp"
 #include "attnscope/normalize/maps.hpp"
 #include "attnscope/stream/attention.hpp"
+#include "attnscope/stream/row_statistics.hpp"
 
 namespace attnscope::model {
 
@@ -476,8 +477,16 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
   RowMatrix<Scalar> queries(rows, c.query_dim()), head_outputs(rows, c.query_dim());
   RowMatrix<Scalar> scores, attention_buffer;  // reused across heads unless captured
   const int layers_run = options.last_layer >= 0 ? options.last_layer + 1 : c.n_layers;
+  const bool returns_logits = last_logits_only || (options.logits && layers_run == c.n_layers);
+  // A streaming pass that returns no logits and captures neither hidden states nor per-head arrays reads nothing of
+  // its last layer but the statistics: that layer computes its analysed heads' statistics only (q·kᵀ and the row
+  // passes; no values, no P·V, no output projection, no feed-forward). The statistics are bitwise those of a full
+  // layer: the kernel's logits and row passes do not depend on whether it goes on to P·V.
+  const bool statistics_only_last_layer =
+      streaming && !returns_logits && !want.hidden_states && !want.any_head_capture();
   for (int l = 0; l < layers_run; ++l) {
     const auto& layer = weights_.layers[std::size_t(l)];
+    const bool statistics_only = statistics_only_last_layer && l == layers_run - 1;
     if (want.hidden_states) capture->hidden_states.push_back(residual);
     const Index window = c.window_of_layer(l);
     const Visibility visible = visibility(rows, offset, window);
@@ -486,8 +495,9 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     const RowMatrix<Scalar> normed =
         pre_norm ? norm(residual, layer.attention_norm, layer.attention_norm_bias) : residual;
     // parallel residual (GPT-NeoX): the feed-forward reads the same x as attention
-    RowMatrix<Scalar> ffn_input =
-        c.parallel_residual ? norm(residual, layer.ffn_norm, layer.ffn_norm_bias) : RowMatrix<Scalar>();
+    RowMatrix<Scalar> ffn_input = c.parallel_residual && !statistics_only
+                                      ? norm(residual, layer.ffn_norm, layer.ffn_norm_bias)
+                                      : RowMatrix<Scalar>();
     detail::linear_into(queries, normed, layer.wq);
     add_bias(queries, layer.wq_bias);
     RowMatrix<Scalar> new_keys = detail::linear<Scalar>(normed, layer.wk);
@@ -502,10 +512,23 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     RowMatrix<Scalar>& keys = state.keys[std::size_t(l)];
     RowMatrix<Scalar>& values = state.values[std::size_t(l)];
     keys.middleRows(offset, rows) = new_keys;
-    detail::linear_into(values.middleRows(offset, rows), normed, layer.wv);
-    if (layer.wv_bias.size() > 0) values.middleRows(offset, rows).rowwise() += layer.wv_bias.transpose();
     if (options.layer_attention_inputs && !last_logits_only)
       options.layer_attention_inputs(l, queries, keys.topRows(total), kernel_options);
+    if (statistics_only) {
+      for (int h = 0; h < c.n_heads; ++h) {
+        stream::RowStatistics statistics;  // stays empty for a head that is not analysed
+        if (streaming->analyses(l, h))
+          statistics = stream::row_statistics(queries.middleCols(h * head_size, head_size),
+                                              keys.topRows(total).middleCols(h / heads_per_kv * head_size, head_size),
+                                              kernel_options);
+        streaming->statistics[std::size_t(l)].push_back(std::move(statistics));
+      }
+      keys = values = RowMatrix<Scalar>();
+      if (options.layer_progress) options.layer_progress(l + 1, layers_run);
+      continue;
+    }
+    detail::linear_into(values.middleRows(offset, rows), normed, layer.wv);
+    if (layer.wv_bias.size() > 0) values.middleRows(offset, rows).rowwise() += layer.wv_bias.transpose();
 
     LayerCapture* layer_capture = want.any_head_capture() ? &capture->layers[std::size_t(l)] : nullptr;
     for (int h = 0; h < c.n_heads; ++h) {

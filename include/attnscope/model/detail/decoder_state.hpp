@@ -27,8 +27,15 @@ template <class Scalar>
 BasicDecoderState<Scalar> start_decoder_state(Index capacity, int n_layers, Index kv_dim, Index n_heads,
                                               Index head_size) {
   BasicDecoderState<Scalar> state;
-  state.keys.assign(std::size_t(n_layers), RowMatrix<Scalar>(capacity, kv_dim));
-  state.values.assign(std::size_t(n_layers), RowMatrix<Scalar>(capacity, kv_dim));
+  // Each matrix is allocated on its own, never copied from a prototype: a copy would write every page of every
+  // layer's cache at the start. Allocated but unwritten, a layer's cache occupies no memory until the layer runs,
+  // and a streaming pass (which frees each layer's cache after its attention) holds about one layer's at a time.
+  state.keys.resize(std::size_t(n_layers));
+  state.values.resize(std::size_t(n_layers));
+  for (int l = 0; l < n_layers; ++l) {
+    state.keys[std::size_t(l)].resize(capacity, kv_dim);
+    state.values[std::size_t(l)].resize(capacity, kv_dim);
+  }
   state.head_output_sums.assign(std::size_t(n_layers), RowMatrix<double>::Zero(n_heads, head_size));
   return state;
 }
