@@ -2,7 +2,8 @@
 // log-partition, entropy, sink mass, max weight, top-1/8/64 mass, exact ‖J‖₂) from float Q and K with d = 64.
 // - stream_heads: 8 heads of one causal layer at L = 32768 on 2 threads (peak memory target < 1 GB: run it alone,
 //   `--benchmark_filter=stream_heads`, and read the peak_rss_MB counter, getrusage's maxrss of the process).
-// - stream_one_head: one causal head for L = 4k … 128k on 2 threads (time should grow as L²).
+// - stream_one_head: one causal head for L = 4k … 128k on 2 threads (time should grow as L²), and L = 16384 on one
+//   thread (what `rowstats` pays per pair on a Q/K file, beside bench_hf_forward's one-head streaming forward).
 // - stream_full_entropy_max: one full-attention head, L = 16384, only entropy and max (the PyTorch side-by-side,
 //   bench/stream_peer_torch.py).
 // - strip_gemms vs plain_gemm: the QKᵀ blocks as the library computes them (keys packed once, row blocks of 64 × the
@@ -219,6 +220,7 @@ BENCHMARK(stream_heads)->Args({32768, 8, 2})->Unit(benchmark::kSecond)->MeasureP
     ->Iterations(1);
 BENCHMARK(stream_one_head)
     ->ArgsProduct({{4096, 8192, 16384, 32768, 65536, 131072}, {2}})
+    ->Args({16384, 1})
     ->Unit(benchmark::kSecond)->MeasureProcessCPUTime()->UseRealTime()->Iterations(1);
 BENCHMARK(stream_full_entropy_max)->Args({16384, 2, 0})->Args({16384, 2, 1})->Args({16384, 1, 0})
     ->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime()->Iterations(3);
