@@ -19,6 +19,8 @@ template std::string serialize_safetensors<nlohmann::json>(const NamedArrays&,
                                                            const std::map<std::string, std::string>&);
 template MappedSafetensors::MappedSafetensors(const std::string&);
 namespace detail {
+template std::string safetensors_header_text<nlohmann::json>(const NamedArrays&,
+                                                             const std::map<std::string, std::string>&);
 template nlohmann::json read_json_file<nlohmann::json>(const std::string&, const char*);
 }  // namespace detail
 template class BasicHuggingFaceFolder<nlohmann::json>;

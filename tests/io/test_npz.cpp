@@ -2,6 +2,8 @@
 // ZIP structure checked field by field, CRC and every corruption.
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -36,7 +38,106 @@ std::uint32_t u32_at(const std::string& bytes, std::size_t offset) {
   return value;
 }
 
+/// Seeded arrays of every NPY dtype with keys of 1 to 40 characters (attnscope::testing::random_named_arrays).
+io::NamedArrays npz_random_arrays(Random& random) {
+  return attnscope::testing::random_named_arrays(
+      random,
+      {io::DType::float32, io::DType::float64, io::DType::int32, io::DType::int64, io::DType::boolean,
+       io::DType::float16},
+      true, [&](std::size_t i) { return "k" + std::to_string(i) + std::string(random.below(40), "._ab"[random.below(4)]); });
+}
+
 }  // namespace
+
+TEST_CASE("NPZ: write_npz writes exactly the bytes of serialize_npz, read back as the same arrays", "[io][npz]") {
+  const std::string path = attnscope::testing::test_output_path("test_io_streamed.npz");
+  Random random(2024);
+  std::size_t members = 0;
+  for (int round = 0; round < 60; ++round) {
+    const io::NamedArrays arrays = round == 0 ? io::NamedArrays{} : npz_random_arrays(random);
+    for (const auto compression : {io::Compression::stored, io::Compression::deflated}) {
+      INFO("round " << round << ", " << (compression == io::Compression::stored ? "stored" : "deflated"));
+      io::write_npz(path, arrays, compression);
+      const std::string written = attnscope::testing::file_bytes(path);
+      REQUIRE(written == io::serialize_npz(arrays, compression));
+      // The file on its own: the reader returns the arrays given (names, dtypes, shapes and bytes, in order).
+      const io::NamedArrays back = io::read_npz_ordered(path);
+      REQUIRE(back.size() == arrays.size());
+      for (std::size_t i = 0; i < arrays.size(); ++i) {
+        CHECK(back[i].first == arrays[i].first);
+        CHECK(back[i].second.dtype() == arrays[i].second.dtype());
+        CHECK(back[i].second.shape() == arrays[i].second.shape());
+        CHECK(back[i].second.bytes() == arrays[i].second.bytes());
+        // Stored members hold the .npy file verbatim.
+        if (compression == io::Compression::stored)
+          CHECK(written.find(io::serialize_npy(arrays[i].second)) != std::string::npos);
+      }
+      members += arrays.size();
+    }
+  }
+  CHECK(members > 300);
+  // numpy's arrays written by write_npz: each stored member is numpy's own .npy file.
+  io::write_npz(path, io::parse_npz_ordered(bytes_of(golden::npz_savez), golden::npz_savez.size(), "savez.npz"),
+                io::Compression::stored);
+  const std::string written = attnscope::testing::file_bytes(path);
+  CHECK(written.compare(35, golden::npy_f8_2x3.size(), golden::npy_f8_2x3) == 0);
+  CHECK(written.find(golden::npy_i4_3) != std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("NPZ: write_npz rejects bad arrays before creating the file and names write_npz and the path on io errors",
+          "[io][npz][errors]") {
+  const std::string existing = attnscope::testing::test_output_path("test_io_existing.npz");
+  const std::string absent = attnscope::testing::test_output_path("test_io_absent.npz");
+  std::remove(absent.c_str());
+  const auto one = io::Array::from_vector(std::vector<float>{1, 2}, {2});
+  const io::NamedArrays long_name = {{std::string(0xFFFF - 3, 'n'), one}};
+  const io::NamedArrays bfloat16 = {{"a", one}, {"b", io::Array(io::DType::bfloat16, {1}, {0, 0})}};
+  const io::NamedArrays too_many(0xFFFF, {"x", io::Array()});  // also duplicates: the count is checked first
+  const std::vector<std::pair<io::NamedArrays, std::string>> bad = {
+      {{{"a", one}, {"a", one}}, "attnscope::serialize_npz: array names must be non-empty and unique, got 'a'"},
+      {{{"", one}}, "attnscope::serialize_npz: array names must be non-empty and unique, got ''"},
+      {long_name, "attnscope::serialize_npz: array name of 65532 bytes is too long"},
+      {bfloat16, "attnscope::serialize_npy: dtype bfloat16 has no NPY equivalent"},
+      {too_many, "attnscope::serialize_npz: 65535 arrays exceed the ZIP limit of 65534"}};
+  for (const auto& [arrays, message] : bad)
+    for (const auto compression : {io::Compression::stored, io::Compression::deflated}) {
+      // The same error as serialize_npz; an existing file is left as it was and no file is created.
+      CHECK(error_message([&] { io::serialize_npz(arrays, compression); }) == message);
+      io::write_file(existing, "old contents");
+      CHECK(error_message([&] { io::write_npz(existing, arrays, compression); }) == message);
+      CHECK(attnscope::testing::file_bytes(existing) == "old contents");
+      CHECK(error_message([&] { io::write_npz(absent, arrays, compression); }) == message);
+      CHECK_FALSE(io::detail::path_exists(absent));
+    }
+  std::remove(existing.c_str());
+
+  // A folder that does not exist, and a folder: io_error naming write_npz and the path.
+  const std::string unwritable = attnscope::testing::test_output_path("no_such_folder/x.npz");
+  CHECK(error_message<io_error>([&] { io::write_npz(unwritable, sample_arrays()); }) ==
+        "attnscope::write_npz: " + unwritable + ": cannot open file for writing");
+  CHECK_THAT(error_message<io_error>([&] { io::write_npz(ATTNSCOPE_BINARY_DIR, sample_arrays()); }),
+             Contains("attnscope::write_npz: " + std::string(ATTNSCOPE_BINARY_DIR) + ": cannot open file for writing"));
+  // A device that accepts no byte: the write error names the path, and the device is not removed.
+  if (io::detail::path_kind("/dev/full") == io::detail::PathKind::other) {
+    const io::NamedArrays big = {{"big", io::Array(io::DType::float64, {1 << 17}, std::vector<unsigned char>(1 << 20))}};
+    for (const auto compression : {io::Compression::stored, io::Compression::deflated})
+      CHECK_THAT(error_message<io_error>([&] { io::write_npz("/dev/full", big, compression); }),
+                 Contains("attnscope::write_npz: /dev/full: write failed"));
+    CHECK_THAT(error_message<io_error>([&] { io::write_npz("/dev/full", sample_arrays()); }),
+               Contains("attnscope::write_npz: /dev/full: write failed"));
+    CHECK(io::detail::path_kind("/dev/full") == io::detail::PathKind::other);
+  }
+  // A failure after the file was created (here thrown by the producer) removes the partly written file.
+  const std::string partial = attnscope::testing::test_output_path("test_io_partial.npz");
+  CHECK(error_message([&] {
+          io::detail::write_file_streamed("write_npz", partial, [](const auto& write) {
+            write("PK", 2);
+            attnscope::detail::throw_invalid_argument("serialize_npz", "stop");
+          });
+        }) == "attnscope::serialize_npz: stop");
+  CHECK_FALSE(io::detail::path_exists(partial));
+}
 
 TEST_CASE("NPZ: numpy's savez and savez_compressed archives are read", "[io][npz]") {
   for (const std::string* file : {&golden::npz_savez, &golden::npz_savez_compressed}) {

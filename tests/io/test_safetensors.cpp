@@ -2,7 +2,11 @@
 // bit patterns, round trips of every dtype, and every malformed header, offset and buffer.
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attnscope/core/random.hpp"
@@ -35,7 +39,93 @@ std::string buffer_of(std::initializer_list<std::uint16_t> values) {
   return out;
 }
 
+/// Seeded tensors of every dtype (attnscope::testing::random_named_arrays).
+io::NamedArrays safetensors_random_tensors(Random& random) {
+  return attnscope::testing::random_named_arrays(
+      random,
+      {io::DType::float32, io::DType::float64, io::DType::int32, io::DType::int64, io::DType::boolean,
+       io::DType::float16, io::DType::bfloat16},
+      false, [&](std::size_t i) { return "model.layers." + std::to_string(i) + std::string(random.below(30), 'w'); });
+}
+
 }  // namespace
+
+TEST_CASE("safetensors: write_safetensors writes exactly the bytes of serialize_safetensors, read back as the same "
+          "tensors", "[io][safetensors]") {
+  const std::string path = attnscope::testing::test_output_path("test_io_streamed.safetensors");
+  Random random(2025);
+  std::size_t tensors_written = 0;
+  for (int round = 0; round < 60; ++round) {
+    INFO("round " << round);
+    const io::NamedArrays tensors = round == 0 ? io::NamedArrays{} : safetensors_random_tensors(random);
+    std::map<std::string, std::string> metadata;
+    for (std::uint64_t i = random.below(3); i-- > 0;)
+      metadata["key" + std::to_string(i)] = round % 2 ? "ünïcode ✓" : std::string(random.below(20), 'v');
+    io::write_safetensors(path, tensors, metadata);
+    const std::string written = attnscope::testing::file_bytes(path);
+    REQUIRE(written == io::serialize_safetensors(tensors, metadata));
+    // The file on its own: the reader returns the tensors given (compared by name: 0-sized tensors share their
+    // offset with a neighbour, so their buffer order is not the order given) and the metadata.
+    const io::SafetensorsContents back = io::read_safetensors_contents(path);
+    CHECK(back.metadata == metadata);
+    REQUIRE(back.tensors.size() == tensors.size());
+    const auto map = io::read_safetensors(path);
+    for (const auto& [name, array] : tensors) {
+      REQUIRE(map.count(name) == 1);
+      CHECK(map.at(name).dtype() == array.dtype());
+      CHECK(map.at(name).shape() == array.shape());
+      CHECK(map.at(name).bytes() == array.bytes());
+    }
+    tensors_written += tensors.size();
+  }
+  CHECK(tensors_written > 150);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("safetensors: write_safetensors rejects bad tensors before creating the file and names write_safetensors "
+          "and the path on io errors", "[io][safetensors][errors]") {
+  const std::string existing = attnscope::testing::test_output_path("test_io_existing.safetensors");
+  const std::string absent = attnscope::testing::test_output_path("test_io_absent.safetensors");
+  std::remove(absent.c_str());
+  const auto one = io::Array::from_vector(std::vector<float>{1, 2}, {2});
+  const std::string names_error = "attnscope::serialize_safetensors: tensor names must be non-empty, unique and not "
+                                  "__metadata__, got '";
+  const std::vector<std::tuple<io::NamedArrays, std::map<std::string, std::string>, std::string>> bad = {
+      {{{"a", one}, {"a", one}}, {}, names_error + "a'"},
+      {{{"", one}}, {}, names_error + "'"},
+      {{{"__metadata__", one}}, {}, names_error + "__metadata__'"},
+      {{{"bad\xff", one}}, {}, "attnscope::serialize_safetensors: a tensor name or metadata string is not valid UTF-8"},
+      {{{"a", one}}, {{"k", "bad\xff"}}, "attnscope::serialize_safetensors: a tensor name or metadata string is not valid UTF-8"}};
+  for (const auto& [tensors, metadata, message] : bad) {
+    // The same error as serialize_safetensors; an existing file is left as it was and no file is created.
+    CHECK_THAT(error_message([&] { io::serialize_safetensors(tensors, metadata); }), Catch::Matchers::StartsWith(message));
+    io::write_file(existing, "old contents");
+    CHECK_THAT(error_message([&] { io::write_safetensors(existing, tensors, metadata); }),
+               Catch::Matchers::StartsWith(message));
+    CHECK(attnscope::testing::file_bytes(existing) == "old contents");
+    CHECK_THAT(error_message([&] { io::write_safetensors(absent, tensors, metadata); }),
+               Catch::Matchers::StartsWith(message));
+    CHECK_FALSE(io::detail::path_exists(absent));
+  }
+  std::remove(existing.c_str());
+
+  // A folder that does not exist, and a folder: io_error naming write_safetensors and the path.
+  const io::NamedArrays good = {{"x", one}};
+  const std::string unwritable = attnscope::testing::test_output_path("no_such_folder/x.safetensors");
+  CHECK(error_message<io_error>([&] { io::write_safetensors(unwritable, good); }) ==
+        "attnscope::write_safetensors: " + unwritable + ": cannot open file for writing");
+  CHECK(error_message<io_error>([&] { io::write_safetensors(ATTNSCOPE_BINARY_DIR, good); }) ==
+        "attnscope::write_safetensors: " + std::string(ATTNSCOPE_BINARY_DIR) + ": cannot open file for writing");
+  // A device that accepts no byte: the write error names the path (mid-way for a large tensor, at the final flush
+  // for a small file), and the device is not removed.
+  if (io::detail::path_kind("/dev/full") == io::detail::PathKind::other) {
+    const io::NamedArrays big = {{"big", io::Array(io::DType::float64, {1 << 17}, std::vector<unsigned char>(1 << 20))}};
+    for (const io::NamedArrays* tensors : {&big, &good})
+      CHECK_THAT(error_message<io_error>([&] { io::write_safetensors("/dev/full", *tensors); }),
+                 Contains("attnscope::write_safetensors: /dev/full: write failed"));
+    CHECK(io::detail::path_kind("/dev/full") == io::detail::PathKind::other);
+  }
+}
 
 TEST_CASE("safetensors: a hand-built file with F16, BF16, F32, I64 and metadata", "[io][safetensors]") {
   // 1.5 = 0x3E00 in binary16 and 0x3FC0 in bfloat16; -2 = 0xC000 and 0xC000.

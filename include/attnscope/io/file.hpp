@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -88,6 +89,33 @@ inline void write_file(const std::string& path, const std::string& bytes) {
 }
 
 namespace detail {
+
+/// Creates or truncates the file `path` and calls produce(write), where write(const char* data, std::size_t size)
+/// appends bytes to it: a writer streams its output instead of building the whole file in memory. Throws
+/// attnscope::io_error "attnscope::<function>: <path>: ..." when the file cannot be opened or a write fails. When
+/// produce or a write throws, the partly written file is removed (only a regular file: never a device such as
+/// /dev/null) and the exception propagates.
+template <class Produce>
+void write_file_streamed(const char* function, const std::string& path, Produce&& produce) {
+  std::ofstream stream(path, std::ios::binary | std::ios::trunc);
+  if (!stream) throw_io_error(function, path, "cannot open file for writing");
+  std::uint64_t written = 0;
+  auto write = [&](const char* data, std::size_t size) {
+    if (size == 0) return;
+    if (!stream.write(data, static_cast<std::streamsize>(size)))
+      throw_io_error(function, path, "write failed after ", written, " bytes");
+    written += size;
+  };
+  try {
+    produce(write);
+    stream.close();  // flushes: a full disk may show only here
+    if (!stream) throw_io_error(function, path, "write failed (", written, " bytes)");
+  } catch (...) {
+    stream.close();
+    if (path_is_regular_file(path)) std::remove(path.c_str());
+    throw;
+  }
+}
 
 /// Reads a whole file and hands its bytes to an in-memory parser `parse(data, size, name_for_errors)`.
 template <class Parser>

@@ -262,73 +262,116 @@ inline std::map<std::string, Array> read_npz(const std::string& path) {
   return detail::parse_file(path, parse_npz);
 }
 
+namespace detail {
+
+/// The checks of the .npz writers that need no member bytes, made before anything is written (write_npz: before
+/// the file is created): fewer than 65535 members, non-empty unique keys, member names of at most 65535 bytes, no
+/// bfloat16. Throws invalid_argument naming serialize_npz (serialize_npy for bfloat16).
+inline void check_npz_arrays(const NamedArrays& arrays) {
+  const char* fn = "serialize_npz";
+  if (arrays.size() >= 0xFFFF) throw_invalid_argument(fn, arrays.size(), " arrays exceed the ZIP limit of 65534");
+  std::set<std::string> keys;
+  for (const auto& [key, array] : arrays) {
+    if (key.empty() || !keys.insert(key).second)
+      throw_invalid_argument(fn, "array names must be non-empty and unique, got '", key, "'");
+    if (key.size() + 4 > 0xFFFF) throw_invalid_argument(fn, "array name of ", key.size(), " bytes is too long");
+    if (npy_descr(array.dtype()) == nullptr) serialize_npy(array);  // throws NPY's error before copying any byte
+  }
+}
+
+/// Writes the .npz archive of `arrays` (which passed check_npz_arrays) in file order through
+/// write(const char* data, std::size_t size): for each member its local header, name and stored bytes, then the
+/// central directory and the end record. Holds in memory one member's .npy bytes (and their deflated copy) at a time
+/// and the central directory; the one record layout behind serialize_npz and write_npz. Throws invalid_argument
+/// naming serialize_npz for a member or an archive that would need ZIP64 (≥ 4 GiB).
+template <class Write>
+void write_npz_archive(const NamedArrays& arrays, Compression compression, Write&& write) {
+  const char* fn = "serialize_npz";
+  auto require_small = [&](std::uint64_t value, const std::string& what) {
+    if (value >= 0xFFFFFFFFull) throw_invalid_argument(fn, what, " would need ZIP64 (", value, " bytes)");
+  };
+  std::uint64_t offset = 0;  // bytes written so far
+  auto emit = [&](const std::string& bytes) {
+    write(bytes.data(), bytes.size());
+    offset += bytes.size();
+  };
+  std::string header, directory;
+  for (const auto& [key, array] : arrays) {
+    const std::string member = key + ".npy";
+    std::string content = serialize_npy(array);
+    require_small(content.size(), "member '" + member + "'");
+    const std::uint32_t crc = zip_crc32(reinterpret_cast<const unsigned char*>(content.data()), content.size());
+    const auto uncompressed_size = static_cast<std::uint32_t>(content.size());
+    if (compression == Compression::deflated) content = zip_deflate(content);
+    const std::uint16_t method = compression == Compression::deflated ? 8 : 0;
+    const std::uint64_t local_offset = offset;
+    require_small(local_offset, "archive");
+    auto common_fields = [&](std::string& record) {  // version needed .. extra length, shared by both headers
+      append_little_endian<std::uint16_t>(record, 20);      // version needed: 2.0
+      append_little_endian<std::uint16_t>(record, 0);       // flags
+      append_little_endian<std::uint16_t>(record, method);
+      append_little_endian<std::uint16_t>(record, 0);       // time 00:00:00
+      append_little_endian<std::uint16_t>(record, 0x21);    // date 1980-01-01
+      append_little_endian<std::uint32_t>(record, crc);
+      append_little_endian<std::uint32_t>(record, static_cast<std::uint32_t>(content.size()));
+      append_little_endian<std::uint32_t>(record, uncompressed_size);
+      append_little_endian<std::uint16_t>(record, static_cast<std::uint16_t>(member.size()));
+      append_little_endian<std::uint16_t>(record, 0);       // extra length
+    };
+    header.clear();
+    append_little_endian(header, zip_local_signature);
+    common_fields(header);
+    header += member;
+    emit(header);
+    emit(content);
+    append_little_endian(directory, zip_central_signature);
+    append_little_endian<std::uint16_t>(directory, 20);  // version made by: MS-DOS, 2.0
+    common_fields(directory);
+    append_little_endian<std::uint16_t>(directory, 0);   // comment length
+    append_little_endian<std::uint16_t>(directory, 0);   // disk
+    append_little_endian<std::uint16_t>(directory, 0);   // internal attributes
+    append_little_endian<std::uint32_t>(directory, 0);   // external attributes
+    append_little_endian<std::uint32_t>(directory, static_cast<std::uint32_t>(local_offset));
+    directory += member;
+  }
+  require_small(offset + directory.size(), "archive");
+  const auto directory_offset = static_cast<std::uint32_t>(offset);
+  emit(directory);
+  std::string end;
+  append_little_endian(end, zip_end_signature);
+  append_little_endian<std::uint16_t>(end, 0);  // disk
+  append_little_endian<std::uint16_t>(end, 0);  // directory disk
+  append_little_endian<std::uint16_t>(end, static_cast<std::uint16_t>(arrays.size()));
+  append_little_endian<std::uint16_t>(end, static_cast<std::uint16_t>(arrays.size()));
+  append_little_endian<std::uint32_t>(end, static_cast<std::uint32_t>(directory.size()));
+  append_little_endian<std::uint32_t>(end, directory_offset);
+  append_little_endian<std::uint16_t>(end, 0);  // comment length
+  emit(end);
+}
+
+}  // namespace detail
+
 /// The bytes of an .npz archive with one "<key>.npy" member per array (numpy-compatible; date 1980-01-01 so that
 /// output is deterministic). Throws invalid_argument for empty or duplicate keys, bfloat16 arrays, more than
 /// 65534 members or an archive that would need ZIP64 (≥ 4 GiB).
 inline std::string serialize_npz(const NamedArrays& arrays, Compression compression = Compression::deflated) {
-  const char* fn = "serialize_npz";
-  if (arrays.size() >= 0xFFFF) detail::throw_invalid_argument(fn, arrays.size(), " arrays exceed the ZIP limit of 65534");
-  std::set<std::string> keys;
-  std::string out, directory;
-  auto require_small = [&](std::uint64_t value, const std::string& what) {
-    if (value >= 0xFFFFFFFFull) detail::throw_invalid_argument(fn, what, " would need ZIP64 (", value, " bytes)");
-  };
-  for (const auto& [key, array] : arrays) {
-    if (key.empty() || !keys.insert(key).second)
-      detail::throw_invalid_argument(fn, "array names must be non-empty and unique, got '", key, "'");
-    const std::string member = key + ".npy";
-    if (member.size() > 0xFFFF) detail::throw_invalid_argument(fn, "array name of ", key.size(), " bytes is too long");
-    const std::string content = serialize_npy(array);
-    require_small(content.size(), "member '" + member + "'");
-    const std::string deflated = compression == Compression::deflated ? detail::zip_deflate(content) : std::string();
-    const std::string& stored = compression == Compression::deflated ? deflated : content;
-    const std::uint32_t crc = detail::zip_crc32(reinterpret_cast<const unsigned char*>(content.data()), content.size());
-    const std::uint16_t method = compression == Compression::deflated ? 8 : 0;
-    const std::uint64_t local_offset = out.size();
-    require_small(local_offset, "archive");
-    auto common_fields = [&](std::string& record) {  // version needed .. extra length, shared by both headers
-      detail::append_little_endian<std::uint16_t>(record, 20);      // version needed: 2.0
-      detail::append_little_endian<std::uint16_t>(record, 0);       // flags
-      detail::append_little_endian<std::uint16_t>(record, method);
-      detail::append_little_endian<std::uint16_t>(record, 0);       // time 00:00:00
-      detail::append_little_endian<std::uint16_t>(record, 0x21);    // date 1980-01-01
-      detail::append_little_endian<std::uint32_t>(record, crc);
-      detail::append_little_endian<std::uint32_t>(record, static_cast<std::uint32_t>(stored.size()));
-      detail::append_little_endian<std::uint32_t>(record, static_cast<std::uint32_t>(content.size()));
-      detail::append_little_endian<std::uint16_t>(record, static_cast<std::uint16_t>(member.size()));
-      detail::append_little_endian<std::uint16_t>(record, 0);       // extra length
-    };
-    detail::append_little_endian(out, detail::zip_local_signature);
-    common_fields(out);
-    out += member;
-    out += stored;
-    detail::append_little_endian(directory, detail::zip_central_signature);
-    detail::append_little_endian<std::uint16_t>(directory, 20);  // version made by: MS-DOS, 2.0
-    common_fields(directory);
-    detail::append_little_endian<std::uint16_t>(directory, 0);   // comment length
-    detail::append_little_endian<std::uint16_t>(directory, 0);   // disk
-    detail::append_little_endian<std::uint16_t>(directory, 0);   // internal attributes
-    detail::append_little_endian<std::uint32_t>(directory, 0);   // external attributes
-    detail::append_little_endian<std::uint32_t>(directory, static_cast<std::uint32_t>(local_offset));
-    directory += member;
-  }
-  require_small(out.size() + directory.size(), "archive");
-  const auto directory_offset = static_cast<std::uint32_t>(out.size());
-  out += directory;
-  detail::append_little_endian(out, detail::zip_end_signature);
-  detail::append_little_endian<std::uint16_t>(out, 0);
-  detail::append_little_endian<std::uint16_t>(out, 0);
-  detail::append_little_endian<std::uint16_t>(out, static_cast<std::uint16_t>(arrays.size()));
-  detail::append_little_endian<std::uint16_t>(out, static_cast<std::uint16_t>(arrays.size()));
-  detail::append_little_endian<std::uint32_t>(out, static_cast<std::uint32_t>(directory.size()));
-  detail::append_little_endian<std::uint32_t>(out, directory_offset);
-  detail::append_little_endian<std::uint16_t>(out, 0);  // comment length
+  detail::check_npz_arrays(arrays);
+  std::string out;
+  detail::write_npz_archive(arrays, compression, [&](const char* data, std::size_t size) { out.append(data, size); });
   return out;
 }
 
-/// Writes an .npz file (see serialize_npz).
+/// Writes an .npz file, byte for byte what serialize_npz returns, streamed member by member: besides the arrays it
+/// holds in memory only one member's .npy bytes (and their deflated copy) and the central directory. Throws
+/// invalid_argument as serialize_npz; the checks that need no member bytes (keys, member count, bfloat16) come
+/// before the file is created, so such a call leaves an existing file untouched. Throws attnscope::io_error naming
+/// write_npz and the path when the file cannot be created or written. A failure after the file was created (a
+/// write error, or an archive found to need ZIP64) removes the partly written file.
 inline void write_npz(const std::string& path, const NamedArrays& arrays, Compression compression = Compression::deflated) {
-  write_file(path, serialize_npz(arrays, compression));
+  detail::check_npz_arrays(arrays);
+  detail::write_file_streamed("write_npz", path, [&](const auto& write) {
+    detail::write_npz_archive(arrays, compression, write);
+  });
 }
 
 }  // namespace attnscope::io

@@ -196,20 +196,23 @@ std::map<std::string, Array> read_safetensors(const std::string& path) {
   return detail::parse_file(path, parse_safetensors<Json>);
 }
 
-/// The bytes of a safetensors file: tensors laid out contiguously in the given order, JSON header padded with
-/// spaces to a multiple of 8 bytes. Throws invalid_argument for empty, duplicate or "__metadata__" names and
-/// for names or metadata that are not valid UTF-8.
+namespace detail {
+
+/// The JSON header of a safetensors file for `tensors` laid out contiguously in the given order, padded with spaces
+/// to a multiple of 8 bytes (without the 8-byte length before it). Throws invalid_argument naming
+/// serialize_safetensors for empty, duplicate or "__metadata__" names and for names or metadata that are not valid
+/// UTF-8.
 template <class Json = nlohmann::json>
-std::string serialize_safetensors(const NamedArrays& tensors, const std::map<std::string, std::string>& metadata = {}) {
+std::string safetensors_header_text(const NamedArrays& tensors, const std::map<std::string, std::string>& metadata) {
   const char* fn = "serialize_safetensors";
   Json header = Json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
   for (const auto& [name, array] : tensors) {
     if (name.empty() || name == "__metadata__" || header.contains(name))
-      detail::throw_invalid_argument(fn, "tensor names must be non-empty, unique and not __metadata__, got '", name, "'");
+      throw_invalid_argument(fn, "tensor names must be non-empty, unique and not __metadata__, got '", name, "'");
     const std::uint64_t end = offset + array.bytes().size();
-    header[name] = {{"dtype", detail::safetensors_dtype_name(array.dtype())},
+    header[name] = {{"dtype", safetensors_dtype_name(array.dtype())},
                     {"shape", array.shape()},
                     {"data_offsets", {offset, end}}};
     offset = end;
@@ -218,25 +221,60 @@ std::string serialize_safetensors(const NamedArrays& tensors, const std::map<std
   try {
     text = header.dump();
   } catch (const typename Json::exception& e) {
-    detail::throw_invalid_argument(fn, "a tensor name or metadata string is not valid UTF-8 (", e.what(), ")");
+    throw_invalid_argument(fn, "a tensor name or metadata string is not valid UTF-8 (", e.what(), ")");
   }
   text.append((8 - text.size() % 8) % 8, ' ');
-  std::string out;
-  detail::append_little_endian<std::uint64_t>(out, text.size());
-  out += text;
+  return text;
+}
+
+/// Writes a safetensors file through write(const char* data, std::size_t size): the header length, the header
+/// text (safetensors_header_text of the same tensors) and each tensor's bytes straight from its storage. The one
+/// layout behind serialize_safetensors and write_safetensors.
+template <class Write>
+void write_safetensors_file(const std::string& header_text, const NamedArrays& tensors, Write&& write) {
+  std::string length;
+  append_little_endian<std::uint64_t>(length, header_text.size());
+  write(length.data(), length.size());
+  write(header_text.data(), header_text.size());
   for (const auto& named : tensors)
-    out.append(reinterpret_cast<const char*>(named.second.bytes().data()), named.second.bytes().size());
+    write(reinterpret_cast<const char*>(named.second.bytes().data()), named.second.bytes().size());
+}
+
+}  // namespace detail
+
+/// The bytes of a safetensors file: tensors laid out contiguously in the given order, JSON header padded with
+/// spaces to a multiple of 8 bytes. Throws invalid_argument for empty, duplicate or "__metadata__" names and
+/// for names or metadata that are not valid UTF-8.
+template <class Json = nlohmann::json>
+std::string serialize_safetensors(const NamedArrays& tensors, const std::map<std::string, std::string>& metadata = {}) {
+  const std::string text = detail::safetensors_header_text<Json>(tensors, metadata);
+  std::size_t size = 8 + text.size();
+  for (const auto& named : tensors) size += named.second.bytes().size();
+  std::string out;
+  out.reserve(size);
+  detail::write_safetensors_file(text, tensors, [&](const char* data, std::size_t count) { out.append(data, count); });
   return out;
 }
 
-/// Writes a safetensors file (see serialize_safetensors).
+/// Writes a safetensors file, byte for byte what serialize_safetensors returns, streamed: the header, then each
+/// tensor's bytes straight from its storage (no copy of the data buffer in memory). Throws invalid_argument as
+/// serialize_safetensors, before the file is created (an existing file is left untouched), and attnscope::io_error
+/// naming write_safetensors and the path when the file cannot be created or written (a partly written file is
+/// removed).
 template <class Json = nlohmann::json>
 void write_safetensors(const std::string& path, const NamedArrays& tensors,
                        const std::map<std::string, std::string>& metadata = {}) {
-  write_file(path, serialize_safetensors<Json>(tensors, metadata));
+  const std::string text = detail::safetensors_header_text<Json>(tensors, metadata);
+  detail::write_file_streamed("write_safetensors", path, [&](const auto& write) {
+    detail::write_safetensors_file(text, tensors, write);
+  });
 }
 
 #ifdef ATTNSCOPE_EXTERN_TEMPLATES  // compiled part (src/extern_templates/io.cpp)
+namespace detail {
+extern template std::string safetensors_header_text<nlohmann::json>(const NamedArrays&,
+                                                                    const std::map<std::string, std::string>&);
+}  // namespace detail
 extern template SafetensorsHeader parse_safetensors_header<nlohmann::json>(const unsigned char*, std::size_t,
                                                                             const std::string&);
 extern template SafetensorsContents parse_safetensors_contents<nlohmann::json>(const unsigned char*, std::size_t,
