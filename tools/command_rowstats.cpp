@@ -115,18 +115,22 @@ class RowstatsOutput {
     std::fflush(stdout);
   }
 
-  /// Moves the layer's columns into the output arrays.
+  /// Copies the layer's columns into the output arrays and frees them.
   void end_layer() {
     const std::int64_t rows = static_cast<std::int64_t>(head_ids_.size());
-    for (std::size_t c = 0; c < names_.size(); ++c)
+    for (std::size_t c = 0; c < names_.size(); ++c) {
       arrays_.emplace_back(io::layer_array_name(layer_, names_[c]), io::Array::from_vector(columns_[c], {rows, length_}));
+      std::vector<Scalar>().swap(columns_[c]);
+    }
     arrays_.emplace_back(io::layer_array_name(layer_, "heads"), io::Array::from_vector(head_ids_, {rows}));
   }
 
-  /// Writes the arrays to `out` (.safetensors, else a stored .npz) with the run options (tools/run_options.hpp).
-  void write(const std::string& out, const RunOptions& run) const {
-    write_arrays_with_run_options(out, arrays_, run);
-    std::cerr << "attnscope: wrote " << arrays_.size() << " arrays to " << out << "\n";
+  /// Writes the arrays to `out` (.safetensors, else a stored .npz) with the run options (tools/run_options.hpp),
+  /// handing them over to the writer (no copy: the output is the largest allocation of a long run).
+  void write(const std::string& out, const RunOptions& run) && {
+    const std::size_t count = arrays_.size();
+    write_arrays_with_run_options(out, std::move(arrays_), run);
+    std::cerr << "attnscope: wrote " << count << " arrays to " << out << "\n";
   }
 
  private:
@@ -235,7 +239,7 @@ int run_rowstats(const std::vector<io::QueryKeyLayer>& layers, const Arguments& 
     output.end_layer();
   }
   progress.finish();
-  output.write(out, run);
+  std::move(output).write(out, run);
   return 0;
 }
 
@@ -294,8 +298,7 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
                                                           static_cast<double>(request.tokens.size()) / seconds),
                                                       " tokens/s"));
   };
-  const model::StreamingForwardResult result =
-      transformer.forward_row_statistics(request.tokens, forward_options, streaming);
+  model::StreamingForwardResult result = transformer.forward_row_statistics(request.tokens, forward_options, streaming);
   bar.finish();
   const double seconds_per_head = milliseconds_since(start) / 1000 / static_cast<double>(streaming.heads.size());
   if (result.beyond_trained_positions)
@@ -309,8 +312,10 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
                       result.row_statistics[static_cast<std::size_t>(l)][static_cast<std::size_t>(heads[slot])],
                       seconds_per_head);
     output.end_layer();
+    // this layer's statistics are in the output arrays now: free them, so that the two copies never coexist whole
+    std::vector<stream::RowStatistics>().swap(result.row_statistics[static_cast<std::size_t>(l)]);
   }
-  output.write(out, run);
+  std::move(output).write(out, run);
   return 0;
 }
 
