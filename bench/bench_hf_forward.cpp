@@ -11,7 +11,9 @@
 // 1024); bench/forward_vs_sgemm.sh sets them against numpy's sgemm in the same run. BM_streaming_one_head analyses
 // only the last layer's head 0 (the time a --layers/--heads selection saves); ns_per_pair is the streaming forward's
 // time per visible (query, key) pair of each analysed head; ATTNSCOPE_BENCH_FFN_ROWS sets
-// StreamingOptions::feed_forward_rows (default 512, 0: all rows at once). Without logits the streaming forward's last
+// StreamingOptions::feed_forward_rows (default 512, 0: all rows at once). The statistics are the library's default
+// ones (entropy, sink mass, max weight, max logit, log-partition, exact ‖J‖₂); ATTNSCOPE_BENCH_TOP_K=1,8,64 adds the
+// top-k masses `rowstats` computes by default. Without logits the streaming forward's last
 // layer computes its analysed heads' statistics only (q·kᵀ, no P·V or feed-forward);
 // BM_streaming_statistics_whole_layers runs that layer whole too, as a layer whose output a later layer reads. Flops
 // counted [derived]: 2 · (weights multiplied) · L for the projections and the head, plus 2 · 2 · head_size per
@@ -77,6 +79,18 @@ void BM_forward_full_capture(benchmark::State& state) {
 long environment_integer(const char* name, long fallback) {
   const char* text = std::getenv(name);
   return text ? std::atol(text) : fallback;
+}
+
+/// A comma-separated list of integers from the environment ("1,8,64"); empty when unset.
+std::vector<attnscope::Index> environment_integers(const char* name) {
+  std::vector<attnscope::Index> values;
+  const char* text = std::getenv(name);
+  for (std::string rest = text ? text : ""; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    values.push_back(std::atol(rest.substr(0, comma).c_str()));
+    rest = comma == std::string::npos ? std::string() : rest.substr(comma + 1);
+  }
+  return values;
 }
 
 /// Visible (query, key) pairs of one head over `length` tokens: causal, or the sliding window.
@@ -164,6 +178,7 @@ void run_streaming(benchmark::State& state, bool one_head, bool whole_last_layer
   attnscope::model::StreamingOptions streaming;
   streaming.allow_beyond_trained_positions = true;
   streaming.feed_forward_rows = environment_integer("ATTNSCOPE_BENCH_FFN_ROWS", streaming.feed_forward_rows);
+  streaming.statistics.top_k = environment_integers("ATTNSCOPE_BENCH_TOP_K");
   if (one_head) streaming.heads = {{layers - 1, 0}};
   for (auto _ : state) benchmark::DoNotOptimize(model->forward_row_statistics(tokens, options, streaming));
   const auto& c = model->config();
