@@ -30,6 +30,15 @@ inline const char* npy_descr(DType dtype) {
   return nullptr;
 }
 
+/// The NPY descr of `dtype`; throws invalid_argument naming serialize_npy for a dtype NPY has no equivalent of
+/// (bfloat16), the check of every NPY and NPZ writer.
+inline const char* required_npy_descr(DType dtype) {
+  const char* descr = npy_descr(dtype);
+  if (descr == nullptr)
+    throw_invalid_argument("serialize_npy", "dtype ", dtype_name(dtype), " has no NPY equivalent");
+  return descr;
+}
+
 /// Copies between C order and Fortran order (first axis fastest) of the same shape.
 inline std::vector<unsigned char> reorder_axes(const unsigned char* source, const std::vector<std::int64_t>& shape,
                                                std::size_t item_size, bool c_to_fortran) {
@@ -235,9 +244,7 @@ inline Array read_npy(const std::string& path) {
 /// (21 − digits of the growth axis, then to a multiple of 64) and '\n'. Throws invalid_argument for bfloat16
 /// (NPY has no such dtype).
 inline std::string serialize_npy(const Array& array, bool fortran_order = false) {
-  const char* descr = detail::npy_descr(array.dtype());
-  if (descr == nullptr)
-    detail::throw_invalid_argument("serialize_npy", "dtype ", dtype_name(array.dtype()), " has no NPY equivalent");
+  const char* descr = detail::required_npy_descr(array.dtype());
   const auto& shape = array.shape();
   std::string shape_text = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) shape_text += (i ? ", " : "") + std::to_string(shape[i]);

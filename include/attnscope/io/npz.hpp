@@ -275,7 +275,7 @@ inline void check_npz_arrays(const NamedArrays& arrays) {
     if (key.empty() || !keys.insert(key).second)
       throw_invalid_argument(fn, "array names must be non-empty and unique, got '", key, "'");
     if (key.size() + 4 > 0xFFFF) throw_invalid_argument(fn, "array name of ", key.size(), " bytes is too long");
-    if (npy_descr(array.dtype()) == nullptr) serialize_npy(array);  // throws NPY's error before copying any byte
+    required_npy_descr(array.dtype());
   }
 }
 
