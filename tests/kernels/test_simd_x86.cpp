@@ -108,6 +108,22 @@ bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 
     return;                                                         \
   }
 
+__attribute__((target("avx2,fma"))) void integer_products(const unsigned char* u, const unsigned char* s,
+                                                          const std::int16_t* words, std::int16_t* bytes_out,
+                                                          std::int32_t* pairs_out, unsigned char* signed_out,
+                                                          float* floats_out) {
+  const x86::u8x32 a = x86::load_bytes32(u), b = x86::load_bytes32(s);
+  const x86::i16x16 products = x86::multiply_add_bytes(a, b);
+  std::memcpy(bytes_out, &products, 32);
+  x86::i16x16 w;
+  std::memcpy(&w, words, 32);
+  const x86::i32x8 pairs = x86::multiply_add_pairs(w, x86::broadcast16_i16(-3) + w);
+  std::memcpy(pairs_out, &pairs, 32);
+  const x86::u8x32 signs = x86::sign_bytes(a, b);
+  std::memcpy(signed_out, &signs, 32);
+  x86::store8(floats_out, x86::int_to_float8(pairs));
+}
+
 }  // namespace simd_x86_test
 
 TEST_CASE("simd_x86 lane permutations are vunpcklps, vunpckhps, vshufps 0x44 / 0xEE and vperm2f128 0x20 / 0x31",
@@ -232,6 +248,44 @@ TEST_CASE("simd_x86 half-precision widening is exact, subnormals and infinities 
       CHECK(same_bits(eight[i], static_cast<float>(Eigen::half(Eigen::half_impl::raw_uint16_to_half(bits[i])))));
     }
     CHECK(same_bits(one, eight[7]));
+  }
+}
+
+TEST_CASE("simd_x86 integer helpers: vpmaddubsw saturates, vpmaddwd, vpsignb, vcvtdq2ps", "[kernels][simd]") {
+  using namespace simd_x86_test;
+  SIMD_X86_REQUIRE(cpu_has_avx2_fma(), "AVX2");
+  attnscope::Random random(64);
+  for (int trial = 0; trial < 100; ++trial) {
+    unsigned char u[32], s[32];
+    std::int16_t words[16];
+    for (int i = 0; i < 32; ++i) {
+      u[i] = static_cast<unsigned char>(random.below(256));
+      s[i] = static_cast<unsigned char>(random.below(256));
+    }
+    for (auto& word : words) word = static_cast<std::int16_t>(static_cast<int>(random.below(65536)) - 32768);
+    u[0] = u[1] = 255, s[0] = s[1] = 0x7f;  // 2 · 255 · 127 saturates to 32767
+    u[2] = u[3] = 255, s[2] = s[3] = 0x80;  // 2 · 255 · (−128) saturates to −32768
+    s[4] = 0x80, s[5] = 0, s[6] = 0x7f;     // vpsignb: −128, zero and positive signs
+    std::int16_t products[16];
+    std::int32_t pairs[8];
+    unsigned char signs[32];
+    float floats[8];
+    integer_products(u, s, words, products, pairs, signs, floats);
+    for (int m = 0; m < 16; ++m) {
+      const int exact = u[2 * m] * static_cast<signed char>(s[2 * m]) + u[2 * m + 1] * static_cast<signed char>(s[2 * m + 1]);
+      CHECK(products[m] == std::min(32767, std::max(-32768, exact)));
+    }
+    for (int l = 0; l < 8; ++l) {
+      const std::int64_t exact = std::int64_t(words[2 * l]) * std::int16_t(words[2 * l] - 3) +
+                                 std::int64_t(words[2 * l + 1]) * std::int16_t(words[2 * l + 1] - 3);
+      CHECK(pairs[l] == static_cast<std::int32_t>(static_cast<std::uint32_t>(exact)));  // wraps only at (−2¹⁵)²·2
+      CHECK(floats[l] == static_cast<float>(pairs[l]));
+    }
+    for (int i = 0; i < 32; ++i) {
+      const int sign = static_cast<signed char>(s[i]), value = static_cast<signed char>(u[i]);
+      const int expected = sign < 0 ? -value : sign == 0 ? 0 : value;
+      CHECK(signs[i] == static_cast<unsigned char>(expected));  // −(−128) wraps to −128
+    }
   }
 }
 

@@ -259,6 +259,34 @@ ATTNSCOPE_SIMD_AVX2 u32x8 widen_u16(u16x8 value) {
 #endif
 }
 
+// ---- integer dot products (the integer-dot GEMM of kernels/integer_dot.hpp)
+
+typedef char c8x32 __attribute__((vector_size(32)));  // GCC's and Clang's own byte vector type, for their builtins
+typedef std::int16_t i16x16 __attribute__((vector_size(32)));
+typedef short s16x16 __attribute__((vector_size(32)));  // the builtins' 16-bit lane type
+
+/// Sixteen 16-bit lanes: lane m = u[2m]·s[2m] + u[2m+1]·s[2m+1] with u read as unsigned bytes and s as signed
+/// bytes, saturated to [−32768, 32767] (vpmaddubsw).
+ATTNSCOPE_SIMD_AVX2 i16x16 multiply_add_bytes(u8x32 unsigned_bytes, u8x32 signed_bytes) {
+  return (i16x16)__builtin_ia32_pmaddubsw256((c8x32)unsigned_bytes, (c8x32)signed_bytes);
+}
+/// Eight 32-bit lanes: lane l = a[2l]·b[2l] + a[2l+1]·b[2l+1] of signed 16-bit lanes (vpmaddwd).
+ATTNSCOPE_SIMD_AVX2 i32x8 multiply_add_pairs(i16x16 a, i16x16 b) {
+  return (i32x8)__builtin_ia32_pmaddwd256((s16x16)a, (s16x16)b);
+}
+/// Byte lanes of `value` (signed) negated where `sign` is negative, zeroed where it is zero, kept where positive
+/// (vpsignb; −128 stays −128).
+ATTNSCOPE_SIMD_AVX2 u8x32 sign_bytes(u8x32 value, u8x32 sign) {
+  return (u8x32)__builtin_ia32_psignb256((c8x32)value, (c8x32)sign);
+}
+/// `value` in all sixteen 16-bit lanes.
+ATTNSCOPE_SIMD_AVX2 i16x16 broadcast16_i16(std::int16_t value) {
+  return i16x16{value, value, value, value, value, value, value, value,
+                value, value, value, value, value, value, value, value};
+}
+/// Eight 32-bit integers as float32, rounded to nearest (vcvtdq2ps).
+ATTNSCOPE_SIMD_AVX2 f32x8 int_to_float8(i32x8 value) { return __builtin_convertvector(value, f32x8); }
+
 // ---- AVX-512F
 
 /// Sixteen floats from `from` (any alignment).

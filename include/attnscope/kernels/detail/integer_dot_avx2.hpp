@@ -1,0 +1,274 @@
+// attnscope/kernels/detail/integer_dot_avx2.hpp — the AVX2 micro-kernels of the integer-dot product
+// (kernels/integer_dot.hpp): per tile, integer_dot_tile_rows activation rows × integer_dot_tile_columns weight rows
+// over the whole depth, each weight block decoded once (nibbles, fifth and sixth bits, sub-block scales) for all the
+// tile's activation rows.
+//
+// Every output has the bits of the scalar reference beside it (detail::dot_*_reference in kernels/integer_dot.hpp):
+// the lane integers are formed with vpmaddubsw (unsigned weight bytes × signed activation bytes, pairs summed to 16
+// bits; Q8_0 and Q4_0 make the weight unsigned with vpsignb as ggml does) and vpmaddwd (by the sub-block scales, or by
+// ones, pairs summed to 32 bits), which put element e of a 32-element group into lane (e mod 32) / 4 exactly as the
+// reference does; no saturation is reachable (|weight| ≤ 128 after the sign trick, |activation| ≤ 127); and the
+// float32 steps (vcvtdq2ps, vfmadd per block, the lane sum of x86::sum_lanes, the min terms by std::fma) are the
+// reference's, in its order. tests/kernels/test_integer_dot.cpp checks the bits on random blocks.
+//
+// Dispatch: target("avx2,fma,f16c") functions, called when the CPU has AVX2, FMA and F16C (kernels/detail/
+// cpu_features.hpp); written on the vector types of kernels/detail/simd_x86.hpp (no <immintrin.h>). Active on x86-64
+// with GCC or Clang unless EIGEN_DONT_VECTORIZE or ATTNSCOPE_NO_RUNTIME_DISPATCH is defined.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "attnscope/core/types.hpp"
+#include "attnscope/kernels/detail/block_scales.hpp"
+#include "attnscope/kernels/detail/cpu_features.hpp"
+#include "attnscope/kernels/widen.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(EIGEN_DONT_VECTORIZE) && \
+    !defined(ATTNSCOPE_NO_RUNTIME_DISPATCH)
+#define ATTNSCOPE_INTEGER_DOT_AVX2 1
+#include "attnscope/kernels/detail/simd_x86.hpp"
+#endif
+
+namespace attnscope::kernels::detail {
+
+/// Activation rows and weight rows of one micro-kernel tile.
+inline constexpr Index integer_dot_tile_rows = 4;
+inline constexpr Index integer_dot_tile_columns = 2;
+
+/// The operands of one tile: per activation row its quants, block scales and (q8_K) sums of 16, all from the row's
+/// start; per weight row its first block; the depth in weight blocks.
+struct IntegerDotTile {
+  const std::int8_t* a[integer_dot_tile_rows] = {};
+  const float* a_scales[integer_dot_tile_rows] = {};
+  const std::int16_t* a_sums[integer_dot_tile_rows] = {};
+  const unsigned char* w[integer_dot_tile_columns] = {};
+  Index blocks = 0;
+};
+
+}  // namespace attnscope::kernels::detail
+
+#if defined(ATTNSCOPE_INTEGER_DOT_AVX2)
+namespace attnscope::kernels::detail::avx2_integer_dot {
+
+/// Whether the running CPU has AVX2, FMA and F16C (the condition for calling tile()).
+inline bool available() { return cpu_has_avx2_fma() && cpu_has_avx2_f16c(); }
+
+using x86::f32x8;
+using x86::i16x16;
+using x86::i32x8;
+using x86::u8x16;
+using x86::u8x32;
+
+constexpr int MR = static_cast<int>(integer_dot_tile_rows);
+constexpr int NR = static_cast<int>(integer_dot_tile_columns);
+using Out = float[integer_dot_tile_rows][integer_dot_tile_columns];
+
+#define ATTNSCOPE_INTEGER_DOT_TARGET __attribute__((target("avx2,fma,f16c")))
+
+/// The 32 activation quants at `from`.
+template <int = 0>
+ATTNSCOPE_INTEGER_DOT_TARGET inline u8x32 activations32(const std::int8_t* from) {
+  return x86::load_bytes32(reinterpret_cast<const unsigned char*>(from));
+}
+
+/// `value` in all 32 byte lanes.
+template <int = 0>
+ATTNSCOPE_INTEGER_DOT_TARGET inline u8x32 bytes_of(unsigned char value) {
+  u8x32 out;
+  for (int i = 0; i < 32; ++i) out[i] = value;
+  return out;
+}
+
+/// The i16x16 of sixteen 16-bit lanes: `first` in lanes 0–7, `second` in lanes 8–15.
+template <int = 0>
+ATTNSCOPE_INTEGER_DOT_TARGET inline i16x16 two_scales(int first, int second) {
+  const auto a = static_cast<std::int16_t>(first), b = static_cast<std::int16_t>(second);
+  return i16x16{a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b};
+}
+
+/// Q8_0 (Q4 false) or Q4_0 (true) weights · q8_0 activations.
+template <bool Q4>
+ATTNSCOPE_INTEGER_DOT_TARGET void tile_q8_0_or_q4_0(const IntegerDotTile& in, Out& out) {
+  const std::size_t block_bytes = Q4 ? q4_0_block_bytes : q8_0_block_bytes;
+  const i16x16 ones = x86::broadcast16_i16(1);
+  const u8x32 low_nibbles = bytes_of(15), eight = bytes_of(8);
+  f32x8 acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = x86::broadcast8(0.0f);
+  for (Index b = 0; b < in.blocks; ++b) {
+    u8x32 weights[NR], magnitudes[NR];
+    float weight_scales[NR];
+    for (int j = 0; j < NR; ++j) {
+      const unsigned char* block = in.w[j] + static_cast<std::size_t>(b) * block_bytes;
+      weight_scales[j] = half_to_float(block);
+      if (Q4) {
+        const u8x16 packed = x86::load_bytes16(block + 2);
+        const u8x16 low = packed & x86::half_of<0>(low_nibbles), high = (packed >> 4) & x86::half_of<0>(low_nibbles);
+        weights[j] = x86::join(low, high) - eight;  // nibble − 8 as a signed byte
+      } else {
+        weights[j] = x86::load_bytes32(block + 2);
+      }
+      magnitudes[j] = x86::sign_bytes(weights[j], weights[j]);
+    }
+    for (int i = 0; i < MR; ++i) {
+      const u8x32 a = activations32(in.a[i] + 32 * b);
+      const float a_scale = in.a_scales[i][b];
+      for (int j = 0; j < NR; ++j) {
+        const i32x8 lanes =
+            x86::multiply_add_pairs(x86::multiply_add_bytes(magnitudes[j], x86::sign_bytes(a, weights[j])), ones);
+        acc[i][j] = x86::fma(x86::broadcast8(weight_scales[j] * a_scale), x86::int_to_float8(lanes), acc[i][j]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = x86::sum_lanes(acc[i][j]);
+}
+
+/// Q4_K (FifthBit false) or Q5_K (true) weights · q8_K activations.
+template <bool FifthBit>
+ATTNSCOPE_INTEGER_DOT_TARGET void tile_q4_q5_k(const IntegerDotTile& in, Out& out) {
+  const std::size_t block_bytes = FifthBit ? q5_k_block_bytes : q4_k_block_bytes;
+  const u8x32 low_nibbles = bytes_of(15), one = bytes_of(1);
+  f32x8 acc[MR][NR];
+  float mins[MR][NR][4] = {}, summs[MR][NR] = {};
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = x86::broadcast8(0.0f);
+  for (Index b = 0; b < in.blocks; ++b) {
+    const unsigned char* block[NR];
+    i16x16 scales[NR][8];
+    int m[NR][8];
+    float d[NR], dmin[NR];
+    for (int j = 0; j < NR; ++j) {
+      block[j] = in.w[j] + static_cast<std::size_t>(b) * block_bytes;
+      d[j] = half_to_float(block[j]);
+      dmin[j] = half_to_float(block[j] + 2);
+      for (int s = 0; s < 8; ++s) {
+        int sc;
+        k_scale_min(block[j] + 4, s, sc, m[j][s]);
+        scales[j][s] = x86::broadcast16_i16(static_cast<std::int16_t>(sc));
+      }
+    }
+    i32x8 sums[MR][NR];
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j) sums[i][j] = i32x8{0, 0, 0, 0, 0, 0, 0, 0};
+    for (int c = 0; c < 4; ++c) {
+      u8x32 low[NR], high[NR];
+      for (int j = 0; j < NR; ++j) {
+        const u8x32 packed = x86::load_bytes32(block[j] + (FifthBit ? 48 : 16) + 32 * c);
+        low[j] = packed & low_nibbles;
+        high[j] = (packed >> 4) & low_nibbles;
+        if (FifthBit) {
+          const u8x32 bits = x86::load_bytes32(block[j] + 16);
+          low[j] |= ((bits >> (2 * c)) & one) << 4;
+          high[j] |= ((bits >> (2 * c + 1)) & one) << 4;
+        }
+      }
+      for (int i = 0; i < MR; ++i) {
+        const std::int8_t* a = in.a[i] + 256 * b + 64 * c;
+        const u8x32 a_low = activations32(a), a_high = activations32(a + 32);
+        for (int j = 0; j < NR; ++j)
+          sums[i][j] += x86::multiply_add_pairs(scales[j][2 * c], x86::multiply_add_bytes(low[j], a_low)) +
+                        x86::multiply_add_pairs(scales[j][2 * c + 1], x86::multiply_add_bytes(high[j], a_high));
+      }
+    }
+    for (int i = 0; i < MR; ++i) {
+      const float a_scale = in.a_scales[i][b];
+      const std::int16_t* a_sums = in.a_sums[i] + 16 * b;
+      int sub_sums[8];
+      for (int s = 0; s < 8; ++s) sub_sums[s] = a_sums[2 * s] + a_sums[2 * s + 1];
+      for (int j = 0; j < NR; ++j) {
+        acc[i][j] = x86::fma(x86::broadcast8(a_scale * d[j]), x86::int_to_float8(sums[i][j]), acc[i][j]);
+        const float minimum_scale = -a_scale * dmin[j];
+        if (FifthBit) {
+          std::int32_t total = 0;
+          for (int s = 0; s < 8; ++s) total += m[j][s] * sub_sums[s];
+          summs[i][j] = std::fma(minimum_scale, static_cast<float>(total), summs[i][j]);
+        } else {
+          for (int t = 0; t < 4; ++t)
+            mins[i][j][t] = std::fma(minimum_scale,
+                                     static_cast<float>(m[j][2 * t] * sub_sums[2 * t] +
+                                                        m[j][2 * t + 1] * sub_sums[2 * t + 1]),
+                                     mins[i][j][t]);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) {
+      const float lanes = x86::sum_lanes(acc[i][j]);
+      out[i][j] = FifthBit ? lanes + summs[i][j]
+                           : lanes + ((mins[i][j][0] + mins[i][j][2]) + (mins[i][j][1] + mins[i][j][3]));
+    }
+}
+
+/// Q6_K weights · q8_K activations.
+template <int = 0>
+ATTNSCOPE_INTEGER_DOT_TARGET void tile_q6_k(const IntegerDotTile& in, Out& out) {
+  const u8x32 low_nibbles = bytes_of(15), three = bytes_of(3);
+  f32x8 acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = x86::broadcast8(0.0f);
+  for (Index b = 0; b < in.blocks; ++b) {
+    const unsigned char* block[NR];
+    i16x16 scale_pairs[NR][8], scales16[NR];
+    float d[NR];
+    for (int j = 0; j < NR; ++j) {
+      block[j] = in.w[j] + static_cast<std::size_t>(b) * q6_k_block_bytes;
+      d[j] = half_to_float(block[j] + 208);
+      const auto* sc = reinterpret_cast<const std::int8_t*>(block[j] + 192);
+      for (int k = 0; k < 8; ++k) scale_pairs[j][k] = two_scales(sc[2 * k], sc[2 * k + 1]);
+      for (int k = 0; k < 16; ++k) scales16[j][k] = sc[k];
+    }
+    i32x8 sums[MR][NR];
+    for (int i = 0; i < MR; ++i) {
+      i16x16 block_sums;
+      __builtin_memcpy(&block_sums, in.a_sums[i] + 16 * b, sizeof(block_sums));
+      for (int j = 0; j < NR; ++j) sums[i][j] = -(x86::multiply_add_pairs(block_sums, scales16[j]) << 5);
+    }
+    for (int half = 0; half < 2; ++half) {
+      u8x32 q[NR][4];
+      for (int j = 0; j < NR; ++j) {
+        const u8x32 low_bits_0 = x86::load_bytes32(block[j] + 64 * half);
+        const u8x32 low_bits_1 = x86::load_bytes32(block[j] + 64 * half + 32);
+        const u8x32 high_bits = x86::load_bytes32(block[j] + 128 + 32 * half);
+        q[j][0] = (low_bits_0 & low_nibbles) | ((high_bits & three) << 4);
+        q[j][1] = (low_bits_1 & low_nibbles) | (((high_bits >> 2) & three) << 4);
+        q[j][2] = ((low_bits_0 >> 4) & low_nibbles) | (((high_bits >> 4) & three) << 4);
+        q[j][3] = ((low_bits_1 >> 4) & low_nibbles) | (((high_bits >> 6) & three) << 4);
+      }
+      for (int i = 0; i < MR; ++i) {
+        const std::int8_t* a = in.a[i] + 256 * b + 128 * half;
+        for (int quarter = 0; quarter < 4; ++quarter) {
+          const u8x32 activations = activations32(a + 32 * quarter);
+          for (int j = 0; j < NR; ++j)
+            sums[i][j] += x86::multiply_add_pairs(scale_pairs[j][4 * half + quarter],
+                                                  x86::multiply_add_bytes(q[j][quarter], activations));
+        }
+      }
+    }
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j)
+        acc[i][j] = x86::fma(x86::broadcast8(in.a_scales[i][b] * d[j]), x86::int_to_float8(sums[i][j]), acc[i][j]);
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = x86::sum_lanes(acc[i][j]);
+}
+
+/// The tile's outputs for weights of `format` (an integer_dot_supported format).
+template <int = 0>
+ATTNSCOPE_INTEGER_DOT_TARGET void tile(StoredFloat format, const IntegerDotTile& in, Out& out) {
+  switch (format) {
+    case StoredFloat::q8_0: tile_q8_0_or_q4_0<false>(in, out); return;
+    case StoredFloat::q4_0: tile_q8_0_or_q4_0<true>(in, out); return;
+    case StoredFloat::q4_k: tile_q4_q5_k<false>(in, out); return;
+    case StoredFloat::q5_k: tile_q4_q5_k<true>(in, out); return;
+    case StoredFloat::q6_k: tile_q6_k(in, out); return;
+    default: return;
+  }
+}
+
+#undef ATTNSCOPE_INTEGER_DOT_TARGET
+
+}  // namespace attnscope::kernels::detail::avx2_integer_dot
+#endif
