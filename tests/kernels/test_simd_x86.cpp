@@ -124,6 +124,23 @@ __attribute__((target("avx2,fma"))) void integer_products(const unsigned char* u
   x86::store8(floats_out, x86::int_to_float8(pairs));
 }
 
+__attribute__((target("avx2,fma"))) void integer_products4(const std::int16_t* words, const unsigned char* bytes,
+                                                           std::int32_t* pairs_out, float* floats_out,
+                                                           float* fused_out, std::int16_t* widened_out) {
+  x86::i16x8 a, b;
+  std::memcpy(&a, words, 16);
+  std::memcpy(&b, words + 8, 16);
+  const x86::i32x4 pairs = x86::multiply_add_pairs(a, b);
+  std::memcpy(pairs_out, &pairs, 16);
+  const x86::f32x4 floats = x86::int_to_float4(pairs);
+  std::memcpy(floats_out, &floats, 16);
+  const x86::f32x4 third{1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3};
+  const x86::f32x4 fused = x86::fma(floats, third, third);
+  std::memcpy(fused_out, &fused, 16);
+  const x86::i16x16 widened = x86::widen_signed_bytes16(x86::load_bytes16(bytes));
+  std::memcpy(widened_out, &widened, 32);
+}
+
 }  // namespace simd_x86_test
 
 TEST_CASE("simd_x86 lane permutations are vunpcklps, vunpckhps, vshufps 0x44 / 0xEE and vperm2f128 0x20 / 0x31",
@@ -251,7 +268,7 @@ TEST_CASE("simd_x86 half-precision widening is exact, subnormals and infinities 
   }
 }
 
-TEST_CASE("simd_x86 integer helpers: vpmaddubsw saturates, vpmaddwd, vpsignb, vcvtdq2ps", "[kernels][simd]") {
+TEST_CASE("simd_x86 integer helpers: vpmaddubsw saturates, vpmaddwd, vpsignb, vcvtdq2ps, vpmovsxbw, 128-bit fma", "[kernels][simd]") {
   using namespace simd_x86_test;
   SIMD_X86_REQUIRE(cpu_has_avx2_fma(), "AVX2");
   attnscope::Random random(64);
@@ -281,6 +298,18 @@ TEST_CASE("simd_x86 integer helpers: vpmaddubsw saturates, vpmaddwd, vpsignb, vc
       CHECK(pairs[l] == static_cast<std::int32_t>(static_cast<std::uint32_t>(exact)));  // wraps only at (−2¹⁵)²·2
       CHECK(floats[l] == static_cast<float>(pairs[l]));
     }
+    std::int32_t pairs4[4];
+    float floats4[4], fused4[4];
+    std::int16_t widened[16];
+    integer_products4(words, s, pairs4, floats4, fused4, widened);
+    for (int l = 0; l < 4; ++l) {
+      const std::int64_t exact = std::int64_t(words[2 * l]) * words[8 + 2 * l] +
+                                 std::int64_t(words[2 * l + 1]) * words[8 + 2 * l + 1];
+      CHECK(pairs4[l] == static_cast<std::int32_t>(static_cast<std::uint32_t>(exact)));  // vpmaddwd, 128 bits
+      CHECK(floats4[l] == static_cast<float>(pairs4[l]));
+      CHECK(same_bits(fused4[l], std::fma(floats4[l], 1.0f / 3, 1.0f / 3)));
+    }
+    for (int i = 0; i < 16; ++i) CHECK(widened[i] == static_cast<signed char>(s[i]));  // vpmovsxbw
     for (int i = 0; i < 32; ++i) {
       const int sign = static_cast<signed char>(s[i]), value = static_cast<signed char>(u[i]);
       const int expected = sign < 0 ? -value : sign == 0 ? 0 : value;

@@ -253,6 +253,7 @@ bool integer_dot_xwt(const QuantizedActivations& x, const StoredWeights& w, floa
             in.a[i] = x.row_quants(r);
             in.a_scales[i] = x.row_scales(r);
             in.a_sums[i] = x.row_sums(r);
+            in.a_pair_sums[i] = x.row_pair_sums(r);
           }
           float out[tile_rows][tile_columns];
 #if defined(ATTNSCOPE_INTEGER_DOT_AVX2)

@@ -55,11 +55,17 @@ struct QuantizedActivations {
   std::vector<std::int8_t> quants;
   std::vector<float> scales;
   std::vector<std::int16_t> sums;
+  std::vector<std::int16_t> pair_sums;  // q8_K: per 32 elements the sum of their q (two sums of 16)
 
   Index blocks_per_row() const { return cols / activation_block_elements(format); }
   const std::int8_t* row_quants(Index r) const { return quants.data() + r * cols; }
   const float* row_scales(Index r) const { return scales.data() + r * blocks_per_row(); }
-  const std::int16_t* row_sums(Index r) const { return format == ActivationFormat::q8_k ? sums.data() + r * (cols / 16) : nullptr; }
+  const std::int16_t* row_sums(Index r) const {
+    return format == ActivationFormat::q8_k ? sums.data() + r * (cols / 16) : nullptr;
+  }
+  const std::int16_t* row_pair_sums(Index r) const {
+    return format == ActivationFormat::q8_k ? pair_sums.data() + r * (cols / 32) : nullptr;
+  }
 };
 
 namespace detail {
@@ -123,6 +129,7 @@ inline void quantize_activations(const float* x, Index rows, Index cols, Index s
   out.quants.resize(static_cast<std::size_t>(rows * cols));
   out.scales.resize(static_cast<std::size_t>(rows * (cols / block)));
   out.sums.resize(format == ActivationFormat::q8_k ? static_cast<std::size_t>(rows * (cols / 16)) : 0);
+  out.pair_sums.resize(format == ActivationFormat::q8_k ? static_cast<std::size_t>(rows * (cols / 32)) : 0);
   for (Index r = 0; r < rows; ++r) {
     const float* row = x + r * stride;
     for (Index c = 0; c < cols; ++c)
@@ -137,6 +144,9 @@ inline void quantize_activations(const float* x, Index rows, Index cols, Index s
       else
         detail::quantize_block_q8_k(row + b * block, q + b * block, scales[b], out.sums.data() + r * (cols / 16) + 16 * b);
     }
+    for (Index p = 0; p < static_cast<Index>(out.pair_sums.size()) / std::max<Index>(rows, 1); ++p)
+      out.pair_sums[std::size_t(r * (cols / 32) + p)] = static_cast<std::int16_t>(
+          out.sums[std::size_t(r * (cols / 16) + 2 * p)] + out.sums[std::size_t(r * (cols / 16) + 2 * p + 1)]);
   }
 }
 

@@ -33,8 +33,8 @@
 namespace attnscope::kernels::detail {
 
 /// Activation rows and weight rows of one micro-kernel tile.
-inline constexpr Index integer_dot_tile_rows = 4;
-inline constexpr Index integer_dot_tile_columns = 2;
+inline constexpr Index integer_dot_tile_rows = 8;
+inline constexpr Index integer_dot_tile_columns = 1;
 
 /// The operands of one tile: per activation row its quants, block scales and (q8_K) sums of 16, all from the row's
 /// start; per weight row its first block; the depth in weight blocks.
@@ -42,6 +42,7 @@ struct IntegerDotTile {
   const std::int8_t* a[integer_dot_tile_rows] = {};
   const float* a_scales[integer_dot_tile_rows] = {};
   const std::int16_t* a_sums[integer_dot_tile_rows] = {};
+  const std::int16_t* a_pair_sums[integer_dot_tile_rows] = {};
   const unsigned char* w[integer_dot_tile_columns] = {};
   Index blocks = 0;
 };
@@ -98,10 +99,10 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_q8_0_or_q4_0(const IntegerDotTile& in, Ou
     for (int j = 0; j < NR; ++j) acc[i][j] = x86::broadcast8(0.0f);
   for (Index b = 0; b < in.blocks; ++b) {
     u8x32 weights[NR], magnitudes[NR];
-    float weight_scales[NR];
+    f32x8 weight_scales[NR];
     for (int j = 0; j < NR; ++j) {
       const unsigned char* block = in.w[j] + static_cast<std::size_t>(b) * block_bytes;
-      weight_scales[j] = half_to_float(block);
+      weight_scales[j] = x86::broadcast8(half_to_float(block));
       if (Q4) {
         const u8x16 packed = x86::load_bytes16(block + 2);
         const u8x16 low = packed & x86::half_of<0>(low_nibbles), high = (packed >> 4) & x86::half_of<0>(low_nibbles);
@@ -113,11 +114,11 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_q8_0_or_q4_0(const IntegerDotTile& in, Ou
     }
     for (int i = 0; i < MR; ++i) {
       const u8x32 a = activations32(in.a[i] + 32 * b);
-      const float a_scale = in.a_scales[i][b];
+      const f32x8 a_scale = x86::broadcast8(in.a_scales[i][b]);
       for (int j = 0; j < NR; ++j) {
         const i32x8 lanes =
             x86::multiply_add_pairs(x86::multiply_add_bytes(magnitudes[j], x86::sign_bytes(a, weights[j])), ones);
-        acc[i][j] = x86::fma(x86::broadcast8(weight_scales[j] * a_scale), x86::int_to_float8(lanes), acc[i][j]);
+        acc[i][j] = x86::fma(weight_scales[j] * a_scale, x86::int_to_float8(lanes), acc[i][j]);
       }
     }
   }
@@ -131,22 +132,28 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_q4_q5_k(const IntegerDotTile& in, Out& ou
   const std::size_t block_bytes = FifthBit ? q5_k_block_bytes : q4_k_block_bytes;
   const u8x32 low_nibbles = bytes_of(15), one = bytes_of(1);
   f32x8 acc[MR][NR];
-  float mins[MR][NR][4] = {}, summs[MR][NR] = {};
+  x86::f32x4 mins[MR][NR];
+  float summs[MR][NR] = {};
   for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = x86::broadcast8(0.0f);
+    for (int j = 0; j < NR; ++j) {
+      acc[i][j] = x86::broadcast8(0.0f);
+      mins[i][j] = x86::f32x4{0, 0, 0, 0};
+    }
   for (Index b = 0; b < in.blocks; ++b) {
     const unsigned char* block[NR];
     i16x16 scales[NR][8];
-    int m[NR][8];
-    float d[NR], dmin[NR];
+    x86::i16x8 block_mins[NR];
+    f32x8 d[NR];
+    float dmin[NR];
     for (int j = 0; j < NR; ++j) {
       block[j] = in.w[j] + static_cast<std::size_t>(b) * block_bytes;
-      d[j] = half_to_float(block[j]);
+      d[j] = x86::broadcast8(half_to_float(block[j]));
       dmin[j] = half_to_float(block[j] + 2);
       for (int s = 0; s < 8; ++s) {
-        int sc;
-        k_scale_min(block[j] + 4, s, sc, m[j][s]);
+        int sc, m;
+        k_scale_min(block[j] + 4, s, sc, m);
         scales[j][s] = x86::broadcast16_i16(static_cast<std::int16_t>(sc));
+        block_mins[j][s] = static_cast<std::int16_t>(m);
       }
     }
     i32x8 sums[MR][NR];
@@ -174,22 +181,19 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_q4_q5_k(const IntegerDotTile& in, Out& ou
     }
     for (int i = 0; i < MR; ++i) {
       const float a_scale = in.a_scales[i][b];
-      const std::int16_t* a_sums = in.a_sums[i] + 16 * b;
-      int sub_sums[8];
-      for (int s = 0; s < 8; ++s) sub_sums[s] = a_sums[2 * s] + a_sums[2 * s + 1];
+      const f32x8 a_scales = x86::broadcast8(a_scale);
+      x86::i16x8 sub_sums;  // the activation sums of the eight sub-blocks
+      __builtin_memcpy(&sub_sums, in.a_pair_sums[i] + 8 * b, sizeof(sub_sums));
       for (int j = 0; j < NR; ++j) {
-        acc[i][j] = x86::fma(x86::broadcast8(a_scale * d[j]), x86::int_to_float8(sums[i][j]), acc[i][j]);
+        acc[i][j] = x86::fma(a_scales * d[j], x86::int_to_float8(sums[i][j]), acc[i][j]);
         const float minimum_scale = -a_scale * dmin[j];
+        const x86::i32x4 pairs = x86::multiply_add_pairs(block_mins[j], sub_sums);  // m_2t S_2t + m_2t+1 S_2t+1
         if (FifthBit) {
-          std::int32_t total = 0;
-          for (int s = 0; s < 8; ++s) total += m[j][s] * sub_sums[s];
+          const std::int32_t total = (pairs[0] + pairs[1]) + (pairs[2] + pairs[3]);
           summs[i][j] = std::fma(minimum_scale, static_cast<float>(total), summs[i][j]);
         } else {
-          for (int t = 0; t < 4; ++t)
-            mins[i][j][t] = std::fma(minimum_scale,
-                                     static_cast<float>(m[j][2 * t] * sub_sums[2 * t] +
-                                                        m[j][2 * t + 1] * sub_sums[2 * t + 1]),
-                                     mins[i][j][t]);
+          const x86::f32x4 scale{minimum_scale, minimum_scale, minimum_scale, minimum_scale};
+          mins[i][j] = x86::fma(scale, x86::int_to_float4(pairs), mins[i][j]);
         }
       }
     }
@@ -197,8 +201,8 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_q4_q5_k(const IntegerDotTile& in, Out& ou
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) {
       const float lanes = x86::sum_lanes(acc[i][j]);
-      out[i][j] = FifthBit ? lanes + summs[i][j]
-                           : lanes + ((mins[i][j][0] + mins[i][j][2]) + (mins[i][j][1] + mins[i][j][3]));
+      const x86::f32x4 m = mins[i][j];
+      out[i][j] = FifthBit ? lanes + summs[i][j] : lanes + ((m[0] + m[2]) + (m[1] + m[3]));
     }
 }
 
@@ -218,7 +222,7 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_q6_k(const IntegerDotTile& in, Out& out) 
       d[j] = half_to_float(block[j] + 208);
       const auto* sc = reinterpret_cast<const std::int8_t*>(block[j] + 192);
       for (int k = 0; k < 8; ++k) scale_pairs[j][k] = two_scales(sc[2 * k], sc[2 * k + 1]);
-      for (int k = 0; k < 16; ++k) scales16[j][k] = sc[k];
+      scales16[j] = x86::widen_signed_bytes16(x86::load_bytes16(block[j] + 192));
     }
     i32x8 sums[MR][NR];
     for (int i = 0; i < MR; ++i) {

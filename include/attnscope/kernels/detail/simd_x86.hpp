@@ -50,6 +50,7 @@ typedef std::uint16_t u16x16 __attribute__((vector_size(32)));
 typedef char c8x16 __attribute__((vector_size(16)));  // GCC's own byte vector type, for its builtins
 typedef signed char i8x8 __attribute__((vector_size(8)));
 typedef unsigned char u8x8 __attribute__((vector_size(8)));
+typedef signed char i8x16 __attribute__((vector_size(16)));
 typedef unsigned char u8x16 __attribute__((vector_size(16)));
 typedef unsigned char u8x32 __attribute__((vector_size(32)));
 
@@ -286,6 +287,32 @@ ATTNSCOPE_SIMD_AVX2 i16x16 broadcast16_i16(std::int16_t value) {
 }
 /// Eight 32-bit integers as float32, rounded to nearest (vcvtdq2ps).
 ATTNSCOPE_SIMD_AVX2 f32x8 int_to_float8(i32x8 value) { return __builtin_convertvector(value, f32x8); }
+
+typedef std::int32_t i32x4 __attribute__((vector_size(16)));
+typedef short s16x8 __attribute__((vector_size(16)));  // the builtins' 16-bit lane type
+
+/// Four 32-bit lanes: lane l = a[2l]·b[2l] + a[2l+1]·b[2l+1] of signed 16-bit lanes (vpmaddwd, 128 bits).
+ATTNSCOPE_SIMD_AVX2 i32x4 multiply_add_pairs(i16x8 a, i16x8 b) {
+  return (i32x4)__builtin_ia32_pmaddwd128((s16x8)a, (s16x8)b);
+}
+/// Four 32-bit integers as float32, rounded to nearest (vcvtdq2ps, 128 bits).
+ATTNSCOPE_SIMD_AVX2 f32x4 int_to_float4(i32x4 value) { return __builtin_convertvector(value, f32x4); }
+/// a·b + c with one rounding, four lanes (vfmadd, 128 bits).
+ATTNSCOPE_SIMD_FMA f32x4 fma(f32x4 a, f32x4 b, f32x4 c) {
+#if defined(__clang__) && !ATTNSCOPE_SIMD_CLANG_HAS(__builtin_ia32_vfmaddps)
+  return __builtin_elementwise_fma(a, b, c);
+#else
+  return __builtin_ia32_vfmaddps(a, b, c);
+#endif
+}
+/// Sixteen signed bytes as sixteen 16-bit lanes, sign-extended (vpmovsxbw).
+ATTNSCOPE_SIMD_AVX2 i16x16 widen_signed_bytes16(u8x16 bytes) {
+#if defined(__clang__)
+  return __builtin_convertvector((i8x16)bytes, i16x16);
+#else
+  return (i16x16)__builtin_ia32_pmovsxbw256((c8x16)bytes);
+#endif
+}
 
 // ---- AVX-512F
 
