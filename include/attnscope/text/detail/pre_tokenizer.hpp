@@ -1,7 +1,6 @@
 // attnscope/text/detail/pre_tokenizer.hpp — the pre-tokenizer of a byte-level BPE tokenizer (internal to
 // the BPE tokenizer): stages applied in order to every piece of text. A byte-level or Split stage optionally prefixes a
-// space and optionally splits with a regex (behaviour "Isolated": matches and the gaps between them are pieces;
-// "Removed": the matches, or with invert the gaps, are dropped). A
+// space and optionally splits with a regex, with one of Hugging Face's Split behaviours (Regex::split). A
 // Metaspace stage (SentencePiece-style) replaces every space by the replacement character ("▁"), prepends one
 // according to its prepend scheme, and optionally splits before every replacement character (behaviour
 // "MergedWithNext"), as Hugging Face tokenizers' Metaspace pre-tokenizer does.
@@ -28,7 +27,8 @@ enum class PrependScheme { always, first, never };
 struct PreTokenizerStage {
   bool add_prefix_space = false;
   std::optional<Regex> regex;
-  Regex::Keep keep = Regex::Keep::all;  // the parts of the regex split that are pieces
+  SplitBehavior behavior = SplitBehavior::isolated;  // what the regex split does with the delimiters
+  bool invert = false;                               // the gaps between matches are the delimiters
   bool metaspace = false;
   std::string replacement = "\xE2\x96\x81";  // metaspace: U+2581 "▁"
   PrependScheme prepend_scheme = PrependScheme::always;
@@ -98,7 +98,7 @@ inline void pre_tokenize(const std::vector<PreTokenizerStage>& stages, std::stri
         piece = scratch.prefixed_pieces.back();
       }
       if (stage.regex)
-        stage.regex->split(piece, scratch.next_pieces, *scratch.regex[s], stage.keep);
+        stage.regex->split(piece, scratch.next_pieces, *scratch.regex[s], stage.behavior, stage.invert);
       else
         scratch.next_pieces.push_back(piece);
     }

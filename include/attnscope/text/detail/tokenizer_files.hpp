@@ -232,7 +232,7 @@ struct JsonFields {
   }
 };
 
-/// The pre-tokenizer of tokenizer.json: ByteLevel, Split (behaviour "Isolated" or "Removed", either invert), Digits and
+/// The pre-tokenizer of tokenizer.json: ByteLevel, Split (every behaviour, either invert), Digits and
 /// Metaspace steps, alone or in a Sequence; none at all is allowed for a SentencePiece-style BPE (the normalizer then inserts the "▁").
 template <class Json>
 std::vector<PreTokenizerStage> tokenizer_json_pre_tokenizer(const Json& root, const LoadContext& where,
@@ -253,23 +253,31 @@ std::vector<PreTokenizerStage> tokenizer_json_pre_tokenizer(const Json& root, co
       if (F::flag(*step, "use_regex", true)) stage.regex.emplace(gpt2_pre_tokenizer_pattern);
       if (stage.add_prefix_space || stage.regex) stages.push_back(std::move(stage));
     } else if (type == "Split") {
-      // invert: the matches are the content and the gaps the delimiters the behaviour applies to (OLMo 2's
-      // tokenizer.json: Removed with invert, i.e. the matches are the pieces).
-      const std::string behavior = F::string(*step, "behavior", "?");
-      const bool invert = F::flag(*step, "invert", false);
-      if (behavior != "Isolated" && behavior != "Removed")
-        unsupported("Split pre-tokenizer behavior '" + behavior + "'");
+      const std::string behavior = F::string(*step, "behavior", "<no behavior>");
+      PreTokenizerStage stage;
+      stage.invert = F::flag(*step, "invert", false);
+      if (behavior == "Removed")
+        stage.behavior = SplitBehavior::removed;
+      else if (behavior == "Isolated")
+        stage.behavior = SplitBehavior::isolated;
+      else if (behavior == "MergedWithPrevious")
+        stage.behavior = SplitBehavior::merged_with_previous;
+      else if (behavior == "MergedWithNext")
+        stage.behavior = SplitBehavior::merged_with_next;
+      else if (behavior == "Contiguous")
+        stage.behavior = SplitBehavior::contiguous;
+      else
+        where.fail("a Split pre-tokenizer with behavior " + quoted_excerpt(behavior) +
+                   " (expected Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous)");
       const auto pattern = step->find("pattern");
       if (pattern == step->end() || !pattern->is_object()) where.fail("a Split pre-tokenizer without a \"pattern\" object");
       std::string regex_text;
       if (pattern->contains("Regex") && (*pattern)["Regex"].is_string())
         regex_text = (*pattern)["Regex"].template get<std::string>();
       else if (pattern->contains("String") && (*pattern)["String"].is_string())
-        regex_text = "\\Q" + (*pattern)["String"].template get<std::string>() + "\\E";  // a literal
+        regex_text = literal_regex((*pattern)["String"].template get<std::string>());
       else
         where.fail("a Split pattern that is neither {\"Regex\": ...} nor {\"String\": ...}");
-      PreTokenizerStage stage;
-      if (behavior == "Removed") stage.keep = invert ? Regex::Keep::matches : Regex::Keep::gaps;
       try {
         stage.regex.emplace(regex_text);
       } catch (const attnscope::invalid_argument& error) {
