@@ -15,11 +15,12 @@ const Command& tokenize_command();
 const Command& rowstats_command();
 const Command& merge_command();
 const Command& compare_command();
+const Command& kvsim_command();
 
 /// Every subcommand, in the order of the general usage text.
 inline std::vector<const Command*> all_commands() {
   return {&capture_command(), &report_command(), &tokenize_command(), &normalize_command(), &rowstats_command(),
-          &merge_command(), &compare_command()};
+          &merge_command(), &compare_command(), &kvsim_command()};
 }
 
 }  // namespace attnscope::cli
