@@ -2,12 +2,14 @@
 // (kernels/dequantize.hpp): the metadata fixture written by the independent numpy writer
 // (tests/fixtures/make_gguf_fixtures.py) decodes to the values it was given, every value type included; the writer
 // reproduces that file byte for byte; every block type dequantizes bit for bit as the numpy implementation of ggml's
-// definitions; and every kind of corrupt file (bad magic or version, truncation at every byte, a tensor past the end,
-// an unknown type, misaligned or overlapping data, bad values) is an io_error naming the file, the key or tensor and
-// the byte offset.
+// definitions, the codebook and ternary types as llama.cpp's gguf-py (whose grids match ours entry by entry); and
+// every kind of corrupt file (bad magic or version, truncation at every byte, a tensor past the end, an unknown type,
+// misaligned or overlapping data, bad values) is an io_error naming the file, the key or tensor and the byte offset.
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -72,6 +74,45 @@ std::string gguf_small_file() {
   }
   return io::serialize_gguf({{"general.name", name}, {"small.count", gguf_scalar(io::GgufType::uint32, 7)}},
                             tensors);
+}
+
+/// Compares every tensor `<prefix><T>` (T a stored format's ggml name in capitals: F32, Q4_K, IQ2_XXS, …) of the
+/// fixture `file`, 3 × 512 elements, bit for bit with the float32 values of the same name in the fixture `npz`,
+/// through widen and widen_reference, row by row as the product's panels read them; returns the tensors compared.
+int gguf_dequantization_mismatches(const std::string& file_name, const std::string& npz_name,
+                                   const std::vector<std::string>& prefixes) {
+  const io::GgufFile file(gguf_fixture(file_name));
+  const auto reference = io::read_npz(gguf_fixture(npz_name));
+  int compared = 0;
+  for (const kernels::StoredFormatInfo& row : kernels::stored_formats) {
+    std::string type = row.ggml_name;
+    for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (const std::string& prefix : prefixes) {
+      const std::string name = prefix + type;
+      if (!file.has_tensor(name)) continue;
+      INFO(name);
+      const io::GgufTensor& t = file.tensor(name);
+      CHECK(static_cast<std::uint32_t>(t.type) == row.ggml_type);
+      REQUIRE(t.dims == std::vector<std::uint64_t>{512, 3});
+      REQUIRE(t.byte_count == kernels::stored_bytes(row.format, 3 * 512));
+      const std::vector<float> expected = reference.at(name).to_vector<float>();
+      REQUIRE(expected.size() == 3 * 512);
+      std::vector<float> fast(3 * 512), scalar(3 * 512);
+      for (int r = 0; r < 3; ++r) {
+        const unsigned char* data = t.data + kernels::stored_bytes(row.format, r * 512);
+        kernels::widen(data, row.format, 512, fast.data() + r * 512);
+        kernels::widen_reference(data, row.format, 512, scalar.data() + r * 512);
+      }
+      int mismatches = 0;
+      for (std::size_t i = 0; i < expected.size(); ++i)
+        if (std::memcmp(&scalar[i], &expected[i], 4) != 0 && mismatches++ < 3)
+          UNSCOPED_INFO("element " << i << ": " << scalar[i] << " where the reference has " << expected[i]);
+      CHECK(mismatches == 0);
+      CHECK(std::memcmp(fast.data(), expected.data(), expected.size() * 4) == 0);
+      ++compared;
+    }
+  }
+  return compared;
 }
 
 }  // namespace
@@ -179,50 +220,8 @@ TEST_CASE("GGUF: serialize_gguf writes the numpy writer's bytes for the same hea
 
 TEST_CASE("GGUF: every block type dequantizes bit for bit as the numpy implementation of ggml's definitions",
           "[io][gguf][kernels]") {
-  const io::GgufFile file(gguf_fixture("blocks.gguf"));
-  const auto reference = io::read_npz(gguf_fixture("blocks_reference.npz"));
-  struct Type {
-    const char* name;
-    kernels::StoredFloat format;
-    io::GgmlType ggml;
-  };
-  int compared = 0;
-  for (const Type& type : {Type{"Q8_0", kernels::StoredFloat::q8_0, io::GgmlType::q8_0},
-                           Type{"Q4_0", kernels::StoredFloat::q4_0, io::GgmlType::q4_0},
-                           Type{"Q4_K", kernels::StoredFloat::q4_k, io::GgmlType::q4_k},
-                           Type{"Q5_K", kernels::StoredFloat::q5_k, io::GgmlType::q5_k},
-                           Type{"Q6_K", kernels::StoredFloat::q6_k, io::GgmlType::q6_k},
-                           Type{"F16", kernels::StoredFloat::float16, io::GgmlType::f16},
-                           Type{"BF16", kernels::StoredFloat::bfloat16, io::GgmlType::bf16},
-                           Type{"F32", kernels::StoredFloat::float32, io::GgmlType::f32},
-                           Type{"Q4_1", kernels::StoredFloat::q4_1, io::GgmlType::q4_1},
-                           Type{"Q5_0", kernels::StoredFloat::q5_0, io::GgmlType::q5_0},
-                           Type{"Q5_1", kernels::StoredFloat::q5_1, io::GgmlType::q5_1},
-                           Type{"Q2_K", kernels::StoredFloat::q2_k, io::GgmlType::q2_k},
-                           Type{"Q3_K", kernels::StoredFloat::q3_k, io::GgmlType::q3_k},
-                           Type{"Q8_K", kernels::StoredFloat::q8_k, io::GgmlType::q8_k}}) {
-    for (const std::string kind : {"quantized.", "random."}) {
-      const std::string name = kind + type.name;
-      if (!file.has_tensor(name)) continue;
-      INFO(name);
-      const io::GgufTensor& t = file.tensor(name);
-      CHECK(t.type == type.ggml);
-      REQUIRE(t.dims == std::vector<std::uint64_t>{512, 3});
-      CHECK(t.byte_count == kernels::stored_bytes(type.format, 3 * 512));
-      const std::vector<float> expected = reference.at(name).to_vector<float>();
-      REQUIRE(expected.size() == 3 * 512);
-      std::vector<float> fast(3 * 512), scalar(3 * 512);
-      for (int r = 0; r < 3; ++r) {  // row by row, as the product's panels read them
-        const unsigned char* row = t.data + kernels::stored_bytes(type.format, r * 512);
-        kernels::widen(row, type.format, 512, fast.data() + r * 512);
-        kernels::widen_reference(row, type.format, 512, scalar.data() + r * 512);
-      }
-      CHECK(std::memcmp(fast.data(), expected.data(), expected.size() * 4) == 0);
-      CHECK(std::memcmp(scalar.data(), expected.data(), expected.size() * 4) == 0);
-      ++compared;
-    }
-  }
-  CHECK(compared == 25);
+  // blocks.gguf: real data quantized and random blocks of the types gguf_format.py implements
+  CHECK(gguf_dequantization_mismatches("blocks.gguf", "blocks_reference.npz", {"quantized.", "random."}) == 25);
 }
 
 TEST_CASE("GGUF: corrupt headers are io_errors naming the file, the key or tensor and the offset", "[io][gguf]") {
@@ -330,4 +329,56 @@ TEST_CASE("GGUF: corrupt headers are io_errors naming the file, the key or tenso
   const std::string path = (std::filesystem::temp_directory_path() / "attnscope_bad_magic.gguf").string();
   io::write_file(path, "GGUX" + good.substr(4));
   CHECK_THAT(error_message<io_error>([&] { io::GgufFile file(path); }), Contains(path) && Contains("bad magic"));
+}
+
+TEST_CASE("GGUF: the codebook and ternary types dequantize bit for bit as llama.cpp's gguf-py", "[io][gguf][kernels]") {
+  // quant_blocks.gguf: random blocks of each type (finite fp16 scales, every E8M0 byte), dequantized by llama.cpp's
+  // gguf-py (tests/fixtures/make_gguf_quant_fixtures.py)
+  CHECK(gguf_dequantization_mismatches("quant_blocks.gguf", "quant_blocks_reference.npz", {"random."}) == 12);
+}
+
+TEST_CASE("GGUF: the i-quant grids, signs and levels are gguf-py's, entry by entry", "[io][gguf][kernels]") {
+  // quant_blocks.gguf holds gguf-py's tables as I8 tensors, decoded from its own (packed hexadecimal) encoding; ours
+  // are generated from ggml-common.h (scripts/make_iq_grids.py)
+  const io::GgufFile file(gguf_fixture("quant_blocks.gguf"));
+  const auto check_grid = [&](const std::string& name, const auto& grid, std::size_t width) {
+    INFO(name);
+    const io::GgufTensor& t = file.tensor(name);
+    CHECK(t.type == io::GgmlType::i8);
+    REQUIRE(t.dims == std::vector<std::uint64_t>{width, std::size(grid)});
+    int mismatches = 0;
+    for (std::size_t i = 0; i < std::size(grid); ++i)
+      for (std::size_t j = 0; j < width; ++j)
+        mismatches += static_cast<unsigned char>(grid[i] >> (8 * j)) != t.data[i * width + j];
+    CHECK(mismatches == 0);
+  };
+  check_grid("grid.IQ2_XXS", kernels::detail::iq2_xxs_grid, 8);
+  check_grid("grid.IQ2_XS", kernels::detail::iq2_xs_grid, 8);
+  check_grid("grid.IQ2_S", kernels::detail::iq2_s_grid, 8);
+  check_grid("grid.IQ3_XXS", kernels::detail::iq3_xxs_grid, 4);
+  check_grid("grid.IQ3_S", kernels::detail::iq3_s_grid, 4);
+  check_grid("grid.IQ1_S", kernels::detail::iq1_s_grid, 8);
+  const auto check_bytes = [&](const std::string& name, const auto& table) {
+    INFO(name);
+    const io::GgufTensor& t = file.tensor(name);
+    REQUIRE(t.byte_count == std::size(table));
+    for (std::size_t i = 0; i < std::size(table); ++i) CHECK(static_cast<unsigned char>(table[i]) == t.data[i]);
+  };
+  check_bytes("signs.IQ2_XXS", kernels::detail::iq2_signs);
+  check_bytes("values.IQ4_NL", kernels::detail::iq4_nl_values);
+  check_bytes("values.MXFP4", kernels::detail::fp4_doubled_values);
+}
+
+TEST_CASE("GGUF: every stored format has the ggml type number, name and block shape of the file format",
+          "[io][gguf][kernels]") {
+  // kernels cannot include io (docs/design.md), so the two tables meet here: every row of kernels::stored_formats
+  // names a type of io's table with the same ggml name and block shape
+  for (const kernels::StoredFormatInfo& row : kernels::stored_formats) {
+    INFO(row.name);
+    const io::GgmlTypeInfo info = io::ggml_type_info(row.ggml_type);
+    REQUIRE(info.name != nullptr);
+    CHECK(std::string(info.name) == row.ggml_name);
+    CHECK(Index(info.block_elements) == row.block_elements);
+    CHECK(std::size_t(info.block_bytes) == row.block_bytes);
+  }
 }

@@ -46,10 +46,12 @@ int dequantize_mismatches(const std::vector<unsigned char>& bytes, std::size_t o
   return mismatches;
 }
 
-const StoredFloat dequantize_all_formats[] = {
-    StoredFloat::q8_0, StoredFloat::q4_0, StoredFloat::q4_1, StoredFloat::q5_0,     StoredFloat::q5_1,
-    StoredFloat::q2_k, StoredFloat::q3_k, StoredFloat::q4_k, StoredFloat::q5_k,     StoredFloat::q6_k,
-    StoredFloat::q8_k, StoredFloat::float16, StoredFloat::bfloat16, StoredFloat::float32};
+/// Every stored format of the table (kernels/ggml_types.hpp).
+std::vector<StoredFloat> dequantize_all_formats() {
+  std::vector<StoredFloat> formats;
+  for (const auto& row : attnscope::kernels::stored_formats) formats.push_back(row.format);
+  return formats;
+}
 
 }  // namespace
 
@@ -66,7 +68,7 @@ TEST_CASE("widen gives the bits of widen_reference on random blocks of every for
           "[kernels][dequantize]") {
   std::mt19937_64 random(27);
   std::uniform_int_distribution<int> byte(0, 255);
-  for (StoredFloat format : dequantize_all_formats) {
+  for (StoredFloat format : dequantize_all_formats()) {
     INFO(attnscope::kernels::stored_float_name(format) << " on " << attnscope::kernels::dequantize_dispatch_target());
     const Index block = attnscope::kernels::stored_block_elements(format);
     // Many blocks in one run: 4096 elements for the 32-element formats, 16 × 256 for the others.
@@ -85,7 +87,7 @@ TEST_CASE("widen gives the bits of widen_reference for every short run: block co
           "[kernels][dequantize]") {
   std::mt19937_64 random(2701);
   std::uniform_int_distribution<int> byte(0, 255);
-  for (StoredFloat format : dequantize_all_formats) {
+  for (StoredFloat format : dequantize_all_formats()) {
     INFO(attnscope::kernels::stored_float_name(format));
     const bool blocks = attnscope::kernels::is_block_format(format);
     const Index block = attnscope::kernels::stored_block_elements(format);

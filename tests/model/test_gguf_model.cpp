@@ -561,10 +561,11 @@ TEST_CASE("GGUF: loader errors name the file and the key or tensor", "[model][gg
   }
   {
     GgufDraft d = base();
-    auto& t = d.tensor("blk.0.attn_v.weight");  // 32 × 64: two iq4_nl blocks of 18 bytes per row
-    t.type = GgmlType::iq4_nl;
-    t.bytes = std::string(32 * 2 * 18, '\0');
-    CHECK_THAT(load_error(d, "type.gguf"), Contains("ggml type iq4_nl, which attnscope cannot dequantize"));
+    auto& t = d.tensor("blk.0.attn_v.weight");  // 32 × 64: two q8_1 blocks of 36 bytes per row
+    t.type = GgmlType::q8_1;
+    t.bytes = std::string(32 * 2 * 36, '\0');
+    CHECK_THAT(load_error(d, "type.gguf"), Contains("ggml type q8_1, which attnscope cannot dequantize") &&
+                                               Contains("iq4_nl") && Contains("mxfp4"));
   }
   {
     GgufDraft d = base();

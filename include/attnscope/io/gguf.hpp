@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -76,13 +77,14 @@ struct GgufValue {
   bool is_array() const { return type == GgufType::array; }
 };
 
-/// The ggml tensor types a GGUF file may hold (the numbers are ggml's `enum ggml_type`). Only some of them can be
-/// dequantized by attnscope (model/gguf.hpp names them); the others are read as opaque blocks.
+/// The ggml tensor types a GGUF file may hold (the numbers are ggml's `enum ggml_type`). Which of them attnscope can
+/// dequantize is the kernels' table (kernels/ggml_types.hpp; model/gguf.hpp names them); here every type is a block
+/// shape, read as opaque blocks.
 enum class GgmlType : std::uint32_t {
   f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q8_1 = 9, q2_k = 10, q3_k = 11, q4_k = 12,
   q5_k = 13, q6_k = 14, q8_k = 15, iq2_xxs = 16, iq2_xs = 17, iq3_xxs = 18, iq1_s = 19, iq4_nl = 20, iq3_s = 21,
   iq2_s = 22, iq4_xs = 23, i8 = 24, i16 = 25, i32 = 26, i64 = 27, f64 = 28, iq1_m = 29, bf16 = 30, tq1_0 = 34,
-  tq2_0 = 35,
+  tq2_0 = 35, mxfp4 = 39, nvfp4 = 40, q1_0 = 41, q2_0 = 42,
 };
 
 /// The block shape of a ggml type: `block_elements` consecutive elements of a row are stored in `block_bytes` bytes
@@ -93,42 +95,27 @@ struct GgmlTypeInfo {
   std::uint32_t block_bytes = 0;
 };
 
-/// The block shape of ggml type number `type` (from ggml-common.h's block structs); name == nullptr when unknown.
+namespace detail {
+
+/// Every ggml type number (index) up to 42: ggml's type_name and block shape (ggml.c's type_traits, from
+/// ggml-common.h's block structs); {nullptr, 0, 0} for the numbers ggml removed (4, 5, 31–33, 36–38).
+inline constexpr GgmlTypeInfo ggml_types[] = {
+    {"f32", 1, 4},       {"f16", 1, 2},        {"q4_0", 32, 18},     {"q4_1", 32, 20},    {},
+    {},                  {"q5_0", 32, 22},     {"q5_1", 32, 24},     {"q8_0", 32, 34},    {"q8_1", 32, 36},
+    {"q2_K", 256, 84},   {"q3_K", 256, 110},   {"q4_K", 256, 144},   {"q5_K", 256, 176},  {"q6_K", 256, 210},
+    {"q8_K", 256, 292},  {"iq2_xxs", 256, 66}, {"iq2_xs", 256, 74},  {"iq3_xxs", 256, 98}, {"iq1_s", 256, 50},
+    {"iq4_nl", 32, 18},  {"iq3_s", 256, 110},  {"iq2_s", 256, 82},   {"iq4_xs", 256, 136}, {"i8", 1, 1},
+    {"i16", 1, 2},       {"i32", 1, 4},        {"i64", 1, 8},        {"f64", 1, 8},       {"iq1_m", 256, 56},
+    {"bf16", 1, 2},      {},                   {},                   {},                  {"tq1_0", 256, 54},
+    {"tq2_0", 256, 66},  {},                   {},                   {},                  {"mxfp4", 32, 17},
+    {"nvfp4", 64, 36},   {"q1_0", 128, 18},    {"q2_0", 64, 18},
+};
+
+}  // namespace detail
+
+/// The block shape of ggml type number `type`; name == nullptr when unknown.
 inline GgmlTypeInfo ggml_type_info(std::uint32_t type) {
-  switch (type) {
-    case 0: return {"f32", 1, 4};
-    case 1: return {"f16", 1, 2};
-    case 2: return {"q4_0", 32, 18};
-    case 3: return {"q4_1", 32, 20};
-    case 6: return {"q5_0", 32, 22};
-    case 7: return {"q5_1", 32, 24};
-    case 8: return {"q8_0", 32, 34};
-    case 9: return {"q8_1", 32, 36};
-    case 10: return {"q2_K", 256, 84};
-    case 11: return {"q3_K", 256, 110};
-    case 12: return {"q4_K", 256, 144};
-    case 13: return {"q5_K", 256, 176};
-    case 14: return {"q6_K", 256, 210};
-    case 15: return {"q8_K", 256, 292};
-    case 16: return {"iq2_xxs", 256, 66};
-    case 17: return {"iq2_xs", 256, 74};
-    case 18: return {"iq3_xxs", 256, 98};
-    case 19: return {"iq1_s", 256, 50};
-    case 20: return {"iq4_nl", 32, 18};
-    case 21: return {"iq3_s", 256, 110};
-    case 22: return {"iq2_s", 256, 82};
-    case 23: return {"iq4_xs", 256, 136};
-    case 24: return {"i8", 1, 1};
-    case 25: return {"i16", 1, 2};
-    case 26: return {"i32", 1, 4};
-    case 27: return {"i64", 1, 8};
-    case 28: return {"f64", 1, 8};
-    case 29: return {"iq1_m", 256, 56};
-    case 30: return {"bf16", 1, 2};
-    case 34: return {"tq1_0", 256, 54};
-    case 35: return {"tq2_0", 256, 66};
-    default: return {};
-  }
+  return type < std::size(detail::ggml_types) ? detail::ggml_types[type] : GgmlTypeInfo{};
 }
 
 /// One tensor of a GGUF file. dims are ggml's order: dims[0] is the contiguous (fastest) dimension, so a

@@ -39,35 +39,18 @@
 
 namespace attnscope::model {
 
-/// The ggml tensor types a GGUF weight may have: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K,
-/// q6_K, q8_K.
-inline const char* gguf_supported_types() {
-  return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, q8_K";
-}
+/// The ggml tensor types a GGUF weight may have: every row of kernels::stored_formats ("f32, f16, bf16, q8_0, …").
+inline std::string gguf_supported_types() { return kernels::ggml_type_names(); }
 /// The GGUF architectures (general.architecture) load_gguf_model reads.
 inline const char* gguf_supported_architectures() { return "llama, qwen2, qwen3, gemma2, phi3, gpt_neox"; }
 
 namespace detail {
 
-/// The stored format of ggml type `type`, or false when attnscope cannot dequantize it.
+/// The stored format of ggml type `type`, or false when attnscope cannot dequantize it (kernels::stored_formats).
 inline bool stored_format_of(io::GgmlType type, kernels::StoredFloat& format) {
-  switch (type) {
-    case io::GgmlType::f32: format = kernels::StoredFloat::float32; return true;
-    case io::GgmlType::f16: format = kernels::StoredFloat::float16; return true;
-    case io::GgmlType::bf16: format = kernels::StoredFloat::bfloat16; return true;
-    case io::GgmlType::q8_0: format = kernels::StoredFloat::q8_0; return true;
-    case io::GgmlType::q4_0: format = kernels::StoredFloat::q4_0; return true;
-    case io::GgmlType::q4_k: format = kernels::StoredFloat::q4_k; return true;
-    case io::GgmlType::q5_k: format = kernels::StoredFloat::q5_k; return true;
-    case io::GgmlType::q6_k: format = kernels::StoredFloat::q6_k; return true;
-    case io::GgmlType::q4_1: format = kernels::StoredFloat::q4_1; return true;
-    case io::GgmlType::q5_0: format = kernels::StoredFloat::q5_0; return true;
-    case io::GgmlType::q5_1: format = kernels::StoredFloat::q5_1; return true;
-    case io::GgmlType::q2_k: format = kernels::StoredFloat::q2_k; return true;
-    case io::GgmlType::q3_k: format = kernels::StoredFloat::q3_k; return true;
-    case io::GgmlType::q8_k: format = kernels::StoredFloat::q8_k; return true;
-    default: return false;
-  }
+  const kernels::StoredFormatInfo* row = kernels::stored_format_of_ggml_type(static_cast<std::uint32_t>(type));
+  if (row != nullptr) format = row->format;
+  return row != nullptr;
 }
 
 /// Reads the configuration keys and the tensors of one GGUF file for an architecture table, turning every problem
@@ -382,7 +365,7 @@ inline Architecture gguf_architecture(const GgufReader& r) {
 }  // namespace detail
 
 /// Reads the TransformerWeights of a GGUF model file (general.architecture llama, qwen2, qwen3, gemma2, phi3 or
-/// gpt_neox; weights f32, f16, bf16, q8_0, q4_0, q4_K, q5_K or q6_K, kept memory-mapped in their stored type). Throws
+/// gpt_neox; weights of the types of gguf_supported_types(), kept memory-mapped in their stored type). Throws
 /// attnscope::io_error naming the file and the key or tensor (and the byte offset) for: a file that is not valid
 /// GGUF (io::parse_gguf_header), an unsupported architecture or feature, a missing key, a missing tensor, a tensor
 /// whose shape disagrees with the metadata or whose type cannot be dequantized, a tensor the architecture does not
