@@ -35,14 +35,28 @@ inline constexpr const char* input_window_usage =
 inline void add_model_options(Arguments& arguments) {
   arguments.value_option("tokens").value_option("tokens-file").value_option("text").value_option("text-file");
   arguments.value_option("generate").value_option("map").value_option("max-tokens").flag("special-tokens");
-  arguments.flag("add-special-tokens");
+  arguments.flag("add-special-tokens").value_option("matmul");
   add_input_window_options(arguments);
+}
+
+/// The usage line of --matmul (capture, report, rowstats --model).
+inline constexpr const char* matmul_usage =
+    "  --matmul MODE       how GGUF block-quantized weights are multiplied: exact (default: float32 activations times\n"
+    "                      the dequantized weights) or llama.cpp (activations rounded to 8 bits per block and integer\n"
+    "                      dot products, as llama.cpp's CPU backend; Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K)\n";
+
+/// The mode of --matmul exact|llama.cpp (exact when absent).
+inline model::MatmulMode matmul_argument(const Arguments& arguments) {
+  const std::string mode = arguments.get("matmul", "exact");
+  if (mode == "exact") return model::MatmulMode::exact;
+  if (mode == "llama.cpp") return model::MatmulMode::llama_cpp;
+  throw usage_error("--matmul: expected exact or llama.cpp, got '" + mode + "'");
 }
 
 /// True when any option of add_model_options was given.
 inline bool has_model_options(const Arguments& arguments) {
   for (const char* name : {"tokens", "tokens-file", "text", "text-file", "generate", "map", "max-tokens",
-                           "special-tokens", "add-special-tokens", "from", "skip-tokens"})
+                           "special-tokens", "add-special-tokens", "from", "skip-tokens", "matmul"})
     if (arguments.has(name)) return true;
   return false;
 }
@@ -179,6 +193,7 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
                          ? static_cast<int>(parse_integer(arguments.get("generate"), "--generate", 0, 1 << 20))
                          : (sources > 0 ? 0 : default_generate);
   if (arguments.has("map")) request.options.map = map_argument(arguments);
+  request.options.matmul = matmul_argument(arguments);
   return request;
 }
 

@@ -43,7 +43,7 @@ Options:
   --special-tokens    special tokens written in the text (e.g. <|endoftext|>) become their ids (default: text)
   --add-special-tokens  add the tokenizer's post-processor tokens (e.g. BOS <s>; default: none)
   --max-tokens N      keep the first N input tokens; without it, input longer than the model's positions is an error
-)" + std::string(input_window_usage) + R"(  --generate N        first append N greedy tokens (uses the --map too)
+)" + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --generate N        first append N greedy tokens (uses the --map too)
   --map NAME          attention normalization: softmax (default), temperature:T, ssmax:S, sparsemax, entmax15,
                       entmax:ALPHA, sa_softmax, sa_softmax_normalized, sink, sink:LOGIT
   --layers LIST       write only these layers, e.g. 0,3 (their arrays keep their layer numbers; default: all)

@@ -82,7 +82,7 @@ Options:
   --layers LIST     only these layers, e.g. 0,2 (default: all); a model INPUT runs its forward up to the last one
   --heads LIST      only these heads of each selected layer (default: all); the others are neither recorded nor analysed
   --tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens, --generate: as for capture
-)" + std::string(input_window_usage) + R"(  --threads N       OpenMP threads (default 1; 0 = OpenMP default)
+)" + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --threads N       OpenMP threads (default 1; 0 = OpenMP default)
   --help            this text
 )";
   return usage.c_str();

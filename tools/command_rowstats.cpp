@@ -35,7 +35,7 @@ const char* rowstats_usage() {
                          [--add-special-tokens]
                          [--beyond-trained-length]
                          [--layers LIST] [--heads LIST] [--sink-keys LIST] [--top-k LIST] [--exclude-sinks]
-                         [--no-jacobian] [--threads N]
+                         [--no-jacobian] [--matmul exact|llama.cpp] [--threads N]
 
 Exact per-query-row statistics of softmax(q·Kᵀ/√d) for every selected (layer, head) of a Q/K file, computed in
 row blocks from Q and K without the L×L matrix (memory O(L·d) per head plus a strip of 64 rows per thread).
@@ -69,7 +69,7 @@ Options:
   --model DIR, --checkpoint FILE, --tokens LIST, --tokens-file FILE, --text STRING, --text-file FILE,
   --max-tokens N, --special-tokens, --add-special-tokens   the model and its input (as for `attnscope capture`)
   --beyond-trained-length  let a RoPE model run past its trained length (seq_len)
-)" + std::string(input_window_usage) + R"(  --help             this text
+)" + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --help             this text
 )";
   return usage.c_str();
 }
@@ -282,12 +282,14 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
   run["model"] = model_path;
   run["tokens"] = std::to_string(request.tokens.size());
   run["tokens_crc32"] = tokens_crc32(request.tokens);
+  if (request.options.matmul != model::MatmulMode::exact) run["matmul"] = "llama.cpp";
   if (config.sliding_window > 0) run["window"] = std::to_string(config.sliding_window);
   // only the requested heads are analysed (the others run plain attention); the forward stops after the last
   // requested layer and forms no logits; the bar shows layers and tokens/s
   for (const Index l : layers)
     for (const Index h : heads) streaming.heads.emplace(static_cast<int>(l), static_cast<int>(h));
   model::ForwardOptions forward_options;
+  forward_options.matmul = request.options.matmul;  // --matmul
   forward_options.last_layer = static_cast<int>(*std::max_element(layers.begin(), layers.end()));
   forward_options.logits = false;
   ProgressBar bar("forward");
@@ -326,7 +328,7 @@ int command_rowstats(int argc, char** argv) {
       .flag("full").flag("exclude-sinks").flag("no-jacobian");
   arguments.value_option("model").value_option("checkpoint").value_option("tokens").value_option("tokens-file")
       .value_option("text").value_option("text-file").value_option("max-tokens").flag("special-tokens")
-      .flag("add-special-tokens").flag("beyond-trained-length");
+      .flag("add-special-tokens").flag("beyond-trained-length").value_option("matmul");
   add_input_window_options(arguments);
   if (parse_subcommand(arguments, argc, argv, rowstats_usage())) return 0;
   const bool from_model = arguments.has("model") || arguments.has("checkpoint");
@@ -339,7 +341,7 @@ int command_rowstats(int argc, char** argv) {
                       "sliding window, 1/sqrt(head size))");
   if (!from_model)
     for (const char* name : {"tokens", "tokens-file", "text", "text-file", "max-tokens", "special-tokens",
-                             "add-special-tokens", "beyond-trained-length", "from", "skip-tokens"})
+                             "add-special-tokens", "beyond-trained-length", "from", "skip-tokens", "matmul"})
       if (arguments.has(name)) throw usage_error(std::string("--") + name + " needs --model or --checkpoint");
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".npz") && !ends_with(out, ".safetensors"))

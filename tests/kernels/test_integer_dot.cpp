@@ -28,13 +28,13 @@ using attnscope::kernels::QuantizedActivations;
 using attnscope::kernels::StoredFloat;
 using attnscope::kernels::StoredWeights;
 
-const StoredFloat integer_dot_formats[] = {StoredFloat::q8_0, StoredFloat::q4_0, StoredFloat::q4_k,
-                                           StoredFloat::q5_k, StoredFloat::q6_k};
+const StoredFloat integer_dot_formats[] = {StoredFloat::q8_0, StoredFloat::q4_0, StoredFloat::q5_0,
+                                           StoredFloat::q4_k, StoredFloat::q5_k, StoredFloat::q6_k};
 
 /// The byte offsets of a block's fp16 scale fields.
 std::vector<int> integer_dot_scale_offsets(StoredFloat format) {
   switch (format) {
-    case StoredFloat::q8_0: case StoredFloat::q4_0: return {0};
+    case StoredFloat::q8_0: case StoredFloat::q4_0: case StoredFloat::q5_0: return {0};
     case StoredFloat::q4_k: case StoredFloat::q5_k: return {0, 2};
     case StoredFloat::q6_k: return {208};
     default: return {};

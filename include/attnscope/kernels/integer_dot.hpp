@@ -8,8 +8,8 @@
 // each lane holds an exact integer L_l, and eight float32 accumulators acc_l take acc_l = fma(d, float(L_l), acc_l)
 // block after block; the result is the lane sum ((acc₀ + acc₄) + (acc₂ + acc₆)) + ((acc₁ + acc₅) + (acc₃ + acc₇))
 // (ggml's hsum_float_8), plus a type's min term. With q_w the weight's integer and q_a the activation's:
-//   Q8_0, Q4_0 (blocks of 32; Q4_0's q_w = nibble − 8): d = d_w · d_a, L_l = Σ_lane q_w q_a
-//     (ggml_vec_dot_q8_0_q8_0, ggml_vec_dot_q4_0_q8_0).
+//   Q8_0, Q4_0, Q5_0 (blocks of 32; Q4_0's q_w = nibble − 8, Q5_0's the 5-bit value − 16): d = d_w · d_a,
+//     L_l = Σ_lane q_w q_a (ggml_vec_dot_q8_0_q8_0, ggml_vec_dot_q4_0_q8_0, ggml_vec_dot_q5_0_q8_0).
 //   Q4_K, Q5_K (blocks of 256, sub-blocks s of 32 with 6-bit scale sc_s and min m_s): d = d_a · d_w,
 //     L_l = Σ_s sc_s Σ_lane q_w q_a; dmin = (−d_a) · dmin_w and S_s = the sum of sub-block s's q_a (two sums of 16).
 //     Q4_K keeps four min accumulators: accm_t = fma(dmin, float(m_{2t} S_{2t} + m_{2t+1} S_{2t+1}), accm_t), result
@@ -52,16 +52,18 @@
 
 namespace attnscope::kernels {
 
-/// Whether integer_dot_xwt multiplies weights of `format` (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K).
+/// Whether integer_dot_xwt multiplies weights of `format` (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K).
 constexpr bool integer_dot_supported(StoredFloat format) {
-  return format == StoredFloat::q8_0 || format == StoredFloat::q4_0 || format == StoredFloat::q4_k ||
-         format == StoredFloat::q5_k || format == StoredFloat::q6_k;
+  return format == StoredFloat::q8_0 || format == StoredFloat::q4_0 || format == StoredFloat::q5_0 ||
+         format == StoredFloat::q4_k || format == StoredFloat::q5_k || format == StoredFloat::q6_k;
 }
 
-/// The activation format ggml pairs with weights of `format` (its vec_dot_type): q8_0 for Q8_0 and Q4_0, q8_K for
-/// the k-quants.
+/// The activation format ggml pairs with weights of `format` (its vec_dot_type): q8_0 for Q8_0, Q4_0 and Q5_0, q8_K
+/// for the k-quants.
 constexpr ActivationFormat integer_dot_activation_format(StoredFloat format) {
-  return format == StoredFloat::q8_0 || format == StoredFloat::q4_0 ? ActivationFormat::q8_0 : ActivationFormat::q8_k;
+  return format == StoredFloat::q8_0 || format == StoredFloat::q4_0 || format == StoredFloat::q5_0
+             ? ActivationFormat::q8_0
+             : ActivationFormat::q8_k;
 }
 
 /// Which micro-kernel integer_dot_xwt runs: `automatic` (AVX2 when the CPU has it), `avx2` (only when
@@ -107,15 +109,32 @@ inline int q8_0_weight(const unsigned char* block, int e) { return static_cast<s
 inline int q4_0_weight(const unsigned char* block, int e) {
   return (e < 16 ? block[2 + e] & 15 : block[2 + e - 16] >> 4) - 8;
 }
+/// The integer of element e of a Q5_0 block { fp16 d; uint8 qh[4]; uint8 qs[16] }: the nibble of qs (low for
+/// e < 16, high for e ≥ 16) with bit e of the little-endian qh as its fifth bit, minus 16.
+inline int q5_0_weight(const unsigned char* block, int e) {
+  const std::uint32_t qh = std::uint32_t(block[2]) | std::uint32_t(block[3]) << 8 | std::uint32_t(block[4]) << 16 |
+                           std::uint32_t(block[5]) << 24;
+  const int nibble = e < 16 ? block[6 + e] & 15 : block[6 + e - 16] >> 4;
+  return (nibble | static_cast<int>((qh >> e) & 1) << 4) - 16;
+}
 
-/// Q8_0 (Q4 false) or Q4_0 (true) row · q8_0 row, `blocks` blocks of 32 (see the header comment).
-template <bool Q4>
-float dot_q8_0_or_q4_0_reference(const unsigned char* w, const std::int8_t* a, const float* a_scales, Index blocks) {
-  const std::size_t block_bytes = Q4 ? q4_0_block_bytes : q8_0_block_bytes;
+/// The 32-element formats paired with q8_0 activations.
+enum class Q8_0Weights { q8_0, q4_0, q5_0 };
+
+/// A Q8_0, Q4_0 or Q5_0 row · q8_0 row, `blocks` blocks of 32 (see the header comment).
+template <Q8_0Weights Kind>
+float dot_q8_0_family_reference(const unsigned char* w, const std::int8_t* a, const float* a_scales, Index blocks) {
+  const std::size_t block_bytes = Kind == Q8_0Weights::q8_0   ? q8_0_block_bytes
+                                  : Kind == Q8_0Weights::q4_0 ? q4_0_block_bytes
+                                                              : q5_0_block_bytes;
   LaneSums acc;
   for (Index b = 0; b < blocks; ++b, w += block_bytes, a += 32) {
     std::int32_t lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int e = 0; e < 32; ++e) lanes[e / 4] += (Q4 ? q4_0_weight(w, e) : q8_0_weight(w, e)) * a[e];
+    for (int e = 0; e < 32; ++e)
+      lanes[e / 4] += (Kind == Q8_0Weights::q8_0   ? q8_0_weight(w, e)
+                       : Kind == Q8_0Weights::q4_0 ? q4_0_weight(w, e)
+                                                   : q5_0_weight(w, e)) *
+                      a[e];
     acc.add(half_to_float(w) * a_scales[b], lanes);
   }
   return acc.sum();
@@ -195,8 +214,9 @@ inline float integer_dot_reference(StoredFloat format, const unsigned char* w, c
   const std::int16_t* sums = x.row_sums(r);
   const Index blocks = x.cols / stored_block_elements(format);
   switch (format) {
-    case StoredFloat::q8_0: return detail::dot_q8_0_or_q4_0_reference<false>(w, a, scales, blocks);
-    case StoredFloat::q4_0: return detail::dot_q8_0_or_q4_0_reference<true>(w, a, scales, blocks);
+    case StoredFloat::q8_0: return detail::dot_q8_0_family_reference<detail::Q8_0Weights::q8_0>(w, a, scales, blocks);
+    case StoredFloat::q4_0: return detail::dot_q8_0_family_reference<detail::Q8_0Weights::q4_0>(w, a, scales, blocks);
+    case StoredFloat::q5_0: return detail::dot_q8_0_family_reference<detail::Q8_0Weights::q5_0>(w, a, scales, blocks);
     case StoredFloat::q4_k: return detail::dot_q4_q5_k_reference<false>(w, a, scales, sums, blocks);
     case StoredFloat::q5_k: return detail::dot_q4_q5_k_reference<true>(w, a, scales, sums, blocks);
     case StoredFloat::q6_k: return detail::dot_q6_k_reference(w, a, scales, sums, blocks);

@@ -74,6 +74,12 @@ using LayerAttentionInputs = std::function<void(int layer, const RowMatrixView<f
                                                 const RowMatrixView<float>& keys,
                                                 const stream::RowStatisticsOptions& attention)>;
 
+/// How the forward pass multiplies activations with block-quantized (GGUF) weight matrices (model/detail/linear.hpp):
+/// `exact` multiplies the float32 activations with the dequantized weights in float32; `llama_cpp` rounds each
+/// activation row to 8 bits per block and multiplies by integer dot products as llama.cpp's CPU backend does
+/// (kernels/integer_dot.hpp; Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K weights; every other format stays exact).
+enum class MatmulMode { exact, llama_cpp };
+
 /// Options of a forward pass.
 struct ForwardOptions {
   CaptureOptions capture{};
@@ -97,6 +103,8 @@ struct ForwardOptions {
   /// Called in each layer with its post-RoPE queries and keys (see LayerAttentionInputs) by forward(),
   /// forward_row_statistics() and the likelihood; generation ignores it.
   LayerAttentionInputs layer_attention_inputs{};
+  /// How block-quantized weights are multiplied (see MatmulMode); exact by default.
+  MatmulMode matmul = MatmulMode::exact;
 };
 
 /// Per-head captures of one layer; each vector has n_heads entries (or is empty when not requested).

@@ -260,13 +260,13 @@ class BasicTransformer {
   // residual is the whole matrix or a block of its rows.
   template <class Residual>
   void add_branch(Residual&& residual, const RowMatrix<Scalar>& input, const WeightMatrix& w,
-                  const Vector<Scalar>& bias, const Vector<Scalar>& post_norm) const {
+                  const Vector<Scalar>& bias, const Vector<Scalar>& post_norm, MatmulMode matmul) const {
     if (config().norm_placement == NormPlacement::pre) {
-      detail::linear_add(residual, input, w);
+      detail::linear_add(residual, input, w, matmul);
       add_bias(residual, bias);
       return;
     }
-    RowMatrix<Scalar> branch = detail::linear<Scalar>(input, w);
+    RowMatrix<Scalar> branch = detail::linear<Scalar>(input, w, matmul);
     add_bias(branch, bias);
     residual += norm(branch, post_norm, Vector<Scalar>());
   }
@@ -275,17 +275,17 @@ class BasicTransformer {
   // (SwiGLU, GeGLU) or plain GELU (tanh or exact) of w1 x + b1. input is a matrix or a block of its rows.
   template <class Rows>
   RowMatrix<Scalar> feed_forward_hidden(const Eigen::MatrixBase<Rows>& input,
-                                        const TransformerLayerWeights& layer) const {
+                                        const TransformerLayerWeights& layer, MatmulMode matmul) const {
     const FeedForwardKind kind = config().feed_forward;
-    RowMatrix<Scalar> hidden = detail::linear<Scalar>(input, layer.w1);
+    RowMatrix<Scalar> hidden = detail::linear<Scalar>(input, layer.w1, matmul);
     add_bias(hidden, layer.w1_bias);
     if (kind == FeedForwardKind::swiglu) {
       // silu(w1 x) ⊙ w3 x (run.c; Shazeer 2020 SwiGLU)
-      hidden = swiglu_gate(hidden, detail::linear<Scalar>(input, layer.w3));
+      hidden = swiglu_gate(hidden, detail::linear<Scalar>(input, layer.w3, matmul));
     } else if (kind == FeedForwardKind::geglu_tanh) {
       // gelu_tanh(w1 x) ⊙ w3 x (Shazeer 2020 GEGLU; Gemma)
       gelu_tanh_in_place(hidden);
-      hidden.array() *= detail::linear<Scalar>(input, layer.w3).array();
+      hidden.array() *= detail::linear<Scalar>(input, layer.w3, matmul).array();
     } else if (kind == FeedForwardKind::gelu_erf) {
       gelu_erf_in_place(hidden);  // gelu(w1 x + b1) (GPT-NeoX)
     } else {
@@ -498,9 +498,9 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     RowMatrix<Scalar> ffn_input = c.parallel_residual && !statistics_only
                                       ? norm(residual, layer.ffn_norm, layer.ffn_norm_bias)
                                       : RowMatrix<Scalar>();
-    detail::linear_into(queries, normed, layer.wq);
+    detail::linear_into(queries, normed, layer.wq, options.matmul);
     add_bias(queries, layer.wq_bias);
-    RowMatrix<Scalar> new_keys = detail::linear<Scalar>(normed, layer.wk);
+    RowMatrix<Scalar> new_keys = detail::linear<Scalar>(normed, layer.wk, options.matmul);
     add_bias(new_keys, layer.wk_bias);
     query_key_norm(queries, layer.q_norm);
     query_key_norm(new_keys, layer.k_norm);
@@ -527,7 +527,7 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
       if (options.layer_progress) options.layer_progress(l + 1, layers_run);
       continue;
     }
-    detail::linear_into(values.middleRows(offset, rows), normed, layer.wv);
+    detail::linear_into(values.middleRows(offset, rows), normed, layer.wv, options.matmul);
     if (layer.wv_bias.size() > 0) values.middleRows(offset, rows).rowwise() += layer.wv_bias.transpose();
 
     LayerCapture* layer_capture = want.any_head_capture() ? &capture->layers[std::size_t(l)] : nullptr;
@@ -575,7 +575,7 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
       }
     }
     if (streaming) keys = values = RowMatrix<Scalar>();  // a whole sequence: no later pass reads this layer's cache
-    add_branch(residual, head_outputs, layer.wo, layer.wo_bias, layer.post_attention_norm);
+    add_branch(residual, head_outputs, layer.wo, layer.wo_bias, layer.post_attention_norm, options.matmul);
     // Feed-forward block on norm(x) (x before the attention update with a parallel residual), in passes of
     // feed_forward_rows rows: a row's branch reads and updates that row only, so the rows × hidden_dim activations
     // exist for one pass at a time (a pass reads its rows of the residual before it updates them). The packed GEMM
@@ -586,8 +586,9 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     const RowMatrix<Scalar>& ffn_rows = c.parallel_residual || pre_norm ? ffn_input : residual;
     for (Index first = 0; first < rows; first += feed_forward_rows) {
       const Index count = std::min(feed_forward_rows, rows - first);
-      const RowMatrix<Scalar> hidden = feed_forward_hidden(ffn_rows.middleRows(first, count), layer);
-      add_branch(residual.middleRows(first, count), hidden, layer.w2, layer.w2_bias, layer.post_ffn_norm);
+      const RowMatrix<Scalar> hidden = feed_forward_hidden(ffn_rows.middleRows(first, count), layer, options.matmul);
+      add_branch(residual.middleRows(first, count), hidden, layer.w2, layer.w2_bias, layer.post_ffn_norm,
+                 options.matmul);
     }
     if (options.layer_progress) options.layer_progress(l + 1, layers_run);
   }
@@ -598,9 +599,11 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
   RowMatrix<Scalar> logits;
   if (last_logits_only) {
     const RowMatrix<Scalar> last_row = residual.bottomRows(1);
-    logits = detail::linear<Scalar>(norm(last_row, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
+    logits = detail::linear<Scalar>(norm(last_row, weights_.final_norm, weights_.final_norm_bias), weights_.output_head(),
+                                    options.matmul);
   } else {
-    logits = detail::linear<Scalar>(norm(residual, weights_.final_norm, weights_.final_norm_bias), weights_.output_head());
+    logits = detail::linear<Scalar>(norm(residual, weights_.final_norm, weights_.final_norm_bias), weights_.output_head(),
+                                    options.matmul);
   }
   if (c.final_logit_softcap > 0) softcap_in_place(logits, c.final_logit_softcap);  // Gemma: c·tanh(z/c)
   return logits;

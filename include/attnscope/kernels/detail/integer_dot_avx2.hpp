@@ -22,6 +22,7 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/detail/block_scales.hpp"
 #include "attnscope/kernels/detail/cpu_features.hpp"
+#include "attnscope/kernels/detail/dequantize_avx2.hpp"
 #include "attnscope/kernels/widen.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(EIGEN_DONT_VECTORIZE) && \
@@ -88,12 +89,12 @@ ATTNSCOPE_INTEGER_DOT_TARGET inline i16x16 two_scales(int first, int second) {
   return i16x16{a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b};
 }
 
-/// Q8_0 (Q4 false) or Q4_0 (true) weights · q8_0 activations.
-template <bool Q4>
-ATTNSCOPE_INTEGER_DOT_TARGET void tile_q8_0_or_q4_0(const IntegerDotTile& in, Out& out) {
-  const std::size_t block_bytes = Q4 ? q4_0_block_bytes : q8_0_block_bytes;
+/// Q8_0, Q4_0 or Q5_0 weights (Kind 0, 1, 2) · q8_0 activations.
+template <int Kind>
+ATTNSCOPE_INTEGER_DOT_TARGET void tile_q8_0_family(const IntegerDotTile& in, Out& out) {
+  const std::size_t block_bytes = Kind == 0 ? q8_0_block_bytes : Kind == 1 ? q4_0_block_bytes : q5_0_block_bytes;
   const i16x16 ones = x86::broadcast16_i16(1);
-  const u8x32 low_nibbles = bytes_of(15), eight = bytes_of(8);
+  const u8x32 low_nibbles = bytes_of(15), eight = bytes_of(8), sixteen = bytes_of(16);
   f32x8 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = x86::broadcast8(0.0f);
@@ -103,10 +104,12 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_q8_0_or_q4_0(const IntegerDotTile& in, Ou
     for (int j = 0; j < NR; ++j) {
       const unsigned char* block = in.w[j] + static_cast<std::size_t>(b) * block_bytes;
       weight_scales[j] = x86::broadcast8(half_to_float(block));
-      if (Q4) {
+      if (Kind == 1) {
         const u8x16 packed = x86::load_bytes16(block + 2);
         const u8x16 low = packed & x86::half_of<0>(low_nibbles), high = (packed >> 4) & x86::half_of<0>(low_nibbles);
         weights[j] = x86::join(low, high) - eight;  // nibble − 8 as a signed byte
+      } else if (Kind == 2) {  // nibble | fifth bit · 16, − 16 as a signed byte
+        weights[j] = (avx2_dequantize::split_nibbles(block + 6) | avx2_dequantize::fifth_bits(block + 2)) - sixteen;
       } else {
         weights[j] = x86::load_bytes32(block + 2);
       }
@@ -263,8 +266,9 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_q6_k(const IntegerDotTile& in, Out& out) 
 template <int = 0>
 ATTNSCOPE_INTEGER_DOT_TARGET void tile(StoredFloat format, const IntegerDotTile& in, Out& out) {
   switch (format) {
-    case StoredFloat::q8_0: tile_q8_0_or_q4_0<false>(in, out); return;
-    case StoredFloat::q4_0: tile_q8_0_or_q4_0<true>(in, out); return;
+    case StoredFloat::q8_0: tile_q8_0_family<0>(in, out); return;
+    case StoredFloat::q4_0: tile_q8_0_family<1>(in, out); return;
+    case StoredFloat::q5_0: tile_q8_0_family<2>(in, out); return;
     case StoredFloat::q4_k: tile_q4_q5_k<false>(in, out); return;
     case StoredFloat::q5_k: tile_q4_q5_k<true>(in, out); return;
     case StoredFloat::q6_k: tile_q6_k(in, out); return;

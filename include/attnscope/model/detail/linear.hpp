@@ -17,6 +17,14 @@
 // storage format holding the same values (a bfloat16 W gives the bits of its widened float32 copy).
 // tests/model/test_weight_storage.cpp checks these bits and the float32 error bound against Eigen's product. Eigen's
 // fallback and cblas_sgemm block the depth their own way: they agree with it within float32 rounding.
+//
+// MatmulMode::llama_cpp (model/forward_options.hpp) changes the product for the weight formats llama.cpp's CPU
+// backend multiplies by integer dot products and attnscope implements (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K): x is rounded
+// to 8 bits per block as ggml rounds it (kernels/quantize_activations.hpp) and multiplied by kernels::integer_dot_xwt,
+// ggml's integer dot products and float32 scaling; y += x·Wᵀ adds the rounded product. Every other format (float32,
+// float16, bfloat16, the block formats without an integer kernel here) keeps the exact product in both modes: for
+// float16 llama.cpp rounds the activations to float16 instead, but attnscope's float32 product of float16 weights is
+// already faster than llama.cpp's, so the exact path serves both.
 #pragma once
 
 #include <algorithm>
@@ -30,8 +38,11 @@
 #include "attnscope/core/parallel.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/gemm.hpp"
+#include "attnscope/kernels/integer_dot.hpp"
+#include "attnscope/kernels/quantize_activations.hpp"
 #include "attnscope/kernels/widen.hpp"
 #include "attnscope/model/detail/blas.hpp"
+#include "attnscope/model/forward_options.hpp"
 #include "attnscope/model/weights.hpp"
 
 namespace attnscope::model::detail {
@@ -130,9 +141,38 @@ bool packed_product(Out&& out, const RowMatrixView<Scalar>& a, const RowMatrixVi
   }
 }
 
+/// out (+)= x·Wᵀ by llama.cpp's integer dot products (MatmulMode::llama_cpp, see the header comment), setting
+/// out_finite to whether every element of out is finite; returns false (nothing computed) when W's format has no
+/// integer kernel. Throws attnscope::invalid_argument naming the weight for a non-finite activation (8-bit integers
+/// cannot carry it).
+template <bool Add, class Out>
+bool integer_dot_linear(Out& out, const RowMatrixView<float>& x, const WeightMatrix& w, bool& out_finite) {
+  if (!kernels::integer_dot_supported(w.format()) || w.transposed()) return false;
+  if (!x.allFinite())
+    attnscope::detail::throw_invalid_argument("linear", "the activations multiplied by weight '", w.name(),
+                                              "' (llama.cpp matmul) hold a non-finite value");
+  thread_local kernels::QuantizedActivations quantized;  // (a RowMatrixView's rows are contiguous)
+  kernels::quantize_activations(x.data(), x.rows(), x.cols(), x.outerStride(),
+                                kernels::integer_dot_activation_format(w.format()), quantized);
+  using Target = std::decay_t<Out>;
+  if constexpr (Target::IsRowMajor) {
+    if (out.innerStride() == 1) {
+      out_finite = kernels::integer_dot_xwt<Add>(quantized, stored_weights(w), out.data(), out.outerStride());
+      return true;
+    }
+  }
+  RowMatrix<float> product(x.rows(), w.rows());
+  kernels::integer_dot_xwt<false>(quantized, stored_weights(w), product.data(), product.cols());
+  if (Add) out += product;
+  else out = product;
+  out_finite = out.allFinite();
+  return true;
+}
+
 /// out (+)= x·Wᵀ (see the header comment). out is rows(x) × rows(W); x is rows × cols(W).
 template <bool Add, class Out, class Derived>
-void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, const WeightMatrix& w) {
+void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, const WeightMatrix& w,
+                    MatmulMode mode = MatmulMode::exact) {
   const char* fn = "linear";
   if (x_expression.cols() != w.cols() || out.rows() != x_expression.rows() || out.cols() != w.rows())
     attnscope::detail::throw_invalid_argument(fn, "x is ", x_expression.rows(), "x", x_expression.cols(), ", weight '",
@@ -142,7 +182,9 @@ void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, c
   const Index out_features = w.rows(), width = panel_width(w.cols());
   const Index panels = std::max<Index>(1, out_features / width);  // the last panel takes the remainder (< 2·width)
   bool packed = false, out_finite = true;
-  if (w.format() == kernels::StoredFloat::float32 && blas_linear<Add>(out, x, w)) {
+  if (mode == MatmulMode::llama_cpp && integer_dot_linear<Add>(out, x, w, out_finite)) {
+    packed = true;  // llama.cpp's integer dot products computed it, and checked out's elements as they were written
+  } else if (w.format() == kernels::StoredFloat::float32 && blas_linear<Add>(out, x, w)) {
     // the optional BLAS backend (model/detail/blas.hpp, ATTNSCOPE_BLAS) computed it
   } else if (packed_linear<Add>(out, x, w, out_finite)) {
     packed = true;  // attnscope's packed GEMM computed it, and checked out's elements as it wrote them
@@ -164,22 +206,25 @@ void linear_product(Out&& out, const Eigen::MatrixBase<Derived>& x_expression, c
 
 /// x·Wᵀ (rows of x are tokens; W is out × in): a new rows × out matrix.
 template <class Scalar, class Derived>
-RowMatrix<Scalar> linear(const Eigen::MatrixBase<Derived>& x, const WeightMatrix& w) {
+RowMatrix<Scalar> linear(const Eigen::MatrixBase<Derived>& x, const WeightMatrix& w,
+                         MatmulMode mode = MatmulMode::exact) {
   RowMatrix<Scalar> y(x.rows(), w.rows());
-  linear_product<false>(y, x, w);
+  linear_product<false>(y, x, w, mode);
   return y;
 }
 
 /// out = x·Wᵀ into an existing block of the right shape.
 template <class Out, class Derived>
-void linear_into(Out&& out, const Eigen::MatrixBase<Derived>& x, const WeightMatrix& w) {
-  linear_product<false>(out, x, w);
+void linear_into(Out&& out, const Eigen::MatrixBase<Derived>& x, const WeightMatrix& w,
+                 MatmulMode mode = MatmulMode::exact) {
+  linear_product<false>(out, x, w, mode);
 }
 
 /// out += x·Wᵀ (the residual update of a block's output projection).
 template <class Out, class Derived>
-void linear_add(Out&& out, const Eigen::MatrixBase<Derived>& x, const WeightMatrix& w) {
-  linear_product<true>(out, x, w);
+void linear_add(Out&& out, const Eigen::MatrixBase<Derived>& x, const WeightMatrix& w,
+                MatmulMode mode = MatmulMode::exact) {
+  linear_product<true>(out, x, w, mode);
 }
 
 /// Row r of out = row tokens[r] of the embedding table W (vocab × dim), widened to float32. Throws
