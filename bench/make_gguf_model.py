@@ -9,7 +9,14 @@ tests/fixtures/gguf_format.py's Q4_K and Q6_K quantizers) and every tensor is th
 block offset (each block is a valid quantization of normal values; blocks are not independent across tensors).
 Needs numpy. Usage:
 
-    bench/make_gguf_model.py FILE.gguf [--layers N] [--seed S]
+    bench/make_gguf_model.py FILE.gguf [--layers N] [--seed S] [--shape 8b|1b] [--type Q4_K_M|Q8_0]
+
+--shape 1b gives Llama-3.2-1B's shapes (16 layers, hidden 2048, 32 heads, 8 key/value heads, MLP 8192, vocabulary
+128256, output head tied to token_embd), for the side-by-side with llama.cpp (bench/llamacpp_side_by_side.sh).
+--type Q4_K_M follows llama.cpp's Q4_K_M choice (llama_tensor_get_type in src/llama-quant.cpp): Q4_K matrices,
+(with --shape 1b) attn_v and ffn_down Q6_K in the layers where use_more_bits holds (the first and last eighth and
+every third layer between), the output head (token_embd when tied) Q6_K; --type Q8_0 makes every matrix Q8_0. The 1b file says
+tokenizer.ggml.model = "no_vocab" (llama.cpp then reads the vocabulary size from llama.vocab_size).
 """
 import argparse
 import os
@@ -29,38 +36,53 @@ def main():
     parser.add_argument("path")
     parser.add_argument("--layers", type=int, default=32)
     parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument("--shape", choices=["8b", "1b"], default="8b")
+    parser.add_argument("--type", choices=["Q4_K_M", "Q8_0"], default="Q4_K_M")
     args = parser.parse_args()
-    d, f, v, heads, kv_heads = 4096, 14336, 128256, 32, 8
+    if args.shape == "1b":
+        d, f, v, heads, kv_heads, tied, name = 2048, 8192, 128256, 32, 8, True, "random Llama-3.2-1B shapes"
+    else:
+        d, f, v, heads, kv_heads, tied, name = 4096, 14336, 128256, 32, 8, False, "random Llama-3-8B shapes"
     head = d // heads
     kv = head * kv_heads
     rng = np.random.default_rng(args.seed)
     pools = {}
-    for t in ("Q4_K", "Q6_K"):
+    for t in (("Q8_0",) if args.type == "Q8_0" else ("Q4_K", "Q6_K")):
         x = (rng.standard_normal((POOL_BLOCKS, 256)) * 0.02).astype(np.float32)
-        pools[t] = np.frombuffer(g.quantize(x, t), dtype=np.uint8).reshape(POOL_BLOCKS, -1)
+        pools[t] = np.frombuffer(g.quantize(x, t), dtype=np.uint8).reshape(-1, g.GGML_TYPES[t][2])
 
     def tiled(type_name, shape):
-        blocks = shape[0] * shape[1] // 256
-        start = int(rng.integers(0, POOL_BLOCKS))
-        index = (start + np.arange(blocks)) % POOL_BLOCKS
+        blocks = shape[0] * shape[1] // g.GGML_TYPES[type_name][1]
+        start = int(rng.integers(0, len(pools[type_name])))
+        index = (start + np.arange(blocks)) % len(pools[type_name])
         return pools[type_name][index].tobytes()
 
+    def more_bits(layer):  # llama-quant.cpp use_more_bits
+        return layer < args.layers // 8 or layer >= 7 * args.layers // 8 or (layer - args.layers // 8) % 3 == 2
+
+    matrix = "Q8_0" if args.type == "Q8_0" else "Q4_K"
+    head_type = "Q8_0" if args.type == "Q8_0" else "Q6_K"
     ones = np.ones(d, dtype=np.float32).tobytes()
-    tensors = [("token_embd.weight", (v, d), "Q4_K", None)]
+    tensors = [("token_embd.weight", (v, d), head_type if tied else matrix, None)]
     for layer in range(args.layers):
         at = "blk.%d." % layer
-        tensors += [(at + "attn_norm.weight", (d,), "F32", ones), (at + "attn_q.weight", (d, d), "Q4_K", None),
-                    (at + "attn_k.weight", (kv, d), "Q4_K", None), (at + "attn_v.weight", (kv, d), "Q4_K", None),
-                    (at + "attn_output.weight", (d, d), "Q4_K", None), (at + "ffn_norm.weight", (d,), "F32", ones),
-                    (at + "ffn_gate.weight", (f, d), "Q4_K", None), (at + "ffn_up.weight", (f, d), "Q4_K", None),
-                    (at + "ffn_down.weight", (d, f), "Q4_K", None)]
-    tensors += [("output_norm.weight", (d,), "F32", ones), ("output.weight", (v, d), "Q6_K", None)]
-    metadata = [("general.architecture", g.STRING, "llama"), ("general.name", g.STRING, "random Llama-3-8B shapes"),
+        more = head_type if args.shape == "1b" and args.type == "Q4_K_M" and more_bits(layer) else matrix
+        tensors += [(at + "attn_norm.weight", (d,), "F32", ones), (at + "attn_q.weight", (d, d), matrix, None),
+                    (at + "attn_k.weight", (kv, d), matrix, None), (at + "attn_v.weight", (kv, d), more, None),
+                    (at + "attn_output.weight", (d, d), matrix, None), (at + "ffn_norm.weight", (d,), "F32", ones),
+                    (at + "ffn_gate.weight", (f, d), matrix, None), (at + "ffn_up.weight", (f, d), matrix, None),
+                    (at + "ffn_down.weight", (d, f), more, None)]
+    tensors += [("output_norm.weight", (d,), "F32", ones)]
+    if not tied:
+        tensors += [("output.weight", (v, d), head_type, None)]
+    metadata = [("general.architecture", g.STRING, "llama"), ("general.name", g.STRING, name),
                 ("llama.context_length", g.UINT32, 8192), ("llama.embedding_length", g.UINT32, d),
                 ("llama.block_count", g.UINT32, args.layers), ("llama.feed_forward_length", g.UINT32, f),
                 ("llama.attention.head_count", g.UINT32, heads), ("llama.attention.head_count_kv", g.UINT32, kv_heads),
                 ("llama.attention.layer_norm_rms_epsilon", g.FLOAT32, 1e-5),
                 ("llama.rope.freq_base", g.FLOAT32, 500000.0), ("llama.vocab_size", g.UINT32, v)]
+    if args.shape == "1b":
+        metadata.append(("tokenizer.ggml.model", g.STRING, "no_vocab"))
     # header and tensor infos first (offsets from the sizes), then the data, one tensor at a time
     alignment = 32
     header = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata)))
