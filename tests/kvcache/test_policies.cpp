@@ -194,7 +194,8 @@ TEST_CASE("kvcache largest_ranks and sums_of_largest agree with a full sort, tie
       CHECK(chosen == expected);
     }
     const std::vector<Index> sizes = {count, small, keys + 5, small};
-    kvcache::detail::sums_of_largest(weights.data(), keys, sizes, ranks, sample, sums);
+    std::vector<float> selected;
+    kvcache::detail::sums_of_largest(weights.data(), keys, sizes, selected, sample, sums);
     for (std::size_t s = 0; s < sizes.size(); ++s) {
       double expected = 0;
       for (Index t = 0; t < std::min(sizes[s], keys); ++t) expected += weights[static_cast<std::size_t>(order[static_cast<std::size_t>(t)])];

@@ -37,6 +37,10 @@
 #include "attnscope/stream/attention.hpp"
 #include "attnscope/stream/statistics_types.hpp"
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 namespace attnscope::kvcache {
 
 /// Settings of simulate_layer besides the attention's.
@@ -176,12 +180,12 @@ std::vector<PolicyLayerResult> simulate_layer(const Eigen::MatrixBase<DerivedQ>&
 
   // per query: the caches' keys, membership stamps for the complement, the rows handed to a policy, the oracle sizes
   std::vector<Index> cache_keys;
-  std::vector<std::uint64_t> stamp(static_cast<std::size_t>(length), 0), ranks;
+  std::vector<std::uint64_t> stamp(static_cast<std::size_t>(length), 0);
   std::uint64_t current_stamp = 0;
   QueryRows rows;
   std::vector<std::vector<Index>> sizes_of_head(static_cast<std::size_t>(heads));
   std::vector<double> largest;
-  std::vector<float> sample;
+  std::vector<float> sample, selected;
   Vector<double> value_sum(value_size);
 
   // kept/lost mass and output error of head h (strip row t, KV head g) for the cache `cached`; the complement is
@@ -229,6 +233,14 @@ std::vector<PolicyLayerResult> simulate_layer(const Eigen::MatrixBase<DerivedQ>&
   };
 
   const Index block_rows = options.block_rows;
+  // one buffer of double weights per thread (the heads of a block run in parallel)
+#if defined(_OPENMP)
+  std::vector<std::vector<double>> weight_buffers(static_cast<std::size_t>(std::max(1, omp_get_max_threads())));
+  const auto thread_index = [] { return omp_get_thread_num(); };
+#else
+  std::vector<std::vector<double>> weight_buffers(1);
+  const auto thread_index = [] { return 0; };
+#endif
   for (Index block_start = 0; block_start < length; block_start += block_rows) {
     const Index block = std::min(block_rows, length - block_start), key_count = block_start + block;
     const bool block_evaluated = key_count > first;
@@ -246,11 +258,21 @@ std::vector<PolicyLayerResult> simulate_layer(const Eigen::MatrixBase<DerivedQ>&
       stream::attention_into<float>(q.block(block_start, h * dimension, block, dimension),
                                     k.block(0, g * dimension, key_count, dimension), no_values.topRows(key_count),
                                     stream::RowMatrixSpan<float>(unused_output), strip_options, capture);
-      const RowMatrix<double> weights = strips[slot].middleCols(first_key, key_count - first_key).cast<double>();
+      // the weights in double, laid out block × keys row-major = keys × block column-major (Wᵀ), and the outputs as
+      // Oᵀ = Vᵀ Wᵀ: both operands column-major, so that the GEMM packs contiguous panels
+      const Index run = key_count - first_key;
+      std::vector<double>& buffer = weight_buffers[static_cast<std::size_t>(thread_index())];
+      buffer.resize(static_cast<std::size_t>(block * run));
+      Eigen::Map<RowMatrix<double>> weights(buffer.data(), block, run);
+      weights = strips[slot].middleCols(first_key, run).cast<double>();
       totals[slot] = weights.rowwise().sum();
-      if (block_evaluated)
-        outputs[slot].noalias() =
-            weights * values_double.block(first_key, g * value_size, key_count - first_key, value_size);
+      if (!block_evaluated) return;
+      outputs[slot].resize(block, value_size);
+      const Eigen::Map<const Eigen::MatrixXd, 0, Eigen::OuterStride<>> values_transposed(
+          values_double.data() + first_key * values_double.cols() + g * value_size, value_size, run,
+          Eigen::OuterStride<>(values_double.cols()));
+      Eigen::Map<Eigen::MatrixXd> outputs_transposed(outputs[slot].data(), value_size, block);
+      outputs_transposed.noalias() = values_transposed * Eigen::Map<const Eigen::MatrixXd>(buffer.data(), run, block);
     });
 
     for (Index t = 0; t < block; ++t) {
@@ -302,7 +324,7 @@ std::vector<PolicyLayerResult> simulate_layer(const Eigen::MatrixBase<DerivedQ>&
         const std::vector<Index>& sizes = sizes_of_head[static_cast<std::size_t>(h)];
         const bool all_kept = std::all_of(sizes.begin(), sizes.end(), [&](Index size) { return size >= n; });
         if (all_kept) continue;  // oracle_lost_mass stays 0
-        detail::sums_of_largest(strips[static_cast<std::size_t>(h)].row(t).data(), n, sizes, ranks, sample, largest);
+        detail::sums_of_largest(strips[static_cast<std::size_t>(h)].row(t).data(), n, sizes, selected, sample, largest);
         const double total = totals[static_cast<std::size_t>(h)](t);
         for (std::size_t p = 0; p < sizes.size(); ++p)
           results[p].oracle_lost_mass(h, column) = sizes[p] >= n ? 0.0 : std::max(0.0, (total - largest[p]) / total);

@@ -76,22 +76,39 @@ inline Index largest_ranks(const float* weights, Index keys, Index count, std::v
 }
 
 /// For each size c of `sizes` (any order), the sum of the c largest of weights[0..keys) (all of them when c ≥ keys),
-/// into `largest` in the order of sizes. Selections nest (the largest size first, each next one inside the previous
-/// front), so the row is scanned once.
+/// into `largest` in the order of sizes. Only the values matter here (ties do not change a sum), so the selections run
+/// on the weights themselves: the row filtered as in largest_ranks for the largest size, then nested selections (the
+/// largest size first, each next one inside the previous front), so the row is scanned once.
 inline void sums_of_largest(const float* weights, Index keys, const std::vector<Index>& sizes,
-                            std::vector<std::uint64_t>& ranks, std::vector<float>& sample,
-                            std::vector<double>& largest) {
+                            std::vector<float>& values, std::vector<float>& sample, std::vector<double>& largest) {
   std::vector<std::size_t> order(sizes.size());
   for (std::size_t s = 0; s < sizes.size(); ++s) order[s] = s;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sizes[a] > sizes[b]; });
   largest.assign(sizes.size(), 0.0);
   if (sizes.empty()) return;
   const Index widest = std::min(sizes[order.front()], keys);
-  Index front = largest_ranks(weights, keys, widest, ranks, sample);
+  constexpr Index stride = 8;
+  bool filtered = false;
+  if (widest * 4 < keys && keys >= 256) {
+    sample.clear();
+    for (Index j = 0; j < keys; j += stride) sample.push_back(weights[j]);
+    const Index position = std::min<Index>(static_cast<Index>(sample.size()), (widest + 3) / 4) - 1;
+    std::nth_element(sample.begin(), sample.begin() + position, sample.end(), std::greater<float>());
+    const float threshold = sample[static_cast<std::size_t>(position)];
+    if (threshold > 0) {
+      values.clear();
+      for (Index j = 0; j < keys; ++j)
+        if (weights[j] >= threshold) values.push_back(weights[j]);
+      filtered = static_cast<Index>(values.size()) >= widest;
+    }
+  }
+  if (!filtered) values.assign(weights, weights + keys);
+  Index front = static_cast<Index>(values.size());
   std::vector<Index> counts;
   for (const std::size_t s : order) {
     const Index count = std::min(sizes[s], keys);
-    select_largest(ranks, count, std::min(front, widest));
+    if (count > 0 && count < front)
+      std::nth_element(values.begin(), values.begin() + (count - 1), values.begin() + front, std::greater<float>());
     front = count;
     counts.push_back(count);
   }
@@ -99,7 +116,7 @@ inline void sums_of_largest(const float* weights, Index keys, const std::vector<
   double sum = 0;
   Index summed = 0;
   for (std::size_t t = order.size(); t-- > 0;) {
-    for (; summed < counts[t]; ++summed) sum += static_cast<double>(rank_weight(ranks[static_cast<std::size_t>(summed)]));
+    for (; summed < counts[t]; ++summed) sum += static_cast<double>(values[static_cast<std::size_t>(summed)]);
     largest[order[t]] = sum;
   }
 }
