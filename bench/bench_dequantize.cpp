@@ -1,5 +1,7 @@
-// Widening and dequantization of stored weights (kernels/widen.hpp, kernels/dequantize.hpp): the scalar references
-// (widen_reference) against the dispatched kernels (widen: AVX2 + F16C where the CPU has it), per format, in one run.
+// Widening and dequantization of stored weights (kernels/widen.hpp, kernels/dequantize.hpp,
+// kernels/dequantize_iq.hpp): the scalar references (widen_reference) against the dispatched kernels (widen: AVX2 +
+// F16C where the CPU has it), per format, in one run; the codebook and ternary formats (IQ4_NL … IQ1_M, scalar only)
+// once each, to be read as ratios to Q4_K's widen and widen_reference of the same run.
 // The work is that of the model's panel packing: a weight of 2²² elements (rows of 4096) read row by row from memory
 // and widened into one float32 row buffer that stays in L1. Random bytes with finite scales (the speed of the integer
 // and float work does not depend on the values). Items are elements; bytes are the stored bytes read.
@@ -7,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -20,6 +23,28 @@ using attnscope::kernels::StoredFloat;
 
 constexpr Index dequantize_bench_row = 4096, dequantize_bench_rows = 1024;
 
+/// The codebook and ternary formats: every block's scale set to a normal value (random scales would make
+/// subnormal and infinite results, which some CPUs process slowly): the fp16 d = 0.01, IQ1_M's four nibbles of it,
+/// MXFP4's E8M0 byte 120.
+void set_codebook_scales(StoredFloat format, std::vector<unsigned char>& bytes) {
+  if (static_cast<int>(format) < static_cast<int>(StoredFloat::iq4_nl)) return;
+  const std::size_t block = attnscope::kernels::stored_block_bytes(format);
+  const Eigen::half d(0.01f);
+  std::uint16_t bits;
+  std::memcpy(&bits, &d, 2);
+  for (std::size_t at = 0; at + block <= bytes.size(); at += block) {
+    unsigned char* b = bytes.data() + at;
+    if (format == StoredFloat::mxfp4) {
+      b[0] = 120;
+    } else if (format == StoredFloat::iq1_m) {
+      for (int k = 0; k < 4; ++k)
+        b[49 + 2 * k] = static_cast<unsigned char>((b[49 + 2 * k] & 0x0f) | (((bits >> (4 * k)) & 15) << 4));
+    } else {
+      std::memcpy(b + (format == StoredFloat::tq1_0 ? 52 : format == StoredFloat::tq2_0 ? 64 : 0), &bits, 2);
+    }
+  }
+}
+
 /// Random stored bytes of `format` for rows × 4096 elements, with every fp16 / float32 scale set to a finite value.
 std::vector<unsigned char> dequantize_bench_bytes(StoredFloat format) {
   std::vector<unsigned char> bytes(attnscope::kernels::stored_bytes(format, dequantize_bench_row * dequantize_bench_rows));
@@ -31,6 +56,7 @@ std::vector<unsigned char> dequantize_bench_bytes(StoredFloat format) {
   if (format == StoredFloat::float32) {
     for (std::size_t i = 3; i < bytes.size(); i += 4) bytes[i] &= 0x3f;
   }
+  set_codebook_scales(format, bytes);
   return bytes;
 }
 
@@ -50,8 +76,11 @@ void widen_rows(benchmark::State& state, StoredFloat format) {
   }
   state.SetItemsProcessed(state.iterations() * dequantize_bench_row * dequantize_bench_rows);
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes.size()));
-  state.SetLabel(std::string(attnscope::kernels::stored_float_name(format)) + " " +
-                 (Reference ? "scalar reference" : attnscope::kernels::dequantize_dispatch_target()));
+  const auto& info = attnscope::kernels::stored_format_info(format);
+  const bool scalar_only = info.reference != nullptr && info.reference == info.dispatched;
+  state.SetLabel(std::string(info.name) + " " +
+                 (Reference ? "scalar reference"
+                  : scalar_only ? "scalar (no SIMD path)" : attnscope::kernels::dequantize_dispatch_target()));
 }
 
 void register_dequantize_benchmarks() {
@@ -61,6 +90,12 @@ void register_dequantize_benchmarks() {
     const std::string name = attnscope::kernels::stored_float_name(format);
     benchmark::RegisterBenchmark(("widen_reference/" + name).c_str(), widen_rows<true>, format)
         ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("widen/" + name).c_str(), widen_rows<false>, format)->Unit(benchmark::kMillisecond);
+  }
+  for (StoredFloat format : {StoredFloat::iq4_nl, StoredFloat::iq4_xs, StoredFloat::mxfp4, StoredFloat::tq1_0,
+                             StoredFloat::tq2_0, StoredFloat::iq2_xxs, StoredFloat::iq2_xs, StoredFloat::iq2_s,
+                             StoredFloat::iq3_xxs, StoredFloat::iq3_s, StoredFloat::iq1_s, StoredFloat::iq1_m}) {
+    const std::string name = attnscope::kernels::stored_float_name(format);
     benchmark::RegisterBenchmark(("widen/" + name).c_str(), widen_rows<false>, format)->Unit(benchmark::kMillisecond);
   }
 }

@@ -38,8 +38,9 @@ inline int grid_byte(Word entry, int j) {
   return static_cast<int>((entry >> (8 * j)) & 0xff);
 }
 
-/// ±1 for bit j of a sign byte (set: negative), as ggml multiplies by it.
-inline float sign_of_bit(int signs, int j) { return (signs >> j) & 1 ? -1.0f : 1.0f; }
+/// ±1 for bit j of a sign byte (set: negative), as ggml multiplies by it; computed without a branch (random sign
+/// bits would mispredict every other element).
+inline float sign_of_bit(int signs, int j) { return 1.0f - 2.0f * static_cast<float>((signs >> j) & 1); }
 
 /// One run of 8 elements of a lattice format: y_j = (scale·g_j)·(±1), g_j byte j of `point`, negative where bit j
 /// of `signs` is set.
