@@ -107,7 +107,7 @@ std::string kvsim_html(const std::vector<KvsimHeadSummary>& rows, const std::vec
   std::ostringstream page;
   page << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>attnscope kvsim: "
        << html_escape(source) << "</title>\n<style>" << analysis::detail::html_page_style()
-       << "\ntd.heat{text-align:center;min-width:6em;color:#111}</style></head><body>\n<h1>Attention lost under KV-cache "
+       << "\ntd.heat{text-align:center;min-width:6em;color:#111}#heatmap th{max-width:none;white-space:nowrap}</style></head><body>\n<h1>Attention lost under KV-cache "
           "policies</h1>\n<p class=\"source\">"
        << html_escape(source) << ", " << queries
        << " evaluated queries (open-loop)</p>\n<p class=\"note\">Each cell: the head's mean lost attention mass "
@@ -146,6 +146,7 @@ int command_kvsim(int argc, char** argv) {
     throw usage_error("give the model with --model DIR|FILE.gguf or --checkpoint FILE");
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".npz")) throw usage_error("--out must end in .npz: " + out);
+  check_output_options(arguments, {"out", "csv", "html"});
   const std::vector<std::string> texts = arguments.get_all("policy");
   if (texts.empty()) throw usage_error("give at least one --policy SPEC (e.g. streaming:sink=4,recent=60)");
   std::vector<kvcache::Policy> policies;
@@ -277,10 +278,11 @@ int command_kvsim(int argc, char** argv) {
     arrays.emplace_back(prefix + ".cache_size", io::Array::from_vector(sizes[p], kv_shape));
   }
   write_arrays_with_run_options(out, std::move(arrays), run);
-  if (arguments.has("csv")) io::write_file(arguments.get("csv"), kvsim_csv(summary, specs));
+  if (arguments.has("csv")) io::write_file(arguments.get("csv"), kvsim_csv(summary, specs), temporary_files());
   if (arguments.has("html"))
     io::write_file(arguments.get("html"),
-                   kvsim_html(summary, specs, model_path + ", " + std::to_string(length) + " tokens", evaluated));
+                   kvsim_html(summary, specs, model_path + ", " + std::to_string(length) + " tokens", evaluated),
+                   temporary_files());
 
   // stdout: per policy the mean over heads and the head that loses most
   std::printf("%-40s %10s %10s %10s %12s\n", "policy", "mean_lost", "oracle_gap", "out_error", "worst_head");
