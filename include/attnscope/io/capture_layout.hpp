@@ -8,16 +8,9 @@
 //   layer{i}.scores                      [heads, L, L] scaled scores q·k/√d, masked entries −inf
 //   layer{i}.attention                   [heads, L, L] row = query, masked entries 0
 //   layer{i}.head_output                 [heads, L, head_size]
-// plus `tokens` [L] int32, `logits` [L, vocab] float32 and `hidden_states` [layers + 1, L, dim].
-// Layout version 2 adds, for models that have them:
-//   layer{i}.learned_sink                [heads, L] float32: each row's share σ of a learned sink logit (gpt-oss);
-//                                        layer{i}.attention then holds the weights over real keys, rows summing to 1 − σ
-//   layer{i}.router_logits               [L, experts] float32 (Mixture-of-Experts layers)
-//   layer{i}.experts                     [L, k] int32: the k experts of each token, by descending router logit
-//   layer{i}.expert_weights              [L, k] float32: their routing weights
-// A version-1 file reads as before (it has none of these). The version is recorded under capture_layout_key: a
-// safetensors __metadata__ entry, and in an NPZ (which has no metadata) an int32 array [1] of that name. A file
-// without it is read as version 1.
+// plus `tokens` [L] int32, `logits` [L, vocab] float32 and `hidden_states` [layers + 1, L, dim]. The version is
+// recorded under capture_layout_key: a safetensors __metadata__ entry, and in an NPZ (which has no metadata) an
+// int32 array [1] of that name. A file without it is read as version 1.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +29,7 @@
 namespace attnscope::io {
 
 /// The capture layout version this library writes; it reads versions 1..capture_layout_version.
-inline constexpr int capture_layout_version = 2;
+inline constexpr int capture_layout_version = 1;
 /// The safetensors metadata key, and the NPZ array name, holding the layout version.
 inline constexpr const char* capture_layout_key = "attnscope_capture_layout";
 
@@ -48,10 +41,6 @@ inline constexpr const char* v = "v";
 inline constexpr const char* scores = "scores";
 inline constexpr const char* attention = "attention";
 inline constexpr const char* head_output = "head_output";
-inline constexpr const char* learned_sink = "learned_sink";
-inline constexpr const char* router_logits = "router_logits";
-inline constexpr const char* experts = "experts";
-inline constexpr const char* expert_weights = "expert_weights";
 inline constexpr const char* tokens = "tokens";
 inline constexpr const char* logits = "logits";
 inline constexpr const char* hidden_states = "hidden_states";
@@ -180,12 +169,10 @@ inline std::vector<QueryKeyLayer> query_key_layers(const ArrayFile& file) {
 /// Writes capture arrays with the layout version: a .safetensors path gets it in the metadata (with `metadata`),
 /// a .npz path as the array capture_layout_key (NPZ has no metadata, so `metadata` is not stored). `arrays` must
 /// not already hold that name. Throws attnscope::invalid_argument for a clashing name or another extension
-/// (write_array_file), io_error when the file cannot be written. The file is replaced whole or not at all
-/// (`listener` hears of its temporary file, io/atomic_file.hpp).
+/// (write_array_file), io_error when the file cannot be written.
 inline void write_capture_file(const std::string& path, NamedArrays arrays,
                                std::map<std::string, std::string> metadata = {},
-                               Compression compression = Compression::stored,
-                               TemporaryFileListener* listener = nullptr) {
+                               Compression compression = Compression::stored) {
   for (const auto& entry : arrays)
     if (entry.first == capture_layout_key)
       detail::throw_invalid_argument("write_capture_file", "the array name ", capture_layout_key,
@@ -193,7 +180,7 @@ inline void write_capture_file(const std::string& path, NamedArrays arrays,
   const bool safetensors = path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
   if (safetensors) metadata[capture_layout_key] = std::to_string(capture_layout_version);
   else arrays.emplace_back(capture_layout_key, Array::from_vector(std::vector<std::int32_t>{capture_layout_version}, {1}));
-  write_array_file(path, arrays, metadata, compression, listener);
+  write_array_file(path, arrays, metadata, compression);
 }
 
 /// A paragraph describing the capture layout, for usage texts and messages.
