@@ -6,9 +6,12 @@
 //
 // Prints one line per repeat, "seconds S", each a fresh context (empty cache) decoding tokens 1..TOKENS (ids
 // t mod vocab) in one batch with logits for the last token only; LOGITS.f32 gets that row (float32, vocab values).
+// With PEER_KV_F32=1 in the environment the key/value cache is float32 instead of llama.cpp's default float16 (for
+// comparing logits with attnscope, whose attention is float32).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "ggml-backend.h"
@@ -48,6 +51,8 @@ int main(int argc, char** argv) {
     context_params.n_threads = context_params.n_threads_batch = threads;
     context_params.flash_attn_type = flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     context_params.no_perf = true;
+    if (const char* kv = std::getenv("PEER_KV_F32"); kv != nullptr && std::string(kv) == "1")
+      context_params.type_k = context_params.type_v = GGML_TYPE_F32;
     llama_context* context = llama_init_from_model(model, context_params);
     if (context == nullptr) {
       std::fprintf(stderr, "cannot create a context\n");
