@@ -24,6 +24,7 @@ using attnscope::model::ForwardResult;
 using attnscope::model::Transformer;
 using attnscope::testing::hf_fixture_folder;
 using attnscope::testing::hf_fixture_model;
+using attnscope::testing::fixture_with_config;
 
 const std::vector<std::string> family_fixtures = {"llama_rope", "smollm", "qwen3", "gemma2",
                                                   "gemma3",     "phi3",   "gpt_neox", "olmo2"};
@@ -50,18 +51,6 @@ ReferenceGap gap_to_reference(const Transformer& model, const attnscope::testing
                                                                                       reference.attention[layer][head]));
   }
   return gap;
-}
-
-// A scratch copy of a fixture with config.json fields replaced (null deletes the field).
-std::string fixture_with_config(const std::string& name, const std::string& case_name, const nlohmann::json& changes) {
-  const std::string folder = attnscope::testing::scratch_copy_of_fixture(name, case_name);
-  auto config = attnscope::testing::read_json_file(folder + "/config.json");
-  for (const auto& [key, value] : changes.items()) {
-    if (value.is_null()) config.erase(key);
-    else config[key] = value;
-  }
-  attnscope::testing::write_json_file(folder + "/config.json", config);
-  return folder;
 }
 
 // A scratch copy of a fixture with one more tensor stored in model.safetensors.

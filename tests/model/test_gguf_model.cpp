@@ -594,8 +594,13 @@ TEST_CASE("GGUF: loader errors name the file and the key or tensor", "[model][gg
   }
   {
     GgufDraft d = base();
+    d.set_text("llama.rope.scaling.type", "longrope");
+    CHECK_THAT(load_error(d, "longrope.gguf"), Contains("llama.rope.scaling.type' = 'longrope' is not supported"));
+  }
+  {
+    GgufDraft d = base();  // yarn needs its factor and trained length
     d.set_text("llama.rope.scaling.type", "yarn");
-    CHECK_THAT(load_error(d, "yarn.gguf"), Contains("llama.rope.scaling.type' = 'yarn' is not supported"));
+    CHECK_THAT(load_error(d, "yarn.gguf"), Contains("missing metadata key 'llama.rope.scaling.factor'"));
   }
   {
     GgufDraft d = base();

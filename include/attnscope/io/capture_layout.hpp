@@ -8,9 +8,16 @@
 //   layer{i}.scores                      [heads, L, L] scaled scores q·k/√d, masked entries −inf
 //   layer{i}.attention                   [heads, L, L] row = query, masked entries 0
 //   layer{i}.head_output                 [heads, L, head_size]
-// plus `tokens` [L] int32, `logits` [L, vocab] float32 and `hidden_states` [layers + 1, L, dim]. The version is
-// recorded under capture_layout_key: a safetensors __metadata__ entry, and in an NPZ (which has no metadata) an
-// int32 array [1] of that name. A file without it is read as version 1.
+// plus `tokens` [L] int32, `logits` [L, vocab] float32 and `hidden_states` [layers + 1, L, dim].
+// Layout version 2 adds, for models that have them:
+//   layer{i}.learned_sink                [heads, L] float32: each row's share σ of a learned sink logit (gpt-oss);
+//                                        layer{i}.attention then holds the weights over real keys, rows summing to 1 − σ
+//   layer{i}.router_logits               [L, experts] float32 (Mixture-of-Experts layers)
+//   layer{i}.experts                     [L, k] int32: the k experts of each token, by descending router logit
+//   layer{i}.expert_weights              [L, k] float32: their routing weights
+// A version-1 file reads as before (it has none of these). The version is recorded under capture_layout_key: a
+// safetensors __metadata__ entry, and in an NPZ (which has no metadata) an int32 array [1] of that name. A file
+// without it is read as version 1.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +36,7 @@
 namespace attnscope::io {
 
 /// The capture layout version this library writes; it reads versions 1..capture_layout_version.
-inline constexpr int capture_layout_version = 1;
+inline constexpr int capture_layout_version = 2;
 /// The safetensors metadata key, and the NPZ array name, holding the layout version.
 inline constexpr const char* capture_layout_key = "attnscope_capture_layout";
 
@@ -41,6 +48,10 @@ inline constexpr const char* v = "v";
 inline constexpr const char* scores = "scores";
 inline constexpr const char* attention = "attention";
 inline constexpr const char* head_output = "head_output";
+inline constexpr const char* learned_sink = "learned_sink";
+inline constexpr const char* router_logits = "router_logits";
+inline constexpr const char* experts = "experts";
+inline constexpr const char* expert_weights = "expert_weights";
 inline constexpr const char* tokens = "tokens";
 inline constexpr const char* logits = "logits";
 inline constexpr const char* hidden_states = "hidden_states";

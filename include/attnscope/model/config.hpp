@@ -54,6 +54,43 @@ inline bool is_gated(FeedForwardKind kind) {
   return kind == FeedForwardKind::swiglu || kind == FeedForwardKind::geglu_tanh;
 }
 
+/// How a Mixture-of-Experts router turns its logits r = W_r x (+ b_r) into the weights of the k experts a token uses.
+enum class RoutingKind {
+  softmax_then_top_k,  // w = softmax(r) over all experts, the k largest kept, optionally renormalised to sum 1
+                       // (Mixtral: always; Qwen3-MoE and OLMoE: norm_topk_prob)
+  top_k_then_softmax,  // the k largest logits, then w = softmax over those k only (gpt-oss)
+};
+
+/// The activation of an expert's (or a dense layer's) gated feed-forward.
+enum class ExpertActivation {
+  swiglu,          // silu(gate) ⊙ up (Mixtral, Qwen3-MoE, OLMoE)
+  clamped_swiglu,  // gpt-oss: g = min(gate, limit), u = clamp(up, −limit, limit), (u + 1) ⊙ g ⊙ σ(α·g)
+};
+
+/// The Mixture-of-Experts feed-forward of the sparse layers (Shazeer et al. 2017; Fedus et al. 2022): per token, a
+/// router picks k of the E experts, each a gated feed-forward of width expert_hidden_dim, and the layer's output is
+/// the routing-weighted sum of their outputs. experts = 0: every layer is dense.
+struct MixtureOfExperts {
+  int experts = 0;            // E
+  int experts_per_token = 0;  // k
+  int expert_hidden_dim = 0;  // the width of one expert's hidden layer
+  RoutingKind routing = RoutingKind::softmax_then_top_k;
+  bool renormalize = true;    // softmax_then_top_k: the k kept weights divided by their sum
+  bool router_bias = false;   // the router has a bias (gpt-oss)
+  bool expert_bias = false;   // the experts' projections have biases; the down bias is weighted with its expert
+  ExpertActivation activation = ExpertActivation::swiglu;
+  double swiglu_limit = 0;    // clamped_swiglu: the clamp (gpt-oss swiglu_limit, 7)
+  double swiglu_alpha = 1.702;  // clamped_swiglu: α of the sigmoid gate
+  bool interleaved_gate_up = false;  // the fused gate|up projection alternates gate and up outputs (gpt-oss)
+  // One entry per layer: true for a sparse (MoE) layer; empty with experts > 0 means every layer is sparse. Dense
+  // layers use the config's feed_forward with hidden_dim (Qwen3-MoE mlp_only_layers, decoder_sparse_step).
+  std::vector<bool> sparse_layers;
+
+  bool is_sparse(int layer) const {
+    return experts > 0 && (sparse_layers.empty() || sparse_layers[std::size_t(layer)]);
+  }
+};
+
 /// How RoPE's inverse frequencies are rescaled for long contexts (Hugging Face `rope_scaling.rope_type`).
 enum class RopeScalingKind {
   none,      // θ^(−2i/d)
@@ -112,6 +149,9 @@ struct TransformerConfig {
   double final_logit_softcap = 0;    // > 0: output logits c·tanh(z/c) (Gemma 2/3)
   float embedding_scale = 1;         // token embeddings are multiplied by it (Gemma: √dim, in float32)
   bool parallel_residual = false;    // x + attn(norm₁ x) + mlp(norm₂ x) from the same x (GPT-NeoX)
+  double clip_qkv = 0;               // > 0: q, k and v clamped to [−clip, clip] after their projections (OLMoE)
+  bool learned_sinks = false;        // one learned sink logit per head joins the softmax denominator (gpt-oss)
+  MixtureOfExperts moe;              // the sparse feed-forward (experts = 0: dense model)
 
   int head_size() const { return head_dim; }
   int rotary_size() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
@@ -194,6 +234,26 @@ inline std::string transformer_config_problem(const TransformerConfig& c) {
   }
   if (c.parallel_residual && c.norm_placement != NormPlacement::pre)
     return "parallel_residual needs norm_placement pre";
+  if (c.clip_qkv < 0 || !std::isfinite(c.clip_qkv))
+    return attnscope::detail::concat("clip_qkv = ", c.clip_qkv, " must be finite and >= 0 (0: not used)");
+  const MixtureOfExperts& m = c.moe;
+  if (m.experts < 0) return attnscope::detail::concat("moe.experts = ", m.experts, " must be >= 0");
+  if (m.experts > 0) {
+    if (m.experts_per_token < 1 || m.experts_per_token > m.experts)
+      return attnscope::detail::concat("moe.experts_per_token = ", m.experts_per_token, " must be in [1, experts = ",
+                                       m.experts, "]");
+    if (m.expert_hidden_dim <= 0)
+      return attnscope::detail::concat("moe.expert_hidden_dim = ", m.expert_hidden_dim, " must be > 0");
+    if (!m.sparse_layers.empty() && m.sparse_layers.size() != std::size_t(c.n_layers))
+      return attnscope::detail::concat("moe.sparse_layers has ", m.sparse_layers.size(), " entries for n_layers = ",
+                                       c.n_layers);
+    if (m.activation == ExpertActivation::clamped_swiglu &&
+        (!(m.swiglu_limit > 0) || !std::isfinite(m.swiglu_limit) || !(m.swiglu_alpha > 0) ||
+         !std::isfinite(m.swiglu_alpha)))
+      return attnscope::detail::concat("moe: clamped_swiglu needs swiglu_limit = ", m.swiglu_limit,
+                                       " and swiglu_alpha = ", m.swiglu_alpha, " finite and > 0");
+    if (c.parallel_residual) return "moe: a parallel residual with experts is not implemented";
+  }
   return {};
 }
 

@@ -27,6 +27,7 @@ struct CaptureOptions {
   bool attention = false;    // attention weights after the normalization map (L × L; invisible entries 0)
   bool head_output = false;  // attention · V of each head before wo, after ablation (L × head_size)
   bool hidden_states = false;  // residual stream at each layer input, then before the final norm (L × dim)
+  bool routing = false;      // Mixture-of-Experts layers: router logits, chosen experts and their weights (Routing)
   /// The (layer, head) pairs whose per-head arrays (q, k, v, scores, attention, head_output) are recorded; empty:
   /// every head. The other heads still run (their outputs feed the next layer) but their entries in
   /// ForwardResult::layers stay empty matrices, so a report on a few heads does not keep every head's L × L arrays.
@@ -36,7 +37,7 @@ struct CaptureOptions {
   static CaptureOptions everything() {
     CaptureOptions options;
     options.q = options.k = options.v = options.scores = options.attention = true;
-    options.head_output = options.hidden_states = true;
+    options.head_output = options.hidden_states = options.routing = true;
     return options;
   }
   /// Scores and attention only (what the per-head report needs).
@@ -107,9 +108,22 @@ struct ForwardOptions {
   MatmulMode matmul = MatmulMode::exact;
 };
 
+/// The routing of one sparse (Mixture-of-Experts) layer: per token its router logits (tokens × E), the k chosen experts
+/// in descending order of their router logit (ties: the lower expert index first) and their weights (tokens × k).
+struct Routing {
+  RowMatrix<float> router_logits;
+  Eigen::Matrix<int, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> experts;
+  RowMatrix<double> weights;
+};
+
 /// Per-head captures of one layer; each vector has n_heads entries (or is empty when not requested).
 struct LayerCapture {
   std::vector<RowMatrix<float>> q, k, v, scores, attention, head_output;
+  /// With learned sinks (config.learned_sinks) and `attention` captured: per head, the sink's share σ of every row
+  /// (the attention rows then sum to 1 − σ).
+  std::vector<Vector<double>> learned_sink;
+  /// With `routing` captured, for a sparse (MoE) layer: the router's logits, choices and weights of every row.
+  Routing routing;
 };
 
 /// Result of forward(): logits (L × vocab) and the requested captures.

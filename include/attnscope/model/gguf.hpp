@@ -42,7 +42,7 @@ namespace attnscope::model {
 /// The ggml tensor types a GGUF weight may have: every row of kernels::stored_formats ("f32, f16, bf16, q8_0, …").
 inline std::string gguf_supported_types() { return kernels::ggml_type_names(); }
 /// The GGUF architectures (general.architecture) load_gguf_model reads.
-inline const char* gguf_supported_architectures() { return "llama, qwen2, qwen3, gemma2, phi3, gpt_neox"; }
+inline const char* gguf_supported_architectures() { return "llama, qwen2, qwen3, gemma2, phi3, gpt_neox, gpt-oss"; }
 
 namespace detail {
 
@@ -127,6 +127,33 @@ class GgufReader {
       if (!std::isfinite(out[i]))
         fail(attnscope::detail::concat("tensor '", name, "' holds the non-finite value ", out[i], " at index ", i,
                                        " (data at byte offset ", t.file_offset, ")"));
+    return out;
+  }
+
+  /// The `count` expert matrices (each out × in) of a stacked 3-D tensor `name` (GGUF dims {in, out, count}, llama.cpp's
+  /// ffn_*_exps), each a view of its slice in the stored type; `mxfp4` is Hugging Face's storage flag, which GGUF's
+  /// tensor types make unnecessary. Errors as matrix().
+  std::vector<WeightMatrix> expert_matrices(const std::string& name, Index count, Index out, Index in,
+                                            bool /*mxfp4*/) const {
+    const io::GgufTensor& t = checked(name, {std::uint64_t(in), std::uint64_t(out), std::uint64_t(count)});
+    kernels::StoredFloat format;
+    stored_format_of(t.type, format);
+    const std::size_t slice = kernels::stored_bytes(format, out * in);
+    std::vector<WeightMatrix> matrices;
+    for (Index e = 0; e < count; ++e)
+      matrices.push_back(WeightMatrix::view(format, static_cast<const unsigned char*>(t.data) + std::size_t(e) * slice,
+                                            out, in, file_, attnscope::detail::concat(name, "[", e, "] in ", path())));
+    return matrices;
+  }
+
+  /// The `count` rows of a stacked bias `name` (GGUF dims {size, count}) as float32; errors as vector().
+  RowMatrix<float> expert_vectors(const std::string& name, Index count, Index size) const {
+    const io::GgufTensor& t = checked(name, {std::uint64_t(size), std::uint64_t(count)});
+    kernels::StoredFloat format;
+    stored_format_of(t.type, format);
+    RowMatrix<float> out(count, size);
+    kernels::widen(t.data, format, count * size, out.data());
+    if (!out.allFinite()) fail(attnscope::detail::concat("tensor '", name, "' holds a non-finite value"));
     return out;
   }
 
@@ -245,8 +272,19 @@ inline void read_gguf_sizes(const GgufReader& r, const std::string& arch, Transf
       c.rope_scaling.kind = RopeScalingKind::linear;
       c.rope_scaling.factor = factor;
     }
+  } else if (scaling == "yarn") {
+    // YaRN as llama.cpp runs it: the ramp's ends always rounded outward (truncate), the attention factor
+    // 0.1·ln(factor) + 1 (model/rope.hpp)
+    RopeScaling& y = c.rope_scaling;
+    y.kind = RopeScalingKind::yarn;
+    y.factor = r.positive_number(arch + ".rope.scaling.factor");
+    y.original_max_positions = r.positive_integer(arch + ".rope.scaling.original_context_length");
+    y.beta_fast = r.positive_number(arch + ".rope.scaling.yarn_beta_fast", 32.0);
+    y.beta_slow = r.positive_number(arch + ".rope.scaling.yarn_beta_slow", 1.0);
+    y.truncate = true;
+    y.attention_factor = y.factor <= 1 ? 1.0 : 0.1 * std::log(y.factor) + 1.0;
   } else if (scaling != "none") {
-    r.fail("key '" + arch + ".rope.scaling.type' = '" + scaling + "' is not supported (only none and linear)");
+    r.fail("key '" + arch + ".rope.scaling.type' = '" + scaling + "' is not supported (only none, linear and yarn)");
   }
   // Per-frequency RoPE factors: llama.cpp's converter stores Llama 3.1's rope scaling (rope_type llama3) as the tensor
   // rope_freqs.weight, e_i = 1 / ((1 − a_i)/s + a_i) in the notation of model/rope.hpp (1 for short wavelengths, s for
@@ -272,100 +310,189 @@ inline void read_gguf_sizes(const GgufReader& r, const std::string& arch, Transf
   c.tied_embeddings = !r.has_tensor("output.weight");
 }
 
-/// The architecture table of a GGUF file: config from its keys, llama.cpp's tensor names.
-inline Architecture gguf_architecture(const GgufReader& r) {
-  const std::string arch = r.architecture();
+/// RMSNorm with {arch}.attention.layer_norm_rms_epsilon.
+inline void read_gguf_rms_norm(const GgufReader& r, const std::string& arch, TransformerConfig& c) {
+  c.norm = NormKind::rms_norm;
+  c.norm_epsilon = static_cast<float>(r.positive_number(arch + ".attention.layer_norm_rms_epsilon"));
+}
+
+/// llama, qwen2, qwen3: RMSNorm, SwiGLU; llama's Q/K rows permuted to interleaved pairs by the converter (see the header
+/// comment), qwen2's q/k/v biases, qwen3's per-head q/k norms.
+inline Architecture gguf_llama_architecture(const GgufReader& r, const std::string& arch) {
   Architecture a;
   TransformerConfig& c = a.config;
-  TensorNames n = gguf_llama_tensor_names();
-  const auto rms = [&] {
-    c.norm = NormKind::rms_norm;
-    c.norm_epsilon = static_cast<float>(r.positive_number(arch + ".attention.layer_norm_rms_epsilon"));
-  };
-  const auto refuse_tensor = [&](const std::string& layer_name, const char* what) {
-    if (r.has_tensor("blk.0." + layer_name))
-      r.fail("tensor 'blk.0." + layer_name + "' (" + what + ") is not supported for architecture '" + arch + "'");
-  };
-  if (arch == "llama" || arch == "qwen2" || arch == "qwen3") {
-    read_gguf_sizes(r, arch, c);
-    rms();
-    c.feed_forward = FeedForwardKind::swiglu;
-    // llama: Q/K rows permuted to interleaved pairs by the converter (see the header comment)
-    c.position_encoding = arch == "llama" ? PositionEncoding::rope_interleaved : PositionEncoding::rope_rotate_half;
-    c.attention_qkv_bias = arch == "qwen2";
-    if (arch == "llama") {
-      refuse_tensor("attn_q.bias", "attention biases");
-      refuse_tensor("ffn_gate.bias", "MLP biases");
-    }
-    if (arch == "qwen3") c.query_key_norm = QueryKeyNorm::per_head;
-  } else if (arch == "gemma2") {
-    read_gguf_sizes(r, arch, c);
-    rms();  // the converter stored 1 + w: plain RMSNorm here
-    c.position_encoding = PositionEncoding::rope_rotate_half;
-    c.norm_placement = NormPlacement::sandwich;
-    c.feed_forward = FeedForwardKind::geglu_tanh;
-    c.embedding_scale = static_cast<float>(std::sqrt(double(c.dim)));
-    // llama.cpp scales Gemma 2's logits by 1/√head_dim except for the 27B shape, whose Hugging Face
-    // query_pre_attn_scalar (embedding_length / head_count) GGUF does not store: refuse the shapes where they differ
-    if (c.dim / c.n_heads != c.head_dim)
-      r.fail(attnscope::detail::concat("gemma2 with embedding_length / head_count = ", c.dim / c.n_heads,
-                                       " ≠ key_length = ", c.head_dim,
-                                       ": the logit scale (query_pre_attn_scalar) is not stored in GGUF"));
-    if (r.has(arch + ".attn_logit_softcapping"))
-      c.attention_softcap = r.positive_number(arch + ".attn_logit_softcapping");
-    if (r.has(arch + ".final_logit_softcapping"))
-      c.final_logit_softcap = r.positive_number(arch + ".final_logit_softcapping");
-    if (r.has(arch + ".attention.sliding_window")) {
-      const int window = r.positive_integer(arch + ".attention.sliding_window");
-      c.layer_sliding_window.assign(std::size_t(c.n_layers), 0);
-      for (int l = 0; l < c.n_layers; l += 2) c.layer_sliding_window[std::size_t(l)] = window;  // even layers slide
-    }
-    n.post_attention_norm = "post_attention_norm.weight";
-    n.post_ffn_norm = "post_ffw_norm.weight";
-  } else if (arch == "phi3") {
-    read_gguf_sizes(r, arch, c);
-    rms();
-    c.position_encoding = PositionEncoding::rope_rotate_half;
-    c.feed_forward = FeedForwardKind::swiglu;
-    if (r.has(arch + ".attention.sliding_window"))
-      c.sliding_window = r.positive_integer(arch + ".attention.sliding_window");
-    n.q = n.k = n.v = n.q_bias = n.k_bias = n.v_bias = "";
-    n.qkv = "attn_qkv.weight";
-    n.gate = n.up = "";
-    n.gate_up = "ffn_up.weight";  // gate rows, then up rows
-  } else if (arch == "gpt_neox") {
-    read_gguf_sizes(r, arch, c);
-    if (c.n_kv_heads != c.n_heads) r.fail("gpt_neox with head_count_kv ≠ head_count is not supported");
-    c.norm = NormKind::layer_norm;
-    c.norm_epsilon = static_cast<float>(r.positive_number(arch + ".attention.layer_norm_epsilon"));
-    c.position_encoding = PositionEncoding::rope_rotate_half;
-    c.attention_qkv_bias = r.has_tensor("blk.0.attn_qkv.bias");
-    c.attention_output_bias = r.has_tensor("blk.0.attn_output.bias");
-    c.feed_forward = FeedForwardKind::gelu_erf;
-    c.feed_forward_bias = true;
-    c.parallel_residual = r.boolean(arch + ".use_parallel_residual", true);
-    n.q = n.k = n.v = n.q_bias = n.k_bias = n.v_bias = "";
-    n.qkv = "attn_qkv.weight";  // regrouped by the converter into all q, all k, all v
-    n.qkv_bias = "attn_qkv.bias";
-    n.o_bias = "attn_output.bias";
-    n.attention_norm_bias = "attn_norm.bias";
-    n.ffn_norm_bias = "ffn_norm.bias";
-    n.final_norm_bias = "output_norm.bias";
-    n.gate = "ffn_up.weight";  // the GELU MLP's input projection (dense_h_to_4h)
-    n.gate_bias = "ffn_up.bias";
-    n.up = "";
-    n.down_bias = "ffn_down.bias";
-  } else {
-    r.fail("general.architecture '" + arch + "' is not supported (supported: " + gguf_supported_architectures() + ")");
+  read_gguf_sizes(r, arch, c);
+  read_gguf_rms_norm(r, arch, c);
+  c.feed_forward = FeedForwardKind::swiglu;
+  c.position_encoding = arch == "llama" ? PositionEncoding::rope_interleaved : PositionEncoding::rope_rotate_half;
+  c.attention_qkv_bias = arch == "qwen2";
+  if (arch == "llama")
+    for (const auto& [tensor, what] : {std::pair<const char*, const char*>{"blk.0.attn_q.bias", "attention biases"},
+                                       {"blk.0.ffn_gate.bias", "MLP biases"}})
+      if (r.has_tensor(tensor))
+        r.fail(std::string("tensor '") + tensor + "' (" + what + ") is not supported for architecture 'llama'");
+  if (arch == "qwen3") c.query_key_norm = QueryKeyNorm::per_head;
+  a.names = gguf_llama_tensor_names();
+  return a;
+}
+
+/// gemma2: sandwich norms (the converter stored 1 + w: plain RMSNorm here), GeGLU, embeddings × √dim, softcaps, even
+/// layers sliding.
+inline Architecture gguf_gemma2_architecture(const GgufReader& r, const std::string& arch) {
+  Architecture a;
+  TransformerConfig& c = a.config;
+  read_gguf_sizes(r, arch, c);
+  read_gguf_rms_norm(r, arch, c);
+  c.position_encoding = PositionEncoding::rope_rotate_half;
+  c.norm_placement = NormPlacement::sandwich;
+  c.feed_forward = FeedForwardKind::geglu_tanh;
+  c.embedding_scale = static_cast<float>(std::sqrt(double(c.dim)));
+  // llama.cpp scales Gemma 2's logits by 1/√head_dim except for the 27B shape, whose Hugging Face
+  // query_pre_attn_scalar (embedding_length / head_count) GGUF does not store: refuse the shapes where they differ
+  if (c.dim / c.n_heads != c.head_dim)
+    r.fail(attnscope::detail::concat("gemma2 with embedding_length / head_count = ", c.dim / c.n_heads,
+                                     " ≠ key_length = ", c.head_dim,
+                                     ": the logit scale (query_pre_attn_scalar) is not stored in GGUF"));
+  if (r.has(arch + ".attn_logit_softcapping")) c.attention_softcap = r.positive_number(arch + ".attn_logit_softcapping");
+  if (r.has(arch + ".final_logit_softcapping"))
+    c.final_logit_softcap = r.positive_number(arch + ".final_logit_softcapping");
+  if (r.has(arch + ".attention.sliding_window")) {
+    const int window = r.positive_integer(arch + ".attention.sliding_window");
+    c.layer_sliding_window.assign(std::size_t(c.n_layers), 0);
+    for (int l = 0; l < c.n_layers; l += 2) c.layer_sliding_window[std::size_t(l)] = window;  // even layers slide
   }
+  TensorNames n = gguf_llama_tensor_names();
+  n.post_attention_norm = "post_attention_norm.weight";
+  n.post_ffn_norm = "post_ffw_norm.weight";
   a.names = n;
   return a;
 }
 
+/// phi3: fused attn_qkv and ffn_up (gate rows, then up rows), optional sliding window.
+inline Architecture gguf_phi3_architecture(const GgufReader& r, const std::string& arch) {
+  Architecture a;
+  TransformerConfig& c = a.config;
+  read_gguf_sizes(r, arch, c);
+  read_gguf_rms_norm(r, arch, c);
+  c.position_encoding = PositionEncoding::rope_rotate_half;
+  c.feed_forward = FeedForwardKind::swiglu;
+  if (r.has(arch + ".attention.sliding_window")) c.sliding_window = r.positive_integer(arch + ".attention.sliding_window");
+  TensorNames n = gguf_llama_tensor_names();
+  n.q = n.k = n.v = n.q_bias = n.k_bias = n.v_bias = "";
+  n.qkv = "attn_qkv.weight";
+  n.gate = n.up = "";
+  n.gate_up = "ffn_up.weight";
+  a.names = n;
+  return a;
+}
+
+/// gpt_neox: LayerNorm with biases, fused q|k|v regrouped by the converter, exact GELU MLP, parallel residual.
+inline Architecture gguf_gpt_neox_architecture(const GgufReader& r, const std::string& arch) {
+  Architecture a;
+  TransformerConfig& c = a.config;
+  read_gguf_sizes(r, arch, c);
+  if (c.n_kv_heads != c.n_heads) r.fail("gpt_neox with head_count_kv ≠ head_count is not supported");
+  c.norm = NormKind::layer_norm;
+  c.norm_epsilon = static_cast<float>(r.positive_number(arch + ".attention.layer_norm_epsilon"));
+  c.position_encoding = PositionEncoding::rope_rotate_half;
+  c.attention_qkv_bias = r.has_tensor("blk.0.attn_qkv.bias");
+  c.attention_output_bias = r.has_tensor("blk.0.attn_output.bias");
+  c.feed_forward = FeedForwardKind::gelu_erf;
+  c.feed_forward_bias = true;
+  c.parallel_residual = r.boolean(arch + ".use_parallel_residual", true);
+  TensorNames n = gguf_llama_tensor_names();
+  n.q = n.k = n.v = n.q_bias = n.k_bias = n.v_bias = "";
+  n.qkv = "attn_qkv.weight";  // regrouped by the converter into all q, all k, all v
+  n.qkv_bias = "attn_qkv.bias";
+  n.o_bias = "attn_output.bias";
+  n.attention_norm_bias = "attn_norm.bias";
+  n.ffn_norm_bias = "ffn_norm.bias";
+  n.final_norm_bias = "output_norm.bias";
+  n.gate = "ffn_up.weight";  // the GELU MLP's input projection (dense_h_to_4h)
+  n.gate_bias = "ffn_up.bias";
+  n.up = "";
+  n.down_bias = "ffn_down.bias";
+  a.names = n;
+  return a;
+}
+
+/// gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE): RMSNorm (the feed-forward's norm named post_attention_norm), q/k/v/o
+/// biases, one learned sink per head (attn_sinks), NeoX (rotate-half) RoPE with yarn — truncated: llama.cpp always
+/// rounds the ramp's ends outward, whatever Hugging Face's `truncate` said —, sliding-window layers every
+/// {arch}.attention.sliding_window_pattern-th (default 2: even layers slide), every layer sparse: router ffn_gate_inp
+/// with bias, top-k then softmax over those k, experts ffn_gate_exps / ffn_up_exps / ffn_down_exps with biases and the
+/// clamped SwiGLU (limit 7, α 1.702, llama.cpp's constants).
+inline Architecture gguf_gpt_oss_architecture(const GgufReader& r, const std::string& arch) {
+  Architecture a;
+  TransformerConfig& c = a.config;
+  read_gguf_sizes(r, arch, c);
+  read_gguf_rms_norm(r, arch, c);
+  c.position_encoding = PositionEncoding::rope_rotate_half;
+  c.attention_qkv_bias = c.attention_output_bias = true;
+  c.learned_sinks = true;
+  c.tied_embeddings = false;
+  if (r.has(arch + ".attention.sliding_window")) {
+    const int window = r.positive_integer(arch + ".attention.sliding_window");
+    const int period = r.positive_integer(arch + ".attention.sliding_window_pattern", 2);
+    c.layer_sliding_window.assign(std::size_t(c.n_layers), 0);
+    for (int l = 0; l < c.n_layers; ++l)
+      if (l % period < period - 1) c.layer_sliding_window[std::size_t(l)] = window;  // llama.cpp set_swa_pattern
+  }
+  MixtureOfExperts& m = c.moe;
+  m.experts = r.positive_integer(arch + ".expert_count");
+  m.experts_per_token = r.positive_integer(arch + ".expert_used_count");
+  if (m.experts_per_token > m.experts)
+    r.fail(attnscope::detail::concat("key '", arch, ".expert_used_count' = ", m.experts_per_token,
+                                     " exceeds the expert count ", m.experts));
+  m.expert_hidden_dim = r.positive_integer(arch + ".expert_feed_forward_length");
+  c.hidden_dim = m.expert_hidden_dim;
+  m.routing = RoutingKind::top_k_then_softmax;
+  m.router_bias = m.expert_bias = true;
+  m.activation = ExpertActivation::clamped_swiglu;
+  m.swiglu_limit = 7.0;
+  TensorNames n = gguf_llama_tensor_names();
+  n.o_bias = "attn_output.bias";
+  n.ffn_norm = "post_attention_norm.weight";
+  n.gate = n.up = n.down = "";
+  n.sinks = "attn_sinks.weight";
+  n.router = "ffn_gate_inp.weight";
+  n.router_bias = "ffn_gate_inp.bias";
+  n.stacked_gate = "ffn_gate_exps.weight";
+  n.stacked_gate_bias = "ffn_gate_exps.bias";
+  n.stacked_up = "ffn_up_exps.weight";
+  n.stacked_up_bias = "ffn_up_exps.bias";
+  n.stacked_down = "ffn_down_exps.weight";
+  n.stacked_down_bias = "ffn_down_exps.bias";
+  a.names = n;
+  return a;
+}
+
+/// One GGUF architecture: its general.architecture name and its table.
+struct GgufArchitecture {
+  const char* name;
+  Architecture (*read)(const GgufReader&, const std::string&);
+};
+
+/// The GGUF architectures load_gguf_model reads, one table each.
+inline constexpr GgufArchitecture gguf_architectures[] = {
+    {"llama", gguf_llama_architecture},     {"qwen2", gguf_llama_architecture},
+    {"qwen3", gguf_llama_architecture},     {"gemma2", gguf_gemma2_architecture},
+    {"phi3", gguf_phi3_architecture},       {"gpt_neox", gguf_gpt_neox_architecture},
+    {"gpt-oss", gguf_gpt_oss_architecture},
+};
+
+/// The architecture table of a GGUF file: config from its keys, llama.cpp's tensor names.
+inline Architecture gguf_architecture(const GgufReader& r) {
+  const std::string arch = r.architecture();
+  for (const GgufArchitecture& entry : gguf_architectures)
+    if (arch == entry.name) return entry.read(r, arch);
+  r.fail("general.architecture '" + arch + "' is not supported (supported: " + gguf_supported_architectures() + ")");
+}
+
 }  // namespace detail
 
-/// Reads the TransformerWeights of a GGUF model file (general.architecture llama, qwen2, qwen3, gemma2, phi3 or
-/// gpt_neox; weights of the types of gguf_supported_types(), kept memory-mapped in their stored type). Throws
+/// Reads the TransformerWeights of a GGUF model file (general.architecture llama, qwen2, qwen3, gemma2, phi3,
+/// gpt_neox or gpt-oss; weights of the types of gguf_supported_types(), kept memory-mapped in their stored type). Throws
 /// attnscope::io_error naming the file and the key or tensor (and the byte offset) for: a file that is not valid
 /// GGUF (io::parse_gguf_header), an unsupported architecture or feature, a missing key, a missing tensor, a tensor
 /// whose shape disagrees with the metadata or whose type cannot be dequantized, a tensor the architecture does not

@@ -29,6 +29,14 @@ namespace attnscope::model {
 
 namespace detail {
 
+/// A Conv1D weight (stored in × out) as an nn.Linear weight (out × in): a transposed view of F16/BF16 bytes (widened
+/// panel by panel by the product), or for F32 an owned row-major copy, the layout whose one-call Eigen product is
+/// the float32 forward's (a transposed F32 view would change the GEMM's rounding order).
+inline WeightMatrix linear_layout(const WeightMatrix& conv1d) {
+  if (conv1d.format() == kernels::StoredFloat::float32) return WeightMatrix(conv1d.transposed_view().to_float32());
+  return conv1d.transposed_view();
+}
+
 /// Reads config.json fields and tensors of one folder, turning every problem into an attnscope::io_error that
 /// names the folder (and config.json or the tensor).
 template <class Json>
@@ -125,6 +133,46 @@ class HuggingFaceReader {
 
   bool has_tensor(const std::string& name) const { return files_->has_tensor(name); }
 
+  /// The `count` expert matrices (each out × in, nn.Linear's layout) of a stacked tensor `name`, which Hugging Face
+  /// stores [count, in, out] (gpt-oss gate_up_proj and down_proj): each a transposed view of its slice in the
+  /// stored format. `mxfp4`: the tensor is stored as MXFP4 `name_blocks` and `name_scales`, which this reader
+  /// refuses by name. Errors as matrix().
+  std::vector<WeightMatrix> expert_matrices(const std::string& name, Index count, Index out, Index in,
+                                            bool mxfp4) const {
+    if (mxfp4)
+      attnscope::detail::throw_io_error("load_huggingface_model", folder_, "tensor '", name,
+                                        "' is stored as MXFP4 (quantization_config.quant_method \"mxfp4\"), which ",
+                                        "this reader does not dequantize; use the BF16 checkpoint");
+    require(name);
+    try {
+      used_.insert(files_->resolve_name(name));
+      const io::HuggingFaceTensor& stored = files_->weight_tensor(name, {count, in, out});
+      const kernels::StoredFloat format = stored.dtype == io::DType::float16    ? kernels::StoredFloat::float16
+                                          : stored.dtype == io::DType::bfloat16 ? kernels::StoredFloat::bfloat16
+                                                                                : kernels::StoredFloat::float32;
+      const std::size_t slice = static_cast<std::size_t>(in * out) * io::dtype_size(stored.dtype);
+      std::vector<WeightMatrix> matrices;
+      for (Index e = 0; e < count; ++e)
+        matrices.push_back(linear_layout(
+            WeightMatrix::view(format, static_cast<const unsigned char*>(stored.data) + std::size_t(e) * slice, in,
+                               out, files_, attnscope::detail::concat(stored.name, "[", e, "] in ", stored.file))));
+      return matrices;
+    } catch (const std::exception& error) {
+      rethrow(name, error);
+    }
+  }
+
+  /// The `count` rows of a stacked bias `name` [count, size] as float32; errors as vector().
+  RowMatrix<float> expert_vectors(const std::string& name, Index count, Index size) const {
+    require(name);
+    try {
+      used_.insert(files_->resolve_name(name));
+      return files_->matrix_float32(name, count, size);
+    } catch (const std::exception& error) {
+      rethrow(name, error);
+    }
+  }
+
   /// Throws an io_error naming the first stored tensor that no matrix()/vector() call read and whose name does not end
   /// in one of `buffers` (known non-weight buffers such as GPT-2's `.attn.bias`): an unexpected tensor means the
   /// folder is not what config.json says, and ignoring it could run a mis-mapped model silently wrong.
@@ -178,12 +226,67 @@ inline WeightMatrix fused_rows(const WeightMatrix& fused, Index first, Index cou
   return WeightMatrix(std::move(part));
 }
 
-/// A Conv1D weight (stored in × out) as an nn.Linear weight (out × in): a transposed view of F16/BF16 bytes (widened
-/// panel by panel by the product), or for F32 an owned row-major copy, the layout whose one-call Eigen product is
-/// the float32 forward's (a transposed F32 view would change the GEMM's rounding order).
-inline WeightMatrix linear_layout(const WeightMatrix& conv1d) {
-  if (conv1d.format() == kernels::StoredFloat::float32) return WeightMatrix(conv1d.transposed_view().to_float32());
-  return conv1d.transposed_view();
+/// The router and experts of one sparse layer (tensor names `at` + the table's names).
+template <class Reader>
+MixtureWeights read_mixture(const Reader& reader, const TransformerConfig& c, const TensorNames& n,
+                            const std::string& at) {
+  const MixtureOfExperts& m = c.moe;
+  const Index dim = c.dim, experts = m.experts, h = m.expert_hidden_dim;
+  MixtureWeights moe;
+  moe.router = reader.matrix(at + n.router, experts, dim);
+  if (m.router_bias) moe.router_bias = reader.vector(at + n.router_bias, experts);
+  moe.experts.resize(std::size_t(experts));
+  if (!n.expert_prefix.empty()) {  // one tensor set per expert, nn.Linear layout
+    for (Index e = 0; e < experts; ++e) {
+      const std::string expert = at + n.expert_prefix + std::to_string(e) + ".";
+      ExpertWeights& weights = moe.experts[std::size_t(e)];
+      weights.gate = reader.matrix(expert + n.expert_gate, h, dim);
+      weights.up = reader.matrix(expert + n.expert_up, h, dim);
+      weights.down = reader.matrix(expert + n.expert_down, dim, h);
+    }
+    return moe;
+  }
+  // stacked in one tensor per projection (the reader knows its storage layout): gate|up fused (Hugging Face gpt-oss)
+  // or apart (GGUF)
+  const bool fused = !n.stacked_gate_up.empty();
+  std::vector<WeightMatrix> gate_up, gate, up;
+  if (fused) {
+    gate_up = reader.expert_matrices(at + n.stacked_gate_up, experts, 2 * h, dim, n.mxfp4_experts);
+  } else {
+    gate = reader.expert_matrices(at + n.stacked_gate, experts, h, dim, n.mxfp4_experts);
+    up = reader.expert_matrices(at + n.stacked_up, experts, h, dim, n.mxfp4_experts);
+  }
+  const std::vector<WeightMatrix> down = reader.expert_matrices(at + n.stacked_down, experts, dim, h, n.mxfp4_experts);
+  RowMatrix<float> gate_up_bias, gate_bias, up_bias, down_bias;
+  if (m.expert_bias) {
+    if (fused) {
+      gate_up_bias = reader.expert_vectors(at + n.stacked_gate_up_bias, experts, 2 * h);
+    } else {
+      gate_bias = reader.expert_vectors(at + n.stacked_gate_bias, experts, h);
+      up_bias = reader.expert_vectors(at + n.stacked_up_bias, experts, h);
+    }
+    down_bias = reader.expert_vectors(at + n.stacked_down_bias, experts, dim);
+  }
+  for (Index e = 0; e < experts; ++e) {
+    ExpertWeights& weights = moe.experts[std::size_t(e)];
+    const std::size_t i = std::size_t(e);
+    if (fused) {
+      weights.gate_up = gate_up[i];
+    } else {
+      weights.gate = gate[i];
+      weights.up = up[i];
+    }
+    weights.down = down[i];
+    if (!m.expert_bias) continue;
+    if (fused) {
+      weights.gate_up_bias = gate_up_bias.row(e).transpose();
+    } else {
+      weights.gate_bias = gate_bias.row(e).transpose();
+      weights.up_bias = up_bias.row(e).transpose();
+    }
+    weights.down_bias = down_bias.row(e).transpose();
+  }
+  return moe;
 }
 
 /// Reads the weights an architecture table names (model/detail/architectures.hpp) in the layout its config asks for,
@@ -259,7 +362,10 @@ TransformerWeights read_architecture(const Reader& reader, Architecture architec
       if (layer_norm) layer.ffn_norm_bias = reader.vector(at + n.ffn_norm_bias, dim);
     }
     if (post_norms) layer.post_ffn_norm = reader.vector(at + n.post_ffn_norm, dim);
-    if (!n.gate_up.empty()) {  // rows: gate, then up
+    if (c.learned_sinks) layer.sinks = reader.vector(at + n.sinks, c.n_heads);
+    if (c.moe.is_sparse(l)) {
+      layer.moe = read_mixture(reader, c, n, at);
+    } else if (!n.gate_up.empty()) {  // rows: gate, then up
       const WeightMatrix fused = linear_weight(at + n.gate_up, 2 * hidden, dim);
       layer.w1 = fused_rows(fused, 0, hidden);
       layer.w3 = fused_rows(fused, hidden, hidden);
@@ -267,10 +373,12 @@ TransformerWeights read_architecture(const Reader& reader, Architecture architec
       layer.w1 = linear_weight(at + n.gate, hidden, dim);
       if (gated) layer.w3 = linear_weight(at + n.up, hidden, dim);
     }
-    layer.w2 = linear_weight(at + n.down, dim, hidden);
-    if (c.feed_forward_bias) {
-      layer.w1_bias = reader.vector(at + n.gate_bias, hidden);
-      layer.w2_bias = reader.vector(at + n.down_bias, dim);
+    if (!c.moe.is_sparse(l)) {
+      layer.w2 = linear_weight(at + n.down, dim, hidden);
+      if (c.feed_forward_bias) {
+        layer.w1_bias = reader.vector(at + n.gate_bias, hidden);
+        layer.w2_bias = reader.vector(at + n.down_bias, dim);
+      }
     }
     w.layers.push_back(std::move(layer));
   }
@@ -289,7 +397,8 @@ TransformerWeights read_architecture(const Reader& reader, Architecture architec
 /// Reads the TransformerWeights of a Hugging Face model folder (config.json plus model.safetensors, or
 /// model.safetensors.index.json and its shards; F32, F16 or BF16 weight matrices stay memory-mapped in their stored
 /// format as WeightMatrix views, norm weights and biases are converted to float32) for model_type
-/// gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, gpt_neox or olmo2 (docs/models.md). Throws
+/// gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, gpt_neox, olmo2, gpt_oss, mixtral, qwen3_moe or
+/// olmoe (docs/models.md). Throws
 /// attnscope::io_error naming the folder and config.json or the tensor for: an unreadable folder, a missing or
 /// unsupported model_type, a config feature not implemented (an unknown rope_type, another activation, ...), a
 /// missing tensor, a tensor whose shape disagrees with config.json, a stored tensor the architecture does not use.
@@ -307,12 +416,16 @@ TransformerWeights read_huggingface_weights(const std::string& folder) {
   if (model_type == "phi3") return detail::read_architecture(reader, detail::phi3_architecture(reader));
   if (model_type == "gpt_neox") return detail::read_architecture(reader, detail::gpt_neox_architecture(reader));
   if (model_type == "olmo2") return detail::read_architecture(reader, detail::olmo2_architecture(reader));
+  if (model_type == "gpt_oss") return detail::read_architecture(reader, detail::gpt_oss_architecture(reader));
+  if (model_type == "mixtral") return detail::read_architecture(reader, detail::mixtral_architecture(reader));
+  if (model_type == "qwen3_moe") return detail::read_architecture(reader, detail::qwen3_moe_architecture(reader));
+  if (model_type == "olmoe") return detail::read_architecture(reader, detail::olmoe_architecture(reader));
   if (model_type == "gemma3")
     reader.fail_config("model_type 'gemma3' (the image-text model) is not supported: only the text decoder "
                        "(model_type 'gemma3_text') is");
   reader.fail_config("model_type '" + model_type +
                      "' is not supported (supported: gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, "
-                     "gpt_neox, olmo2)");
+                     "gpt_neox, olmo2, gpt_oss, mixtral, qwen3_moe, olmoe)");
 }
 
 #ifdef ATTNSCOPE_EXTERN_TEMPLATES

@@ -30,6 +30,7 @@
 #include "attnscope/model/config.hpp"
 #include "attnscope/model/detail/decoder_state.hpp"
 #include "attnscope/model/detail/linear.hpp"
+#include "attnscope/model/detail/mixture_of_experts.hpp"
 #include "attnscope/model/forward_options.hpp"
 #include "attnscope/model/layers.hpp"
 #include "attnscope/model/sampling.hpp"
@@ -191,6 +192,10 @@ class BasicTransformer {
     if (options.map && options.normalizer)
       attnscope::detail::throw_invalid_argument(function, "set either options.map or options.normalizer, not both");
     if (options.map) attnscope::detail::validate_map(function, *options.map);
+    if ((options.map || options.normalizer) && config().learned_sinks)
+      attnscope::detail::throw_invalid_argument(function, "the model's learned sinks join a softmax denominator; ",
+                                                "options.map and options.normalizer replace the softmax and are not ",
+                                                "defined for them");
     for (const auto& [layer, head] : options.ablated_heads)
       if (layer < 0 || layer >= config().n_layers || head < 0 || head >= config().n_heads)
         attnscope::detail::throw_invalid_argument(function, "ablated head (", layer, ", ", head,
@@ -255,6 +260,13 @@ class BasicTransformer {
     per_head = norm(per_head, weight, Vector<Scalar>());
   }
 
+  // q, k or v clamped to [−clip_qkv, clip_qkv] (OLMoE: after the projections and q/k norms, before RoPE).
+  void clip(RowMatrix<Scalar>& rows) const {
+    if (config().clip_qkv <= 0) return;
+    const Scalar bound = static_cast<Scalar>(config().clip_qkv);
+    rows = rows.cwiseMax(-bound).cwiseMin(bound);
+  }
+
   // The residual update of one branch from its last activation `input` and output projection `w`:
   // pre-norm residual += input·wᵀ + bias; sandwich and post placements residual += post_norm(input·wᵀ + bias).
   // residual is the whole matrix or a block of its rows.
@@ -269,6 +281,33 @@ class BasicTransformer {
     RowMatrix<Scalar> branch = detail::linear<Scalar>(input, w, matmul);
     add_bias(branch, bias);
     residual += norm(branch, post_norm, Vector<Scalar>());
+  }
+
+  // The residual update of a branch whose output is already computed: residual += output (pre-norm) or
+  // residual += post_norm(output).
+  template <class Residual>
+  void add_output(Residual&& residual, const RowMatrix<Scalar>& output, const Vector<Scalar>& post_norm) const {
+    if (config().norm_placement == NormPlacement::pre) residual += output;
+    else residual += norm(output, post_norm, Vector<Scalar>());
+  }
+
+  // The kernel's learned sink logit for head h of a layer with learned sinks (unset otherwise).
+  void set_sink_logit(stream::RowStatisticsOptions& kernel_options, const TransformerLayerWeights& layer,
+                      int h) const {
+    if (config().learned_sinks) kernel_options.sink_logit = static_cast<double>(layer.sinks(h));
+    else kernel_options.sink_logit.reset();
+  }
+
+  // Appends the rows of one feed-forward pass's routing to the layer's.
+  static void append_routing(Routing& all, const Routing& pass) {
+    const auto append = [](auto& target, const auto& rows) {
+      const Index before = target.rows();
+      target.conservativeResize(before + rows.rows(), rows.cols());
+      target.bottomRows(rows.rows()) = rows;
+    };
+    append(all.router_logits, pass.router_logits);
+    append(all.experts, pass.experts);
+    append(all.weights, pass.weights);
   }
 
   // The feed-forward branch's hidden activation on its (normed) input, before the output projection w2: gated
@@ -332,10 +371,11 @@ StreamingForwardResult BasicTransformer<Scalar>::forward_row_statistics(const st
                                               "which the streaming forward never forms; use forward()");
   const stream::RowStatisticsOptions& statistics = streaming.statistics;
   if (statistics.visibility.kind() != Visibility::Kind::causal_prefix || statistics.visibility.causal_offset() != 0 ||
-      statistics.scale || statistics.logit_softcap)
-    attnscope::detail::throw_invalid_argument(fn, "streaming.statistics.visibility, scale and logit_softcap are set ",
-                                              "by the model (causal, each layer's window, its attention scale and ",
-                                              "softcap); leave them at their defaults");
+      statistics.scale || statistics.logit_softcap || statistics.sink_logit)
+    attnscope::detail::throw_invalid_argument(fn, "streaming.statistics.visibility, scale, logit_softcap and ",
+                                              "sink_logit are set by the model (causal, each layer's window, its ",
+                                              "attention scale, softcap and learned sinks); leave them at their ",
+                                              "defaults");
   if (streaming.query_block <= 0 || streaming.key_block <= 0)
     attnscope::detail::throw_invalid_argument(fn, "query_block = ", streaming.query_block, " and key_block = ",
                                               streaming.key_block, " must be >= 1");
@@ -430,11 +470,33 @@ void BasicTransformer<Scalar>::validate_weights() const {
     check_vector(at + "wk_bias", layer.wk_bias, c.attention_qkv_bias ? kv_dim : 0);
     check_vector(at + "wv_bias", layer.wv_bias, c.attention_qkv_bias ? kv_dim : 0);
     check_vector(at + "wo_bias", layer.wo_bias, c.attention_output_bias ? dim : 0);
-    check_matrix(at + "w1", layer.w1, hidden, dim);
-    check_matrix(at + "w2", layer.w2, dim, hidden);
-    check_matrix(at + "w3", layer.w3, gated ? hidden : 0, gated ? dim : 0);
-    check_vector(at + "w1_bias", layer.w1_bias, c.feed_forward_bias ? hidden : 0);
-    check_vector(at + "w2_bias", layer.w2_bias, c.feed_forward_bias ? dim : 0);
+    check_vector(at + "sinks", layer.sinks, c.learned_sinks ? c.n_heads : 0);
+    const bool sparse = c.moe.is_sparse(int(l));
+    check_matrix(at + "w1", layer.w1, sparse ? 0 : hidden, sparse ? 0 : dim);
+    check_matrix(at + "w2", layer.w2, sparse ? 0 : dim, sparse ? 0 : hidden);
+    check_matrix(at + "w3", layer.w3, gated && !sparse ? hidden : 0, gated && !sparse ? dim : 0);
+    check_vector(at + "w1_bias", layer.w1_bias, c.feed_forward_bias && !sparse ? hidden : 0);
+    check_vector(at + "w2_bias", layer.w2_bias, c.feed_forward_bias && !sparse ? dim : 0);
+    const MixtureOfExperts& moe = c.moe;
+    const Index experts = sparse ? moe.experts : 0, expert_hidden = moe.expert_hidden_dim;
+    check_matrix(at + "moe.router", layer.moe.router, experts, sparse ? dim : 0);
+    check_vector(at + "moe.router_bias", layer.moe.router_bias, sparse && moe.router_bias ? experts : 0);
+    if (layer.moe.experts.size() != std::size_t(experts))
+      attnscope::detail::throw_invalid_argument(fn, at, "moe.experts has ", layer.moe.experts.size(),
+                                                " experts, expected ", experts);
+    for (std::size_t e = 0; e < layer.moe.experts.size(); ++e) {
+      const ExpertWeights& expert = layer.moe.experts[e];
+      const std::string name = attnscope::detail::concat(at, "moe.experts[", e, "].");
+      const bool fused = expert.gate_up.size() > 0, biased = moe.expert_bias;
+      check_matrix(name + "gate_up", expert.gate_up, fused ? 2 * expert_hidden : 0, fused ? dim : 0);
+      check_matrix(name + "gate", expert.gate, fused ? 0 : expert_hidden, fused ? 0 : dim);
+      check_matrix(name + "up", expert.up, fused ? 0 : expert_hidden, fused ? 0 : dim);
+      check_matrix(name + "down", expert.down, dim, expert_hidden);
+      check_vector(name + "gate_up_bias", expert.gate_up_bias, biased && fused ? 2 * expert_hidden : 0);
+      check_vector(name + "gate_bias", expert.gate_bias, biased && !fused ? expert_hidden : 0);
+      check_vector(name + "up_bias", expert.up_bias, biased && !fused ? expert_hidden : 0);
+      check_vector(name + "down_bias", expert.down_bias, biased ? dim : 0);
+    }
   }
 }
 
@@ -447,7 +509,7 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
   const Index rows = static_cast<Index>(tokens.size()), offset = state.length, total = offset + rows;
   const Index head_size = c.head_dim, heads_per_kv = c.n_heads / c.n_kv_heads;
   const CaptureOptions want = capture ? options.capture : CaptureOptions{};
-  if (capture && want.any_head_capture()) capture->layers.resize(std::size_t(c.n_layers));
+  if (capture && (want.any_head_capture() || want.routing)) capture->layers.resize(std::size_t(c.n_layers));
   // the attention kernel's settings: the layer's visibility and the scale (1/√head_size by default: Vaswani et al.
   // 2017, eq. 1; run.c divides the scores by sqrtf(head_size)), the softcap, the streaming statistics' choices
   stream::RowStatisticsOptions kernel_options = streaming ? streaming->options->statistics
@@ -483,7 +545,7 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
   // passes; no values, no P·V, no output projection, no feed-forward). The statistics are bitwise those of a full
   // layer: the kernel's logits and row passes do not depend on whether it goes on to P·V.
   const bool statistics_only_last_layer =
-      streaming && !returns_logits && !want.hidden_states && !want.any_head_capture();
+      streaming && !returns_logits && !want.hidden_states && !want.any_head_capture() && !want.routing;
   for (int l = 0; l < layers_run; ++l) {
     const auto& layer = weights_.layers[std::size_t(l)];
     const bool statistics_only = statistics_only_last_layer && l == layers_run - 1;
@@ -491,6 +553,7 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     const Index window = c.window_of_layer(l);
     const Visibility visible = visibility(rows, offset, window);
     kernel_options.visibility = visible;
+    kernel_options.sink_logit.reset();  // set per head (set_sink_logit)
     // Attention block: norm, q/k/v projections (+ biases), q/k norms, RoPE, per-head attention, wo (+ bias).
     const RowMatrix<Scalar> normed =
         pre_norm ? norm(residual, layer.attention_norm, layer.attention_norm_bias) : residual;
@@ -504,6 +567,8 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     add_bias(new_keys, layer.wk_bias);
     query_key_norm(queries, layer.q_norm);
     query_key_norm(new_keys, layer.k_norm);
+    clip(queries);
+    clip(new_keys);
     if (rope) {
       const RotaryTable& table = local_rope && window > 0 ? local_rotary : rotary;
       apply_rotary(queries, head_size, table, convention);
@@ -517,6 +582,7 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     if (statistics_only) {
       for (int h = 0; h < c.n_heads; ++h) {
         stream::RowStatistics statistics;  // stays empty for a head that is not analysed
+        set_sink_logit(kernel_options, layer, h);
         if (streaming->analyses(l, h))
           statistics = stream::row_statistics(queries.middleCols(h * head_size, head_size),
                                               keys.topRows(total).middleCols(h / heads_per_kv * head_size, head_size),
@@ -529,6 +595,10 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     }
     detail::linear_into(values.middleRows(offset, rows), normed, layer.wv, options.matmul);
     if (layer.wv_bias.size() > 0) values.middleRows(offset, rows).rowwise() += layer.wv_bias.transpose();
+    if (c.clip_qkv > 0) {
+      const Scalar bound = static_cast<Scalar>(c.clip_qkv);
+      values.middleRows(offset, rows) = values.middleRows(offset, rows).cwiseMax(-bound).cwiseMin(bound);
+    }
 
     LayerCapture* layer_capture = want.any_head_capture() ? &capture->layers[std::size_t(l)] : nullptr;
     for (int h = 0; h < c.n_heads; ++h) {
@@ -540,11 +610,14 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
       const RowMatrixView<Scalar> head_values(values.topRows(total).middleCols(kv_head * head_size, head_size));
       auto output = head_outputs.middleCols(h * head_size, head_size);
       RowMatrix<Scalar> captured_attention;
+      Vector<double> captured_sink;
+      set_sink_logit(kernel_options, layer, h);
       if (softmax) {
         // one pass of the kernel: scaled scores, softmax (+ statistics), P·V; L×L buffers only when captured
         stream::AttentionCapture<Scalar> targets;
         if (keep_scores) targets.scores = &scores;
         if (keep_attention) targets.probabilities = &captured_attention;
+        if (keep_attention && c.learned_sinks) targets.learned_sink = &captured_sink;
         stream::RowStatistics statistics;  // stays empty for a head that is not analysed
         if (streaming && streaming->analyses(l, h)) targets.statistics = &statistics;
         stream::attention_into<Scalar>(head_queries, head_keys, head_values, output, kernel_options, targets);
@@ -564,6 +637,7 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
         if (want.v) layer_capture->v.emplace_back(head_values);
         if (want.scores) layer_capture->scores.push_back(std::move(scores));  // handed over, not copied
         if (want.attention) layer_capture->attention.push_back(std::move(captured_attention));
+        if (want.attention && c.learned_sinks) layer_capture->learned_sink.push_back(std::move(captured_sink));
         if (want.head_output) layer_capture->head_output.emplace_back(output);
       } else if (layer_capture) {  // keeps entry h of every recorded array at index h
         if (want.q) layer_capture->q.emplace_back();
@@ -571,6 +645,7 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
         if (want.v) layer_capture->v.emplace_back();
         if (want.scores) layer_capture->scores.emplace_back();
         if (want.attention) layer_capture->attention.emplace_back();
+        if (want.attention && c.learned_sinks) layer_capture->learned_sink.emplace_back();
         if (want.head_output) layer_capture->head_output.emplace_back();
       }
     }
@@ -584,8 +659,18 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     // rows (only the sequence's last rows fall in its remainder kernels, as in one pass), with the same effect.
     if (!c.parallel_residual && pre_norm) ffn_input = norm(residual, layer.ffn_norm, layer.ffn_norm_bias);
     const RowMatrix<Scalar>& ffn_rows = c.parallel_residual || pre_norm ? ffn_input : residual;
+    const bool sparse = c.moe.is_sparse(l);
+    Routing* routing = capture && want.routing && sparse ? &capture->layers[std::size_t(l)].routing : nullptr;
     for (Index first = 0; first < rows; first += feed_forward_rows) {
       const Index count = std::min(feed_forward_rows, rows - first);
+      if (sparse) {  // the routing-weighted sum of the chosen experts (model/detail/mixture_of_experts.hpp)
+        Routing pass_routing;
+        const RowMatrix<Scalar> branch = detail::mixture_forward<Scalar>(ffn_rows.middleRows(first, count), layer.moe,
+                                                                         c.moe, routing ? &pass_routing : nullptr);
+        if (routing) append_routing(*routing, pass_routing);
+        add_output(residual.middleRows(first, count), branch, layer.post_ffn_norm);
+        continue;
+      }
       const RowMatrix<Scalar> hidden = feed_forward_hidden(ffn_rows.middleRows(first, count), layer, options.matmul);
       add_branch(residual.middleRows(first, count), hidden, layer.w2, layer.w2_bias, layer.post_ffn_norm,
                  options.matmul);

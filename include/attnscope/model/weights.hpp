@@ -186,6 +186,24 @@ class WeightMatrix {
   std::string name_;
 };
 
+/// One expert of a Mixture-of-Experts layer: a gated feed-forward of width h = expert_hidden_dim, y = down·act(gate·x,
+/// up·x) (+ biases). gate and up are two h × dim matrices, or one fused 2h × dim gate_up whose outputs alternate
+/// gate, up (interleaved_gate_up, gpt-oss) or run gate rows then up rows.
+struct ExpertWeights {
+  WeightMatrix gate, up;        // h × dim each (empty when fused)
+  WeightMatrix gate_up;         // 2h × dim (empty when separate)
+  WeightMatrix down;            // dim × h
+  Vector<float> gate_bias, up_bias, gate_up_bias, down_bias;  // h, h, 2h, dim (expert_bias only)
+};
+
+/// The sparse feed-forward of one layer: the router (experts × dim, with its bias when router_bias) and the experts.
+/// Empty for a dense layer.
+struct MixtureWeights {
+  WeightMatrix router;
+  Vector<float> router_bias;
+  std::vector<ExpertWeights> experts;
+};
+
 /// One transformer block. Matrices are nn.Linear weights (out_features × in_features), i.e. y = W x; bias vectors
 /// are empty when the configuration has none; norm biases exist for LayerNorm only. Which norms exist follows the
 /// config's norm_placement (pre: attention_norm, ffn_norm; sandwich: all four; post: the two post norms) and
@@ -204,6 +222,8 @@ struct TransformerLayerWeights {
   Vector<float> w1_bias, w2_bias;
   Vector<float> post_attention_norm, post_ffn_norm;  // dim (sandwich and post placements)
   Vector<float> q_norm, k_norm;  // head_dim each (per head) or query_dim / kv_dim (full width)
+  Vector<float> sinks;           // n_heads learned sink logits (learned_sinks; empty otherwise)
+  MixtureWeights moe;            // a sparse layer's experts (w1, w2, w3 then empty); empty for a dense layer
 };
 
 /// All tensors of a model: weight matrices in their stored format, vectors float32.

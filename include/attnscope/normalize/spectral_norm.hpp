@@ -404,6 +404,13 @@ Scalar sink_softmax_jacobian_norm_row(const Scalar* p, Index n) {
   return secular_largest_eigenvalue(p, n, summary.top_two_and_sums(), std::max(Scalar(0), Scalar(1) - summary.sum));
 }
 
+/// Exact ‖diag p − ppᵀ‖₂ for one row whose sink mass r₀ is known exactly (a learned sink's share σ, with Σp = 1 − r₀
+/// up to the rounding of p) (§5.4; no validation).
+template <class Scalar>
+Scalar sink_softmax_jacobian_norm_row(const Scalar* p, Index n, Scalar sink_mass) {
+  return secular_largest_eigenvalue(p, n, kernels::probability_row_summary(p, n).top_two_and_sums(), sink_mass);
+}
+
 /// Exact ‖diag g − ggᵀ/Σg‖₂, g = p^{2−α} on the support (entmax, §1.2 and §5.4), for one row; `weights` is scratch.
 /// Uses diag g − ggᵀ/G = G·(diag q − qqᵀ) with q = g/G, G = Σg [derived].
 template <class Scalar>

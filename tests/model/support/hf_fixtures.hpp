@@ -66,4 +66,16 @@ inline void write_json_file(const std::string& path, const nlohmann::json& value
   REQUIRE(out.good());
 }
 
+// A scratch copy of a fixture with config.json fields replaced (null deletes the field).
+inline std::string fixture_with_config(const std::string& name, const std::string& case_name, const nlohmann::json& changes) {
+  const std::string folder = attnscope::testing::scratch_copy_of_fixture(name, case_name);
+  auto config = attnscope::testing::read_json_file(folder + "/config.json");
+  for (const auto& [key, value] : changes.items()) {
+    if (value.is_null()) config.erase(key);
+    else config[key] = value;
+  }
+  attnscope::testing::write_json_file(folder + "/config.json", config);
+  return folder;
+}
+
 }  // namespace attnscope::testing

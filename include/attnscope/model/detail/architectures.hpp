@@ -43,6 +43,17 @@ struct TensorNames {
   std::string gate, gate_bias, up, down, down_bias;  // gate: w1 (the MLP input of ungated MLPs), up: w3, down: w2
   std::string gate_up;                               // or gate and up fused, gate rows first (Phi-3 gate_up_proj)
   bool conv1d = false;                // matrices stored in × out (GPT-2 Conv1D) rather than nn.Linear's out × in
+  std::string sinks;                  // learned sink logits, one per head (gpt-oss)
+  // Mixture-of-Experts layers: the router, then the experts either one tensor set per expert, named
+  // `expert_prefix + <e> + "." + name` (Mixtral w1/w3/w2, Qwen3-MoE and OLMoE gate_proj/up_proj/down_proj), or all
+  // experts stacked in one tensor per projection, laid out as the reader's format stores them (Hugging Face gpt-oss
+  // gate_up_proj [E, dim, 2h] and down_proj [E, h, dim] with biases [E, 2h] and [E, dim]; GGUF ffn_gate_exps,
+  // ffn_up_exps and ffn_down_exps with their biases).
+  std::string router, router_bias;
+  std::string expert_prefix, expert_gate, expert_up, expert_down;
+  std::string stacked_gate_up, stacked_gate_up_bias, stacked_down, stacked_down_bias;
+  std::string stacked_gate, stacked_gate_bias, stacked_up, stacked_up_bias;  // or gate and up apart (GGUF *_exps)
+  bool mxfp4_experts = false;  // the stacked experts as MXFP4: `<name>_blocks` and `<name>_scales` (U8)
   std::vector<std::string> buffers;   // name suffixes of stored non-weights to tolerate (causal masks, inv_freq)
 };
 
@@ -525,6 +536,189 @@ Architecture olmo2_architecture(const Reader& reader) {
   n.attention_norm = n.ffn_norm = "";
   n.post_attention_norm = "post_attention_layernorm.weight";
   n.post_ffn_norm = "post_feedforward_layernorm.weight";
+  a.names = n;
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Mixture-of-Experts families
+
+/// An integer field that may be 0 (`fallback` when absent/null).
+template <class Reader>
+int non_negative_integer(const Reader& reader, const char* key, int fallback) {
+  if (!reader.has(key)) return fallback;
+  const auto& value = reader.config().at(key);
+  if (!value.is_number_integer() || value.template get<long long>() < 0 || value.template get<long long>() > (1LL << 30))
+    reader.fail_config(attnscope::detail::concat("field '", key, "' = ", value.dump(), " is not an integer >= 0"));
+  return value.template get<int>();
+}
+
+/// The experts of a sparse layer: E from `experts_key`, k from num_experts_per_tok (≤ E), the expert width from
+/// `width_key`.
+template <class Reader>
+void read_experts(const Reader& reader, TransformerConfig& c, const char* experts_key, const char* width_key) {
+  MixtureOfExperts& m = c.moe;
+  m.experts = reader.positive_integer(experts_key);
+  m.experts_per_token = reader.positive_integer("num_experts_per_tok",
+                                                reader.has("experts_per_token") ? reader.positive_integer("experts_per_token") : 0);
+  if (m.experts_per_token > m.experts)
+    reader.fail_config(attnscope::detail::concat("num_experts_per_tok = ", m.experts_per_token, " exceeds ",
+                                                 experts_key, " = ", m.experts));
+  m.expert_hidden_dim = reader.positive_integer(width_key);
+}
+
+/// Refuses a quantization_config other than none (the weights are then stored as config.json's dtype says).
+template <class Reader>
+void refuse_quantization(const Reader& reader) {
+  if (reader.has("quantization_config"))
+    reader.fail_config("quantization_config = " + reader.config().at("quantization_config").dump() +
+                       " is not supported for model_type '" + reader.text("model_type", "?") + "'");
+}
+
+/// The per-expert tensor names of the Qwen3-MoE / OLMoE layout (mlp.gate router, mlp.experts.<e>.{gate,up,down}_proj).
+inline void qwen_moe_expert_names(TensorNames& n) {
+  n.router = "mlp.gate.weight";
+  n.expert_prefix = "mlp.experts.";
+  n.expert_gate = "gate_proj.weight";
+  n.expert_up = "up_proj.weight";
+  n.expert_down = "down_proj.weight";
+}
+
+/// gpt-oss (GptOssForCausalLM): RMSNorm, q/k/v/o biases with a query width heads·head_dim that may differ from the
+/// hidden size, one learned sink logit per head joining the softmax denominator, layer_types alternating sliding
+/// windows (keys i − W < j ≤ i) and full attention (without layer_types, even layers slide), RoPE with yarn (its
+/// `truncate` honoured), every layer sparse: a biased router, top-k of the router logits then the softmax over those
+/// k, experts with biases and the clamped SwiGLU (u + 1)·g·σ(α·g) on interleaved gate|up outputs, swiglu_limit
+/// (default 7) and α = 1.702. Experts in BF16/F16/F32 or, with quantization_config.quant_method "mxfp4", in MXFP4
+/// blocks and scales.
+template <class Reader>
+Architecture gpt_oss_architecture(const Reader& reader) {
+  Architecture a;
+  TransformerConfig& c = a.config;
+  c.architecture = "gpt_oss";
+  read_llama_sizes(reader, c);
+  c.norm = NormKind::rms_norm;
+  c.norm_epsilon = static_cast<float>(reader.positive_number("rms_norm_eps", 1e-5));
+  read_rope(reader, c, 150000.0);
+  c.tied_embeddings = reader.boolean("tie_word_embeddings", false);
+  read_activation(reader, "hidden_act", {"silu"});
+  c.attention_qkv_bias = c.attention_output_bias = reader.boolean("attention_bias", true);
+  c.learned_sinks = true;
+  if (reader.has("sliding_window"))
+    read_layer_windows(reader, c, reader.positive_integer("sliding_window"), [](int layer) { return layer % 2 == 0; });
+  else if (reader.has("layer_types"))
+    reader.fail_config("layer_types without sliding_window: the sliding layers' window is unknown");
+  read_experts(reader, c, "num_local_experts", "intermediate_size");
+  c.hidden_dim = c.moe.expert_hidden_dim;  // no dense layer
+  MixtureOfExperts& m = c.moe;
+  m.routing = RoutingKind::top_k_then_softmax;
+  m.router_bias = m.expert_bias = m.interleaved_gate_up = true;
+  m.activation = ExpertActivation::clamped_swiglu;
+  m.swiglu_limit = reader.positive_number("swiglu_limit", 7.0);
+  TensorNames n = llama_tensor_names();
+  n.o_bias = "self_attn.o_proj.bias";
+  n.gate = n.up = n.down = "";
+  n.sinks = "self_attn.sinks";
+  n.router = "mlp.router.weight";
+  n.router_bias = "mlp.router.bias";
+  n.stacked_gate_up = "mlp.experts.gate_up_proj";
+  n.stacked_gate_up_bias = "mlp.experts.gate_up_proj_bias";
+  n.stacked_down = "mlp.experts.down_proj";
+  n.stacked_down_bias = "mlp.experts.down_proj_bias";
+  if (reader.has("quantization_config")) {
+    const auto& quantization = reader.config().at("quantization_config");
+    if (!quantization.is_object() || !quantization.contains("quant_method") ||
+        quantization.at("quant_method") != "mxfp4")
+      reader.fail_config("quantization_config = " + quantization.dump() +
+                         " is not supported (gpt_oss: quant_method \"mxfp4\" only)");
+    n.mxfp4_experts = true;
+  }
+  a.names = n;
+  return a;
+}
+
+/// Mixtral (MixtralForCausalLM): Mistral attention (GQA, optional sliding_window) with every layer sparse: router
+/// block_sparse_moe.gate, softmax over all experts then the top num_experts_per_tok renormalised to sum 1, SwiGLU
+/// experts block_sparse_moe.experts.<e>.w1 (gate), w3 (up), w2 (down) of width intermediate_size.
+template <class Reader>
+Architecture mixtral_architecture(const Reader& reader) {
+  Architecture a;
+  TransformerConfig& c = a.config;
+  read_llama_body(reader, c, "mixtral", 1e-5);
+  refuse_quantization(reader);
+  if (reader.has("sliding_window")) c.sliding_window = reader.positive_integer("sliding_window");
+  read_experts(reader, c, "num_local_experts", "intermediate_size");
+  c.moe.routing = RoutingKind::softmax_then_top_k;
+  c.moe.renormalize = true;
+  TensorNames n = llama_tensor_names();
+  n.gate = n.up = n.down = "";
+  n.router = "block_sparse_moe.gate.weight";
+  n.expert_prefix = "block_sparse_moe.experts.";
+  n.expert_gate = "w1.weight";
+  n.expert_up = "w3.weight";
+  n.expert_down = "w2.weight";
+  a.names = n;
+  return a;
+}
+
+/// Qwen3-MoE (Qwen3MoeForCausalLM): Qwen3 attention (per-head q/k RMSNorm, explicit head_dim, optional windows);
+/// layer l is sparse unless listed in mlp_only_layers, when (l + 1) is a multiple of decoder_sparse_step (default 1)
+/// and num_experts > 0; router mlp.gate, softmax over all experts, top num_experts_per_tok, renormalised when
+/// norm_topk_prob; SwiGLU experts of width moe_intermediate_size; dense layers a SwiGLU MLP of intermediate_size.
+template <class Reader>
+Architecture qwen3_moe_architecture(const Reader& reader) {
+  Architecture a;
+  TransformerConfig& c = a.config;
+  read_llama_body(reader, c, "qwen3_moe");
+  refuse_quantization(reader);
+  c.query_key_norm = QueryKeyNorm::per_head;
+  refuse_true(reader, "attention_bias", "Qwen3-MoE projections without biases only");
+  read_qwen_windows(reader, c);
+  const int experts = non_negative_integer(reader, "num_experts", 0);
+  if (experts > 0) {
+    read_experts(reader, c, "num_experts", "moe_intermediate_size");
+    c.moe.routing = RoutingKind::softmax_then_top_k;
+    c.moe.renormalize = reader.boolean("norm_topk_prob", false);
+    const int step = reader.positive_integer("decoder_sparse_step", 1);
+    std::vector<bool> sparse(std::size_t(c.n_layers), true);
+    for (int l = 0; l < c.n_layers; ++l) sparse[std::size_t(l)] = (l + 1) % step == 0;
+    if (reader.has("mlp_only_layers")) {
+      const auto& dense = reader.config().at("mlp_only_layers");
+      if (!dense.is_array()) reader.fail_config("field 'mlp_only_layers' = " + dense.dump() + " is not a list");
+      for (const auto& entry : dense) {
+        if (!entry.is_number_integer() || entry.template get<long long>() < 0 ||
+            entry.template get<long long>() >= c.n_layers)
+          reader.fail_config(attnscope::detail::concat("field 'mlp_only_layers' holds ", entry.dump(),
+                                                       ", not a layer index in [0, ", c.n_layers, ")"));
+        sparse[std::size_t(entry.template get<int>())] = false;
+      }
+    }
+    c.moe.sparse_layers = sparse;
+  }
+  TensorNames n = llama_tensor_names();
+  qwen_moe_expert_names(n);
+  a.names = n;
+  return a;
+}
+
+/// OLMoE (OlmoeForCausalLM): Llama pre-norm blocks with RMSNorm q/k norms over the full projection widths (q: heads·
+/// head_dim, k: kv heads·head_dim) before the split into heads, then q, k and v clamped to ±clip_qkv when set; every
+/// layer sparse: router mlp.gate, softmax over all experts, top num_experts_per_tok, renormalised only when
+/// norm_topk_prob (default false); SwiGLU experts of width intermediate_size.
+template <class Reader>
+Architecture olmoe_architecture(const Reader& reader) {
+  Architecture a;
+  TransformerConfig& c = a.config;
+  read_llama_body(reader, c, "olmoe", 1e-5);
+  refuse_quantization(reader);
+  c.query_key_norm = QueryKeyNorm::full_width;
+  refuse_true(reader, "attention_bias", "OLMoE projections without biases only");
+  if (reader.has("clip_qkv")) c.clip_qkv = reader.positive_number("clip_qkv");
+  read_experts(reader, c, "num_experts", "intermediate_size");
+  c.moe.routing = RoutingKind::softmax_then_top_k;
+  c.moe.renormalize = reader.boolean("norm_topk_prob", false);
+  TensorNames n = llama_tensor_names();
+  qwen_moe_expert_names(n);
   a.names = n;
   return a;
 }

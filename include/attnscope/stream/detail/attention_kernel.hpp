@@ -45,6 +45,8 @@ struct AttentionCapture {
   RowMatrix<Scalar>* probabilities = nullptr;
   /// Per-row statistics chosen by the options (sink_keys, max_weight_excludes_sinks, top_k, jacobian_norm).
   RowStatistics* statistics = nullptr;
+  /// rows (resized): the learned sink's share σ of every row (options.sink_logit; 0 without one).
+  Vector<double>* learned_sink = nullptr;
 };
 
 namespace detail {
@@ -79,6 +81,8 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
     throw_invalid_argument(function, "scale must be finite and > 0, got ", scale_value);
   if (options.logit_softcap && (!(*options.logit_softcap > 0) || !std::isfinite(*options.logit_softcap)))
     throw_invalid_argument(function, "logit_softcap must be finite and > 0, got ", *options.logit_softcap);
+  if (options.sink_logit && !std::isfinite(*options.sink_logit))
+    throw_invalid_argument(function, "sink_logit must be finite, got ", *options.sink_logit);
   RowStatistics* statistics = softmax ? capture.statistics : nullptr;
   Index max_top_k = 0;
   if (statistics != nullptr) {
@@ -159,7 +163,15 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
     statistics->top_k = options.top_k;
     statistics->top_k_mass.resize(rows, static_cast<Index>(options.top_k.size()));
     statistics->visible_keys.resize(rows);
+    if (options.sink_logit) {
+      statistics->learned_sink.resize(rows);
+      statistics->entropy_with_sink.resize(rows);
+    } else {
+      statistics->learned_sink.resize(0);
+      statistics->entropy_with_sink.resize(0);
+    }
   }
+  if (softmax && capture.learned_sink != nullptr) capture.learned_sink->resize(rows);
   if (capture.scores != nullptr) capture.scores->resize(rows, cols);
   if (softmax && capture.probabilities != nullptr) capture.probabilities->resize(rows, cols);
 
@@ -330,9 +342,12 @@ void attention_kernel(const char* function, const RowMatrixView<Scalar>& q, cons
         std::sort(scratch.sink_positions.begin(), scratch.sink_positions.end());
         reduce_row(function, z, n, scratch.sink_positions, options, max_top_k, z, scratch.row.data(), scratch.top, i,
                    *statistics);
+        if (capture.learned_sink != nullptr)
+          (*capture.learned_sink)(i) = options.sink_logit ? statistics->learned_sink(i) : 0.0;
       } else {
-        Scalar sum = 0;
-        softmax_row_checked(function, z, n, z, i, sum);
+        double sink_share = 0;
+        softmax_row_checked(function, z, n, z, i, options, sink_share);
+        if (capture.learned_sink != nullptr) (*capture.learned_sink)(i) = sink_share;
       }
       if (!want_probabilities) continue;
       if (capture.probabilities != nullptr) scatter(capture.probabilities->data() + i * cols, Scalar(0));

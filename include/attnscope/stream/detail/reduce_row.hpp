@@ -62,14 +62,37 @@ const Scalar* largest_descending(Scalar* p, Index n, Index kept, std::vector<Sca
   return values;
 }
 
-/// p = softmax(s) of one row of n scaled logits (p may alias s); returns the maximum of s. Throws naming the row if
-/// a logit is not finite (a q·k overflow).
+/// The shares of a learned sink logit s in a row whose visible keys have log-partition log Z = log Σ_k e^{z_k}:
+/// σ = e^s/(Z + e^s) = 1/(1 + e^{log Z − s}) and 1 − σ = 1/(1 + e^{s − log Z}), each formed without cancellation.
+struct LearnedSinkShares {
+  double sink = 0, content = 1;
+};
+inline LearnedSinkShares learned_sink_shares(double log_partition, double sink_logit) {
+  return {1.0 / (1.0 + std::exp(log_partition - sink_logit)), 1.0 / (1.0 + std::exp(sink_logit - log_partition))};
+}
+
+/// The factor that turns a row's exponentials e_j = exp(s_j − m) (sum `sum`) into its weights: 1/S for softmax, and
+/// (1 − σ)/S with a learned sink logit (σ then stored in `sink_share`; 0 without one).
 template <class Scalar>
-Scalar softmax_row_checked(const char* function, const Scalar* s, Index n, Scalar* p, Index row, Scalar& sum) {
+Scalar weight_factor(Scalar maximum, Scalar sum, const RowStatisticsOptions& options, double& sink_share) {
+  sink_share = 0;
+  if (!options.sink_logit) return Scalar(1) / sum;
+  const LearnedSinkShares shares = learned_sink_shares(
+      static_cast<double>(maximum) + std::log(static_cast<double>(sum)), *options.sink_logit);
+  sink_share = shares.sink;
+  return static_cast<Scalar>(shares.content / static_cast<double>(sum));
+}
+
+/// p = softmax(s) of one row of n scaled logits (p may alias s), or the sink softmax with options.sink_logit (its
+/// share σ into `sink_share`); returns the maximum of s. Throws naming the row if a logit is not finite (a q·k
+/// overflow).
+template <class Scalar>
+Scalar softmax_row_checked(const char* function, const Scalar* s, Index n, Scalar* p, Index row,
+                           const RowStatisticsOptions& options, double& sink_share) {
   const auto maximum = kernels::row_max(s, n);
   if (!maximum.finite) throw_invalid_argument(function, "a logit of row ", row, " overflows (q·k not finite)");
-  sum = kernels::exp_shifted_sum(s, n, maximum.max, Scalar(1), p);  // Σ exp(s_j − m) ≥ 1
-  kernels::scale_row(p, n, Scalar(1) / sum);
+  const Scalar sum = kernels::exp_shifted_sum(s, n, maximum.max, Scalar(1), p);  // Σ exp(s_j − m) ≥ 1
+  kernels::scale_row(p, n, weight_factor(maximum.max, sum, options, sink_share));
   return maximum.max;
 }
 
@@ -89,13 +112,23 @@ void reduce_row(const char* function, const Scalar* s, Index n, const std::vecto
   Scalar weighted = 0;  // Σ e_j (m − s_j)
   // the exponentials and sum of softmax_row_checked, bit for bit (the same kernel pass), with the spread beside them
   const Scalar sum = kernels::exp_shifted_sum_and_spread(s, n, maximum, Scalar(1), p, weighted);
-  kernels::scale_row(p, n, Scalar(1) / sum);  // as softmax_row_checked
+  double sink_share = 0;
+  const Scalar factor = weight_factor(maximum, sum, options, sink_share);
+  kernels::scale_row(p, n, factor);  // as softmax_row_checked
   const double spread = static_cast<double>(weighted) / static_cast<double>(sum);
   const double log_sum = std::log(static_cast<double>(sum));
   out.max_scaled_logit(row) = static_cast<double>(maximum);
   out.log_partition(row) = static_cast<double>(maximum) + log_sum;  // log Σ exp s_j = m + log Σ exp(s_j − m)
   out.visible_keys(row) = n;
   out.entropy(row) = log_sum + spread;
+  if (options.sink_logit) {
+    // H(p, σ) = h(σ) + (1 − σ)·H(p/(1 − σ)) with h the binary entropy (the grouping rule of entropy) [derived]
+    const double content = 1.0 - sink_share;
+    const double binary = (sink_share > 0 ? -sink_share * std::log(sink_share) : 0.0) +
+                          (content > 0 ? -content * std::log(content) : 0.0);
+    out.learned_sink(row) = sink_share;
+    out.entropy_with_sink(row) = binary + content * out.entropy(row);
+  }
   double sink = 0;
   for (const Index position : sink_positions) sink += static_cast<double>(p[position]);
   out.sink_mass(row) = sink;
@@ -109,13 +142,18 @@ void reduce_row(const char* function, const Scalar* s, Index n, const std::vecto
     if (n > start) best = std::max(best, kernels::row_max(p + start, n - start).max);
     out.max_weight(row) = static_cast<double>(best);
   } else {
-    // the largest logit's weight, exp(0)·(1/S) = 1/S exactly, is the largest: every other e_j = exp(s_j − m) ≤ 1 and
-    // p_j = e_j·(1/S) rounds monotonically [derived]; no pass over p
-    out.max_weight(row) = static_cast<double>(Scalar(1) / sum);
+    // the largest logit's weight, exp(0)·factor = factor exactly (1/S, or (1 − σ)/S with a learned sink), is the
+    // largest: every other e_j = exp(s_j − m) ≤ 1 and p_j = e_j·factor rounds monotonically [derived]; no pass over p
+    out.max_weight(row) = static_cast<double>(factor);
   }
   // exact ‖diag p − ppᵀ‖₂ by the secular method of normalize/spectral_norm.hpp (docs/theory/normalization-maps.md §5)
-  out.jacobian_norm(row) =
-      options.jacobian_norm ? static_cast<double>(attnscope::detail::softmax_jacobian_norm_row(p, n, Scalar(1))) : 0.0;
+  // (with a learned sink: Σp = 1 − σ, the sink form of §5.4 with r₀ = σ)
+  if (!options.jacobian_norm) out.jacobian_norm(row) = 0.0;
+  else if (options.sink_logit)
+    out.jacobian_norm(row) = static_cast<double>(
+        attnscope::detail::sink_softmax_jacobian_norm_row(p, n, static_cast<Scalar>(sink_share)));
+  else
+    out.jacobian_norm(row) = static_cast<double>(attnscope::detail::softmax_jacobian_norm_row(p, n, Scalar(1)));
   if (max_top_k > 0) {  // on a copy: the search reorders its input
     std::copy(p, p + n, work);
     const Index kept = std::min(max_top_k, n);
