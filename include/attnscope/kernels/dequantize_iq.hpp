@@ -1,9 +1,10 @@
 // attnscope/kernels/dequantize_iq.hpp — dequantization of ggml's codebook and ternary block formats (GGUF files):
 // the non-linear 4-bit IQ4_NL and IQ4_XS, MXFP4 (OCP microscaling E2M1 with an E8M0 block scale), the ternary TQ1_0
 // and TQ2_0, and the lattice i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M. Each function turns
-// `blocks` consecutive blocks at `data` (any alignment, little-endian) into blocks × block_elements float32 values,
-// by the scalar definition (no SIMD path: these formats are dequantized panel by panel like the others,
-// kernels/widen.hpp). The block layouts and formulas are ggml's (ggml/src/ggml-common.h for the block structs,
+// `blocks` consecutive blocks at `data` (any alignment, little-endian) into blocks × block_elements float32 values:
+// dequantize_T_reference is the scalar definition; IQ4_NL, IQ4_XS and MXFP4 also have dequantize_T, the same bits
+// through AVX2 where the CPU has it (kernels/detail/dequantize_avx2.hpp, dispatched at run time; the others run the
+// reference). Every format is dequantized panel by panel like the others (kernels/widen.hpp). The block layouts and formulas are ggml's (ggml/src/ggml-common.h for the block structs,
 // ggml-quants.c dequantize_row_* for the formulas), restated here; the codebooks are ggml's tables
 // (kernels/detail/iq_grids.hpp, generated from ggml-common.h).
 //
@@ -18,6 +19,7 @@
 
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/detail/block_scales.hpp"
+#include "attnscope/kernels/detail/dequantize_avx2.hpp"
 #include "attnscope/kernels/detail/iq_grids.hpp"
 
 namespace attnscope::kernels {
@@ -133,6 +135,34 @@ constexpr int mxfp4_block_elements = 32, mxfp4_block_bytes = 17;
 inline void dequantize_mxfp4_reference(const unsigned char* data, Index blocks, float* out) {
   for (Index b = 0; b < blocks; ++b, data += mxfp4_block_bytes, out += mxfp4_block_elements)
     detail::nibble_levels(data + 1, detail::e8m0_half(data[0]), detail::fp4_doubled_values, out);
+}
+
+// The dequantizers with an AVX2 path: the bits of the references above, through it where the CPU has it.
+
+inline void dequantize_iq4_nl(const unsigned char* data, Index blocks, float* out) {
+#if defined(ATTNSCOPE_DEQUANTIZE_AVX2)
+  if (detail::avx2_dequantize::available())
+    return detail::avx2_dequantize::nibble_blocks<iq4_nl_block_bytes>(
+        data, blocks, detail::iq4_nl_values, [](const unsigned char* block) { return detail::half_to_float(block); },
+        out);
+#endif
+  dequantize_iq4_nl_reference(data, blocks, out);
+}
+inline void dequantize_iq4_xs(const unsigned char* data, Index blocks, float* out) {
+#if defined(ATTNSCOPE_DEQUANTIZE_AVX2)
+  if (detail::avx2_dequantize::available())
+    return detail::avx2_dequantize::iq4_xs(data, blocks, detail::iq4_nl_values, out);
+#endif
+  dequantize_iq4_xs_reference(data, blocks, out);
+}
+inline void dequantize_mxfp4(const unsigned char* data, Index blocks, float* out) {
+#if defined(ATTNSCOPE_DEQUANTIZE_AVX2)
+  if (detail::avx2_dequantize::available())
+    return detail::avx2_dequantize::nibble_blocks<mxfp4_block_bytes>(
+        data, blocks, detail::fp4_doubled_values, [](const unsigned char* block) { return detail::e8m0_half(block[0]); },
+        out);
+#endif
+  dequantize_mxfp4_reference(data, blocks, out);
 }
 
 namespace detail {

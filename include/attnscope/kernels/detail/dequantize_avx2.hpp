@@ -1,6 +1,6 @@
 // attnscope/kernels/detail/dequantize_avx2.hpp — the AVX2 + F16C paths of the float16 / bfloat16 widening and of
 // the block dequantization (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) of kernels/dequantize.hpp
-// and kernels/widen.hpp.
+// and kernels/widen.hpp, and of the 4-bit codebook formats (IQ4_NL, IQ4_XS, MXFP4) of kernels/dequantize_iq.hpp.
 //
 // Every function here gives, element for element, the bits of the scalar reference beside which it is declared
 // (dequantize_*_reference, widen_reference): the same float32 operations in the same order, eight lanes at a time.
@@ -272,6 +272,45 @@ ATTNSCOPE_DEQUANTIZE_TARGET void q3_k(const unsigned char* data, Index blocks, f
         const u8x32 q = ((qs >> (2 * k)) & 3) - (clear & 4);  // as int8
         affine_32<true, 0>(q, scales[sub], scales[sub + 1], 0, 0, out + 128 * n + 32 * k);
       }
+    }
+  }
+}
+
+/// The bytes levels[n] for each nibble n of `nibbles` (values 0–15): SSSE3's byte shuffle (vpshufb) with the 16
+/// levels as its table.
+template <int = 0>
+ATTNSCOPE_DEQUANTIZE_TARGET inline u8x16 lookup16(u8x16 levels, u8x16 nibbles) {
+  return bits_as<u8x16>(__builtin_ia32_pshufb128(bits_as<x86::c8x16>(levels), bits_as<x86::c8x16>(nibbles)));
+}
+
+/// 32 elements y = scale·v[nibble] from the 16 bytes at `qs` (low nibbles first), v the 16 int8 `levels`: the
+/// reference's detail::nibble_levels (the product of the exactly converted level and the scale, one rounding).
+template <int = 0>
+ATTNSCOPE_DEQUANTIZE_TARGET inline void nibble_levels(const unsigned char* qs, float scale, u8x16 levels, float* out) {
+  const u8x16 bytes = load_bytes16(qs);
+  affine_32<true, 0>(lookup16(levels, bytes & 15), lookup16(levels, bytes >> 4), scale, scale, 0, 0, out);
+}
+
+/// dequantize_iq4_nl_reference (BlockBytes 18, the fp16 d first) or dequantize_mxfp4_reference (17, the E8M0 byte
+/// first, scale e8m0_half) on AVX2, with the 16 int8 levels `table`; scale_of(block) is the block's scale.
+template <int BlockBytes, class ScaleOf>
+ATTNSCOPE_DEQUANTIZE_TARGET void nibble_blocks(const unsigned char* data, Index blocks, const std::int8_t* table,
+                                               ScaleOf scale_of, float* out) {
+  const u8x16 levels = load_bytes16(reinterpret_cast<const unsigned char*>(table));
+  for (Index b = 0; b < blocks; ++b, data += BlockBytes, out += 32)
+    nibble_levels(data + BlockBytes - 16, scale_of(data), levels, out);
+}
+
+/// dequantize_iq4_xs_reference on AVX2: eight groups of 32, each nibble_levels with d·(ls − 32).
+template <int = 0>
+ATTNSCOPE_DEQUANTIZE_TARGET void iq4_xs(const unsigned char* data, Index blocks, const std::int8_t* table, float* out) {
+  const u8x16 levels = load_bytes16(reinterpret_cast<const unsigned char*>(table));
+  for (Index b = 0; b < blocks; ++b, data += 136, out += 256) {
+    const float d = half_at(data);
+    const std::uint32_t scales_h = std::uint32_t(data[2]) | std::uint32_t(data[3]) << 8;
+    for (int g = 0; g < 8; ++g) {
+      const int ls = ((data[4 + g / 2] >> (4 * (g % 2))) & 15) | static_cast<int>(((scales_h >> (2 * g)) & 3) << 4);
+      nibble_levels(data + 8 + 16 * g, d * static_cast<float>(ls - 32), levels, out + 32 * g);
     }
   }
 }
