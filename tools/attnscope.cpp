@@ -1,6 +1,6 @@
 // tools/attnscope.cpp — the `attnscope` command: dispatches to the subcommands of tools/commands.hpp (one file
 // each, tools/command_<name>.cpp). Documented in docs/cli.md. Exit codes: 0 success, 1 runtime error (bad file,
-// bad input), 2 usage error.
+// bad input), 2 usage error, 128 + N when ended by signal N (130 for SIGINT: tools/cli_output.hpp).
 #include <algorithm>
 #include <exception>
 #include <iostream>
@@ -30,6 +30,7 @@ threads rarely pay off and on a busy machine they cost far more than they save.
 }  // namespace
 
 int main(int argc, char** argv) {
+  attnscope::cli::install_interrupt_cleanup();  // SIGINT/SIGTERM: remove unfinished outputs, exit 128 + signal
   const std::string name = argc > 1 ? argv[1] : "";
   const attnscope::cli::Command* command = nullptr;
   for (const attnscope::cli::Command* candidate : attnscope::cli::all_commands())

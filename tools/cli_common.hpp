@@ -13,6 +13,7 @@
 
 #include "attnscope/io/file.hpp"
 #include "cli_arguments.hpp"
+#include "cli_output.hpp"
 
 namespace attnscope::cli {
 

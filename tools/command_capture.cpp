@@ -72,6 +72,7 @@ int command_capture(int argc, char** argv) {
   require_no_positional(arguments);
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".safetensors") && !ends_with(out, ".npz")) throw usage_error("--out must end in .npz or .safetensors: " + out);
+  check_output_options(arguments, {"out"});
   const std::string model_path = model_path_argument(arguments);
   require_input_format("capture", model_path,
                        {io::FileFormat::llama2c, io::FileFormat::huggingface_folder, io::FileFormat::gguf},
@@ -110,7 +111,8 @@ int command_capture(int argc, char** argv) {
                           {"cut", run.cut_note},
                           {"layers", layers.empty() ? std::string("all") : join_layer_list(layers)},
                           {"logits", arguments.has("no-logits") ? "no" : "yes"}},
-                         arguments.has("compress") ? io::Compression::deflated : io::Compression::stored);
+                         arguments.has("compress") ? io::Compression::deflated : io::Compression::stored,
+                         temporary_files());
   std::cerr << "attnscope: wrote " << arrays.size() << " arrays to " << out << " in " << milliseconds_since(write_start)
             << " ms\n";
   return 0;

@@ -116,6 +116,7 @@ int command_compare(int argc, char** argv) {
   if (!(arguments.has("tokens") || arguments.has("tokens-file") || arguments.has("text") || arguments.has("text-file")))
     throw usage_error("give the input: --text, --text-file, --tokens or --tokens-file");
   if (arguments.has("html-heads") && !arguments.has("html")) throw usage_error("--html-heads applies to --html only");
+  check_output_options(arguments, {"csv", "html"});
   analysis::CompareOptions options;
   if (arguments.has("top-k")) options.top_k = parse_integer(arguments.get("top-k"), "--top-k", 1, 1L << 30);
   if (arguments.has("sink-keys")) {
@@ -156,14 +157,14 @@ int command_compare(int argc, char** argv) {
   if (arguments.has("csv")) {
     std::ostringstream csv;
     analysis::write_comparison_csv(csv, comparison);
-    io::write_file(arguments.get("csv"), csv.str());
+    io::write_file(arguments.get("csv"), csv.str(), temporary_files());
     std::cerr << "attnscope: wrote " << comparison.heads.size() << " heads to " << arguments.get("csv") << "\n";
   }
   if (arguments.has("html")) {
     analysis::CompareHtmlOptions page;
     page.model_a = models[0];
     page.model_b = models[1];
-    analysis::write_comparison_html(arguments.get("html"), comparison, page);
+    analysis::write_comparison_html(arguments.get("html"), comparison, page, temporary_files());
     std::cerr << "attnscope: wrote " << arguments.get("html") << "\n";
   }
   return 0;

@@ -182,7 +182,7 @@ void merge_arrays(const std::vector<std::string>& inputs, const std::string& out
     return merged_layer_of(a.first) < merged_layer_of(b.first);
   });
   if (layout_version) merged.emplace_back(io::capture_layout_key, std::move(*layout_version));
-  if (run.empty()) io::write_array_file(out, merged);
+  if (run.empty()) io::write_array_file(out, merged, {}, io::Compression::stored, temporary_files());
   else write_arrays_with_run_options(out, merged, run);
   std::cerr << "attnscope: merged " << merged.size() << " arrays from " << inputs.size() << " files into " << out << "\n";
 }
@@ -200,7 +200,7 @@ void merge_csv(const std::vector<std::string>& inputs, const std::string& out) {
     while (std::getline(lines, line))
       if (!line.empty()) body += line + "\n";
   }
-  io::write_file(out, header + "\n" + body);
+  io::write_file(out, header + "\n" + body, temporary_files());
 }
 
 /// True for a JSON array whose elements are all objects (table rows).
@@ -274,7 +274,7 @@ void merge_json(const std::vector<std::string>& inputs, const std::string& out) 
                                         merged.type_name());
     }
   }
-  io::write_file(out, merged.dump(2) + "\n");
+  io::write_file(out, merged.dump(2) + "\n", temporary_files());
 }
 
 int command_merge(int argc, char** argv) {
@@ -291,6 +291,7 @@ int command_merge(int argc, char** argv) {
                                                                            : ends_with(input, ".json"));
     if (!same_kind) throw usage_error("input " + input + " is not of the kind of --out " + out);
   }
+  check_output_options(arguments, {"out"});
   if (arrays) merge_arrays(inputs, out, arguments.has("concatenate"));
   else if (ends_with(out, ".csv")) merge_csv(inputs, out);
   else if (ends_with(out, ".json")) merge_json(inputs, out);

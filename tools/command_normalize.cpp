@@ -65,6 +65,7 @@ int command_normalize(int argc, char** argv) {
   }
   const attnscope::NormalizationMap map = *parsed_map;
   const std::string out = arguments.require("out");
+  check_output_options(arguments, {"out"});
   const std::string path = arguments.positional()[0];
   require_input_format("normalize", path, {io::FileFormat::npy}, "an NPY array");
   const io::Array input = io::read_npy(path);
@@ -76,7 +77,7 @@ int command_normalize(int argc, char** argv) {
   } catch (const attnscope::invalid_argument& error) {  // a non-finite logit, a row with every key masked: name the file
     attnscope::detail::throw_invalid_argument("normalize", path, ": ", error.what());
   }
-  io::write_npy(out, output);
+  io::write_npy(out, output, false, temporary_files());
   return 0;
 }
 

@@ -140,6 +140,7 @@ int command_report(int argc, char** argv) {
   if (arguments.has("model") != arguments.positional().empty())
     throw usage_error("expected exactly one INPUT, or --model DIR without INPUT");
   if (arguments.positional().size() > 1) throw usage_error("expected exactly one INPUT");
+  check_output_options(arguments, {"csv", "json", "html"});
 
   // Options that do not depend on the input.
   std::vector<Index> sink_keys{0};
@@ -297,7 +298,7 @@ int command_report(int argc, char** argv) {
                                    : "q = " + std::to_string(query_rows) + ", k = " + std::to_string(keys))
             << " (report " << three_significant_digits(milliseconds_since(start)) << " ms)\n"
             << analysis::head_report_table(report, width);
-  if (arguments.has("csv")) io::write_file(arguments.get("csv"), analysis::head_report_csv(report));
+  if (arguments.has("csv")) io::write_file(arguments.get("csv"), analysis::head_report_csv(report), temporary_files());
   if (arguments.has("json")) {
     // the run options (tools/run_options.hpp) as a one-element "runs" array: `merge` joins the runs of reports of
     // several documents and refuses reports whose options (map, columns, sink keys, dtype, ...) differ
@@ -325,9 +326,9 @@ int command_report(int argc, char** argv) {
     if (!selection.heads.empty()) recorded["heads"] = join_integers(selection.heads);
     nlohmann::json document = analysis::head_report_json(report);
     document["runs"] = nlohmann::json::array({nlohmann::json(recorded)});
-    io::write_file(arguments.get("json"), document.dump(2) + "\n");
+    io::write_file(arguments.get("json"), document.dump(2) + "\n", temporary_files());
   }
-  if (page) page->write(arguments.get("html"), report);
+  if (page) page->write(arguments.get("html"), report, temporary_files());
   return 0;
 }
 

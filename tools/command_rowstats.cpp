@@ -346,6 +346,7 @@ int command_rowstats(int argc, char** argv) {
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".npz") && !ends_with(out, ".safetensors"))
     throw usage_error("--out must end in .npz or .safetensors: " + out);
+  check_output_options(arguments, {"out"});
   stream::RowStatisticsOptions options;
   const bool causal_rows = !arguments.has("full");
   options.visibility = causal_rows ? Visibility(causal) : Visibility();

@@ -20,6 +20,7 @@
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/io/array_file.hpp"
+#include "cli_output.hpp"
 
 namespace attnscope::cli {
 
@@ -117,11 +118,12 @@ inline io::Array run_options_as_array(const RunOptions& options) {
   return io::Array::from_vector(bytes, {static_cast<std::int64_t>(text.size())});
 }
 
-/// Writes `arrays` with their run options: safetensors metadata, or the NPZ array run_options_array.
+/// Writes `arrays` with their run options: safetensors metadata, or the NPZ array run_options_array (replacing `path`
+/// whole or not at all; the command's registry of temporary files hears of the temporary file).
 inline void write_arrays_with_run_options(const std::string& path, io::NamedArrays arrays, const RunOptions& options) {
   const bool safetensors = path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
   if (!safetensors) arrays.emplace_back(run_options_array, run_options_as_array(options));
-  io::write_array_file(path, arrays, safetensors ? options : RunOptions{});
+  io::write_array_file(path, arrays, safetensors ? options : RunOptions{}, io::Compression::stored, temporary_files());
 }
 
 /// The first option in which `a` and `b` differ, ignoring `ignored` keys ("" when they agree): "top_k is 1,8 in

@@ -115,7 +115,8 @@ TEST_CASE("NPZ: write_npz rejects bad arrays before creating the file and names 
   // A folder that does not exist, and a folder: io_error naming write_npz and the path.
   const std::string unwritable = attnscope::testing::test_output_path("no_such_folder/x.npz");
   CHECK(error_message<io_error>([&] { io::write_npz(unwritable, sample_arrays()); }) ==
-        "attnscope::write_npz: " + unwritable + ": cannot open file for writing");
+        "attnscope::write_npz: " + unwritable + ": cannot open file for writing: the folder " +
+            attnscope::testing::test_output_path("no_such_folder") + " does not exist");
   CHECK_THAT(error_message<io_error>([&] { io::write_npz(ATTNSCOPE_BINARY_DIR, sample_arrays()); }),
              Contains("attnscope::write_npz: " + std::string(ATTNSCOPE_BINARY_DIR) + ": cannot open file for writing"));
   // A device that accepts no byte: the write error names the path, and the device is not removed.

@@ -113,9 +113,10 @@ TEST_CASE("safetensors: write_safetensors rejects bad tensors before creating th
   const io::NamedArrays good = {{"x", one}};
   const std::string unwritable = attnscope::testing::test_output_path("no_such_folder/x.safetensors");
   CHECK(error_message<io_error>([&] { io::write_safetensors(unwritable, good); }) ==
-        "attnscope::write_safetensors: " + unwritable + ": cannot open file for writing");
+        "attnscope::write_safetensors: " + unwritable + ": cannot open file for writing: the folder " +
+            attnscope::testing::test_output_path("no_such_folder") + " does not exist");
   CHECK(error_message<io_error>([&] { io::write_safetensors(ATTNSCOPE_BINARY_DIR, good); }) ==
-        "attnscope::write_safetensors: " + std::string(ATTNSCOPE_BINARY_DIR) + ": cannot open file for writing");
+        "attnscope::write_safetensors: " + std::string(ATTNSCOPE_BINARY_DIR) + ": cannot open file for writing: is a directory");
   // A device that accepts no byte: the write error names the path (mid-way for a large tensor, at the final flush
   // for a small file), and the device is not removed.
   if (io::detail::path_kind("/dev/full") == io::detail::PathKind::other) {

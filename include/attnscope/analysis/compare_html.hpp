@@ -80,10 +80,12 @@ inline std::string render_comparison_html(const ModelComparison& comparison, con
   return page.str();
 }
 
-/// Writes render_comparison_html to `path`. Throws io_error when the file cannot be written.
+/// Writes render_comparison_html to `path`, replacing it whole or not at all (io::write_file; `listener` hears of the
+/// temporary file). Throws io_error when the file cannot be written.
 inline void write_comparison_html(const std::string& path, const ModelComparison& comparison,
-                                  const CompareHtmlOptions& options = {}) {
-  io::write_file(path, render_comparison_html(comparison, options));
+                                  const CompareHtmlOptions& options = {},
+                                  io::TemporaryFileListener* listener = nullptr) {
+  io::write_file(path, render_comparison_html(comparison, options), listener);
 }
 
 }  // namespace attnscope::analysis

@@ -166,8 +166,11 @@ class HtmlReportBuilder {
     return page.str();
   }
 
-  /// Writes render(report) to `path`. Throws io_error when the file cannot be written.
-  void write(const std::string& path, const HeadReport& report) const { io::write_file(path, render(report)); }
+  /// Writes render(report) to `path`, replacing it whole or not at all (io::write_file; `listener` hears of the
+  /// temporary file). Throws io_error when the file cannot be written.
+  void write(const std::string& path, const HeadReport& report, io::TemporaryFileListener* listener = nullptr) const {
+    io::write_file(path, render(report), listener);
+  }
 
  private:
   static std::string data_uri(const detail::HtmlImage& image) {

@@ -105,15 +105,17 @@ class ArrayFile {
 
 /// Writes `arrays` to `path` in the format its extension names: .safetensors (with `metadata` in the header) or .npz
 /// (`compression`; NPZ has no metadata, so `metadata` is not stored). Throws attnscope::invalid_argument for another
-/// extension, io_error when the file cannot be written.
+/// extension, io_error when the file cannot be written. The file is replaced whole or not at all (`listener` hears of
+/// its temporary file, io/atomic_file.hpp).
 inline void write_array_file(const std::string& path, const NamedArrays& arrays,
                              const std::map<std::string, std::string>& metadata = {},
-                             Compression compression = Compression::stored) {
+                             Compression compression = Compression::stored,
+                             TemporaryFileListener* listener = nullptr) {
   auto ends_with = [&](const std::string& suffix) {
     return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  if (ends_with(".safetensors")) write_safetensors(path, arrays, metadata);
-  else if (ends_with(".npz")) write_npz(path, arrays, compression);
+  if (ends_with(".safetensors")) write_safetensors(path, arrays, metadata, listener);
+  else if (ends_with(".npz")) write_npz(path, arrays, compression, listener);
   else detail::throw_invalid_argument("write_array_file", "the path must end in .npz or .safetensors: ", path);
 }
 

@@ -180,10 +180,12 @@ inline std::vector<QueryKeyLayer> query_key_layers(const ArrayFile& file) {
 /// Writes capture arrays with the layout version: a .safetensors path gets it in the metadata (with `metadata`),
 /// a .npz path as the array capture_layout_key (NPZ has no metadata, so `metadata` is not stored). `arrays` must
 /// not already hold that name. Throws attnscope::invalid_argument for a clashing name or another extension
-/// (write_array_file), io_error when the file cannot be written.
+/// (write_array_file), io_error when the file cannot be written. The file is replaced whole or not at all
+/// (`listener` hears of its temporary file, io/atomic_file.hpp).
 inline void write_capture_file(const std::string& path, NamedArrays arrays,
                                std::map<std::string, std::string> metadata = {},
-                               Compression compression = Compression::stored) {
+                               Compression compression = Compression::stored,
+                               TemporaryFileListener* listener = nullptr) {
   for (const auto& entry : arrays)
     if (entry.first == capture_layout_key)
       detail::throw_invalid_argument("write_capture_file", "the array name ", capture_layout_key,
@@ -191,7 +193,7 @@ inline void write_capture_file(const std::string& path, NamedArrays arrays,
   const bool safetensors = path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
   if (safetensors) metadata[capture_layout_key] = std::to_string(capture_layout_version);
   else arrays.emplace_back(capture_layout_key, Array::from_vector(std::vector<std::int32_t>{capture_layout_version}, {1}));
-  write_array_file(path, arrays, metadata, compression);
+  write_array_file(path, arrays, metadata, compression, listener);
 }
 
 /// A paragraph describing the capture layout, for usage texts and messages.

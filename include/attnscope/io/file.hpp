@@ -14,15 +14,7 @@
 #include <vector>
 
 #include "attnscope/core/error.hpp"
-
-// What a path names, by POSIX stat (<filesystem> costs a translation unit as much parsing as <Eigen/Core>; it is
-// used only where there is no POSIX).
-#if defined(__unix__) || defined(__APPLE__)
-#include <sys/stat.h>
-#define ATTNSCOPE_IO_POSIX_STAT 1
-#else
-#include <filesystem>
-#endif
+#include "attnscope/io/atomic_file.hpp"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__)
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "attnscope::io assumes a little-endian host");
@@ -35,24 +27,7 @@ using attnscope::detail::concat;
 using attnscope::detail::throw_invalid_argument;
 using attnscope::detail::throw_io_error;
 
-/// What a path names, following symbolic links: nothing (or nothing that can be inspected), a directory, a regular
-/// file, or something else (a device, a socket, …).
-enum class PathKind { missing, directory, regular_file, other };
-
-inline PathKind path_kind(const std::string& path) {
-#if defined(ATTNSCOPE_IO_POSIX_STAT)
-  struct stat status {};
-  if (::stat(path.c_str(), &status) != 0) return PathKind::missing;
-  if (S_ISDIR(status.st_mode)) return PathKind::directory;
-  return S_ISREG(status.st_mode) ? PathKind::regular_file : PathKind::other;
-#else
-  std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(path, error);
-  if (error || !std::filesystem::exists(status)) return PathKind::missing;
-  if (std::filesystem::is_directory(status)) return PathKind::directory;
-  return std::filesystem::is_regular_file(status) ? PathKind::regular_file : PathKind::other;
-#endif
-}
+/// (PathKind and path_kind: io/atomic_file.hpp.)
 inline bool path_is_directory(const std::string& path) { return path_kind(path) == PathKind::directory; }
 inline bool path_is_regular_file(const std::string& path) { return path_kind(path) == PathKind::regular_file; }
 inline bool path_exists(const std::string& path) { return path_kind(path) != PathKind::missing; }
@@ -79,42 +54,28 @@ inline std::vector<unsigned char> read_file(const std::string& path) {
   return bytes;
 }
 
-/// Writes bytes to a file (created or truncated). Throws attnscope::io_error when the file cannot be written.
-inline void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream stream(path, std::ios::binary | std::ios::trunc);
-  if (!stream) detail::throw_io_error("write_file", path, "cannot open file for writing");
-  stream.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  stream.flush();
-  if (!stream) detail::throw_io_error("write_file", path, "write failed (", bytes.size(), " bytes)");
+/// Writes bytes to a file, replacing it whole or not at all (an AtomicOutputFile: a temporary file beside `path`,
+/// renamed over it once flushed; `listener` hears of that temporary file). Throws attnscope::io_error naming
+/// write_file and the path when the file cannot be written; `path` is then left as it was.
+inline void write_file(const std::string& path, const std::string& bytes, TemporaryFileListener* listener = nullptr) {
+  AtomicOutputFile file("write_file", path, listener);
+  file.write(bytes.data(), bytes.size());
+  file.commit();
 }
 
 namespace detail {
 
-/// Creates or truncates the file `path` and calls produce(write), where write(const char* data, std::size_t size)
-/// appends bytes to it: a writer streams its output instead of building the whole file in memory. Throws
-/// attnscope::io_error "attnscope::<function>: <path>: ..." when the file cannot be opened or a write fails. When
-/// produce or a write throws, the partly written file is removed (only a regular file: never a device such as
-/// /dev/null) and the exception propagates.
+/// Writes the file `path` through an AtomicOutputFile: calls produce(write), where write(const char* data,
+/// std::size_t size) appends bytes, so that a writer streams its output instead of building the whole file in memory,
+/// then commits. Throws attnscope::io_error "attnscope::<function>: <path>: ..." when the file cannot be created or
+/// a write fails. When produce or a write throws, the exception propagates, the temporary file is removed and `path`
+/// is left as it was (a device such as /dev/full is written in place and never removed).
 template <class Produce>
-void write_file_streamed(const char* function, const std::string& path, Produce&& produce) {
-  std::ofstream stream(path, std::ios::binary | std::ios::trunc);
-  if (!stream) throw_io_error(function, path, "cannot open file for writing");
-  std::uint64_t written = 0;
-  auto write = [&](const char* data, std::size_t size) {
-    if (size == 0) return;
-    if (!stream.write(data, static_cast<std::streamsize>(size)))
-      throw_io_error(function, path, "write failed after ", written, " bytes");
-    written += size;
-  };
-  try {
-    produce(write);
-    stream.close();  // flushes: a full disk may show only here
-    if (!stream) throw_io_error(function, path, "write failed (", written, " bytes)");
-  } catch (...) {
-    stream.close();
-    if (path_is_regular_file(path)) std::remove(path.c_str());
-    throw;
-  }
+void write_file_streamed(const char* function, const std::string& path, Produce&& produce,
+                         TemporaryFileListener* listener = nullptr) {
+  AtomicOutputFile file(function, path, listener);
+  produce([&file](const char* data, std::size_t size) { file.write(data, size); });
+  file.commit();
 }
 
 /// Reads a whole file and hands its bytes to an in-memory parser `parse(data, size, name_for_errors)`.

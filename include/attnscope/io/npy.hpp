@@ -270,9 +270,14 @@ inline std::string serialize_npy(const Array& array, bool fortran_order = false)
   return out;
 }
 
-/// Writes an .npy file (see serialize_npy).
-inline void write_npy(const std::string& path, const Array& array, bool fortran_order = false) {
-  write_file(path, serialize_npy(array, fortran_order));
+/// Writes an .npy file (see serialize_npy), replacing `path` whole or not at all (io::write_file; `listener` hears
+/// of the temporary file). Throws invalid_argument as serialize_npy before any file is created, io_error naming
+/// write_npy and the path when the file cannot be written.
+inline void write_npy(const std::string& path, const Array& array, bool fortran_order = false,
+                      TemporaryFileListener* listener = nullptr) {
+  const std::string bytes = serialize_npy(array, fortran_order);
+  detail::write_file_streamed("write_npy", path, [&](const auto& write) { write(bytes.data(), bytes.size()); },
+                              listener);
 }
 
 }  // namespace attnscope::io

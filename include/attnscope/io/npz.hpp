@@ -362,16 +362,18 @@ inline std::string serialize_npz(const NamedArrays& arrays, Compression compress
 }
 
 /// Writes an .npz file, byte for byte what serialize_npz returns, streamed member by member: besides the arrays it
-/// holds in memory only one member's .npy bytes (and their deflated copy) and the central directory. Throws
-/// invalid_argument as serialize_npz; the checks that need no member bytes (keys, member count, bfloat16) come
-/// before the file is created, so such a call leaves an existing file untouched. Throws attnscope::io_error naming
-/// write_npz and the path when the file cannot be created or written. A failure after the file was created (a
-/// write error, or an archive found to need ZIP64) removes the partly written file.
-inline void write_npz(const std::string& path, const NamedArrays& arrays, Compression compression = Compression::deflated) {
+/// holds in memory only one member's .npy bytes (and their deflated copy) and the central directory. The file is
+/// replaced whole or not at all (io/atomic_file.hpp: a temporary file beside `path`, renamed over it once flushed;
+/// `listener` hears of it). Throws invalid_argument as serialize_npz; the checks that need no member bytes (keys,
+/// member count, bfloat16) come before any file is created. Throws attnscope::io_error naming write_npz and the path
+/// when the file cannot be created or written. On any failure (a write error, a full disk, an archive found to need
+/// ZIP64) the temporary file is removed and an existing file at `path` is left as it was.
+inline void write_npz(const std::string& path, const NamedArrays& arrays, Compression compression = Compression::deflated,
+                      TemporaryFileListener* listener = nullptr) {
   detail::check_npz_arrays(arrays);
   detail::write_file_streamed("write_npz", path, [&](const auto& write) {
     detail::write_npz_archive(arrays, compression, write);
-  });
+  }, listener);
 }
 
 }  // namespace attnscope::io

@@ -257,17 +257,19 @@ std::string serialize_safetensors(const NamedArrays& tensors, const std::map<std
 }
 
 /// Writes a safetensors file, byte for byte what serialize_safetensors returns, streamed: the header, then each
-/// tensor's bytes straight from its storage (no copy of the data buffer in memory). Throws invalid_argument as
-/// serialize_safetensors, before the file is created (an existing file is left untouched), and attnscope::io_error
-/// naming write_safetensors and the path when the file cannot be created or written (a partly written file is
-/// removed).
+/// tensor's bytes straight from its storage (no copy of the data buffer in memory). The file is replaced whole or not
+/// at all (io/atomic_file.hpp: a temporary file beside `path`, renamed over it once flushed; `listener` hears of it).
+/// Throws invalid_argument as serialize_safetensors, before any file is created, and attnscope::io_error naming
+/// write_safetensors and the path when the file cannot be created or written (the temporary file is then removed and
+/// an existing file at `path` left as it was).
 template <class Json = nlohmann::json>
 void write_safetensors(const std::string& path, const NamedArrays& tensors,
-                       const std::map<std::string, std::string>& metadata = {}) {
+                       const std::map<std::string, std::string>& metadata = {},
+                       TemporaryFileListener* listener = nullptr) {
   const std::string text = detail::safetensors_header_text<Json>(tensors, metadata);
   detail::write_file_streamed("write_safetensors", path, [&](const auto& write) {
     detail::write_safetensors_file(text, tensors, write);
-  });
+  }, listener);
 }
 
 #ifdef ATTNSCOPE_EXTERN_TEMPLATES  // compiled part (src/extern_templates/io.cpp)
