@@ -70,9 +70,13 @@ for round in $(seq 1 "$REPEATS"); do
 done
 
 echo
+build=$(cd "$BINS" && LD_LIBRARY_PATH=. /usr/bin/python3 -c "import ctypes; lib = ctypes.CDLL('./libllama-common.so'); \
+print('LLAMA_BUILD_NUMBER %d, LLAMA_COMMIT %s' % (ctypes.c_int.in_dll(lib, 'LLAMA_BUILD_NUMBER').value, \
+ctypes.c_char_p.in_dll(lib, 'LLAMA_COMMIT').value.decode()))" 2>/dev/null || echo "build number unknown")
 echo "$(date -u +%Y-%m-%d), $(lscpu | grep 'Model name' | sed 's/Model name: *//'), llama.cpp $(
-  sed -n 's/.*"tag": "\(.*\)".*/\1/p' "$NPM_DIR/node_modules/node-llama-cpp/llama/llama.cpp.info.json") (node-llama-cpp \
-$(sed -n 's/.*"version": "\(.*\)".*/\1/p' "$NPM_DIR/node_modules/node-llama-cpp/package.json" | head -1)), $TOKENS tokens"
+  sed -n 's/.*"tag": "\(.*\)".*/\1/p' "$NPM_DIR/node_modules/node-llama-cpp/llama/llama.cpp.info.json") ($build; \
+node-llama-cpp $(sed -n 's/.*"version": "\(.*\)".*/\1/p' "$NPM_DIR/node_modules/node-llama-cpp/package.json" | head -1)), \
+$TOKENS tokens"
 /usr/bin/python3 - "$TIMES" <<'EOF'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1]) if len(line.split()) == 4]
