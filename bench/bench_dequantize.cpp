@@ -1,7 +1,7 @@
 // Widening and dequantization of stored weights (kernels/widen.hpp, kernels/dequantize.hpp,
 // kernels/dequantize_iq.hpp): the scalar references (widen_reference) against the dispatched kernels (widen: AVX2 +
-// F16C where the CPU has it), per format, in one run; the codebook and ternary formats (IQ4_NL … IQ1_M, scalar only)
-// once each, to be read as ratios to Q4_K's widen and widen_reference of the same run.
+// F16C where the CPU has it), per format, in one run; the codebook and ternary formats (IQ4_NL … IQ1_M; the scalar
+// reference too for those with an AVX2 path), to be read as ratios to Q4_K's widen and widen_reference of the run.
 // The work is that of the model's panel packing: a weight of 2²² elements (rows of 4096) read row by row from memory
 // and widened into one float32 row buffer that stays in L1. Random bytes with finite scales (the speed of the integer
 // and float work does not depend on the values). Items are elements; bytes are the stored bytes read.
@@ -95,7 +95,11 @@ void register_dequantize_benchmarks() {
   for (StoredFloat format : {StoredFloat::iq4_nl, StoredFloat::iq4_xs, StoredFloat::mxfp4, StoredFloat::tq1_0,
                              StoredFloat::tq2_0, StoredFloat::iq2_xxs, StoredFloat::iq2_xs, StoredFloat::iq2_s,
                              StoredFloat::iq3_xxs, StoredFloat::iq3_s, StoredFloat::iq1_s, StoredFloat::iq1_m}) {
-    const std::string name = attnscope::kernels::stored_float_name(format);
+    const auto& info = attnscope::kernels::stored_format_info(format);
+    const std::string name = info.name;
+    if (info.dispatched != info.reference)  // a SIMD path: its scalar reference too
+      benchmark::RegisterBenchmark(("widen_reference/" + name).c_str(), widen_rows<true>, format)
+          ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("widen/" + name).c_str(), widen_rows<false>, format)->Unit(benchmark::kMillisecond);
   }
 }
