@@ -89,7 +89,7 @@ int command_capture(int argc, char** argv) {
     }
 
   model::CaptureOptions capture;
-  capture.q = capture.k = capture.v = capture.scores = capture.attention = true;
+  capture.q = capture.k = capture.v = capture.scores = capture.attention = capture.routing = true;
   CaptureRun run = run_capture(request, capture, !arguments.has("no-logits"));
   for (const int layer : layers)
     if (layer >= run.n_layers)

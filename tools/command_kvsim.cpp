@@ -173,6 +173,10 @@ int command_kvsim(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   const model::Transformer transformer = model::load_model(model_path);
   const auto& config = transformer.config();
+  if (config.learned_sinks)  // the simulation's rows are plain softmax rows of q and k
+    attnscope::detail::throw_invalid_argument("kvsim", model_path, " (", config.architecture,
+                                              ") has learned sink logits, which the cache simulation does not ",
+                                              "implement");
   const Index length = static_cast<Index>(request.tokens.size());
   if (request.tokens.size() > static_cast<std::size_t>(config.seq_len))
     attnscope::detail::throw_invalid_argument(  // a data error: the options were right, the input is too long

@@ -252,6 +252,12 @@ int command_report(int argc, char** argv) {
   if (arguments.has("map")) map_argument(arguments);  // a bad --map is a usage error; a bad recorded map a data error
   if (!map_name.empty()) options.rows_are_distributions = analysis::map_rows_are_distributions(parse_normalization_map(map_name));
 
+  // a model with learned sink logits (gpt-oss): its rows sum to 1 − σ; two columns more unless --columns chose
+  bool learned_sinks = false;
+  if (run)
+    for (const auto& layer : run->result.layers) learned_sinks = learned_sinks || !layer.learned_sink.empty();
+  if (learned_sinks && !arguments.has("columns"))
+    for (analysis::ReportColumn& column : analysis::learned_sink_report_columns(sink_keys)) columns.push_back(column);
   const auto start = std::chrono::steady_clock::now();
   analysis::HeadReportBuilder builder(columns, options);
   std::optional<analysis::HtmlReportBuilder> page;

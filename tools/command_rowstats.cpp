@@ -46,6 +46,10 @@ arrays q and k (reported as layer 0), float32 or float64 (the statistics are com
 Output arrays, [heads, L] each, per layer, named as in a capture (layer 0's entropy is "layer0.entropy"):
 entropy, sink_mass, max_attention, max_scaled_logit, log_partition, jacobian_norm (exact spectral norm of the row's
 softmax Jacobian), top{k}_mass for each k, and heads (the head index of each output row). A per-head summary table (means, median ‖J‖) goes to stdout.
+For a model with learned sink logits (gpt-oss) the weights are those over real keys (summing to 1 - sigma) and three
+arrays more: learned_sink (sigma, the sink logit's share of the row), entropy_with_sink (entropy of the composition
+of the real keys' weights and sigma; entropy stays that of the row renormalised over the real keys) and content_mass
+(1 - sigma - sink_mass).
 
 With --model DIR (a Hugging Face folder; text is encoded by its tokenizer) or --checkpoint FILE (llama2.c; token
 ids only), the model's streaming forward (Transformer::forward_row_statistics) runs attention blockwise and computes
@@ -79,7 +83,9 @@ Options:
 template <class Scalar>
 class RowstatsOutput {
  public:
-  explicit RowstatsOutput(const stream::RowStatisticsOptions& options) : options_(options) {}
+  /// learned_sinks: the model has learned sink logits (gpt-oss); three columns more, see add_head.
+  explicit RowstatsOutput(const stream::RowStatisticsOptions& options, bool learned_sinks = false)
+      : options_(options), learned_sinks_(learned_sinks) {}
 
   /// Starts layer `layer` with `heads` heads of `length` rows.
   void begin_layer(Index layer, Index length, std::size_t heads) {
@@ -88,6 +94,7 @@ class RowstatsOutput {
     names_ = {"entropy", "sink_mass", "max_attention", "max_scaled_logit", "log_partition"};
     if (options_.jacobian_norm) names_.push_back("jacobian_norm");
     for (const Index k : options_.top_k) names_.push_back("top" + std::to_string(k) + "_mass");
+    if (learned_sinks_) names_.insert(names_.end(), {"learned_sink", "entropy_with_sink", "content_mass"});
     columns_.assign(names_.size(), std::vector<Scalar>(static_cast<std::size_t>(length) * heads));
     head_ids_.clear();
   }
@@ -100,6 +107,12 @@ class RowstatsOutput {
     std::vector<Vector<double>> top_columns;
     for (Index c = 0; c < stats.top_k_mass.cols(); ++c) top_columns.push_back(stats.top_k_mass.col(c));
     for (const auto& column : top_columns) per_row.push_back(&column);
+    // with a learned sink: its share σ, the entropy of the composition (p, σ), and the content mass 1 − σ − sink mass
+    Vector<double> content;
+    if (learned_sinks_) {
+      content = (1.0 - stats.learned_sink.array() - stats.sink_mass.array()).matrix();
+      per_row.insert(per_row.end(), {&stats.learned_sink, &stats.entropy_with_sink, &content});
+    }
     for (std::size_t c = 0; c < per_row.size(); ++c)
       for (Index i = 0; i < length_; ++i)
         columns_[c][slot * static_cast<std::size_t>(length_) + static_cast<std::size_t>(i)] =
@@ -144,6 +157,7 @@ class RowstatsOutput {
   }
 
   stream::RowStatisticsOptions options_;
+  bool learned_sinks_ = false;
   io::NamedArrays arrays_;
   bool header_printed_ = false;
   Index layer_ = 0, length_ = 0;
@@ -306,7 +320,7 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
   if (result.beyond_trained_positions)
     std::cerr << "attnscope: " << request.tokens.size() << " tokens run beyond the model's trained length of "
               << result.trained_positions << " positions (RoPE extrapolation, --beyond-trained-length)\n";
-  RowstatsOutput<double> output(options);
+  RowstatsOutput<double> output(options, config.learned_sinks);
   for (const Index l : layers) {
     output.begin_layer(l, static_cast<Index>(request.tokens.size()), heads.size());
     for (std::size_t slot = 0; slot < heads.size(); ++slot)

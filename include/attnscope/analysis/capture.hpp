@@ -26,8 +26,9 @@
 namespace attnscope::analysis {
 
 /// The arrays of the capture layout for a forward pass (a model::ForwardResult): every part that was captured
-/// (q, k, v, scores, attention, head_output per layer, stacked [heads, rows, cols] float32), `tokens` (int32, when
-/// given), `logits` and `hidden_states` (when present). Write them with io::write_capture_file.
+/// (q, k, v, scores, attention, head_output per layer, stacked [heads, rows, cols] float32; a model's learned sink
+/// shares [heads, rows] and a sparse layer's routing), `tokens` (int32, when given), `logits` and `hidden_states` (when
+/// present). Write them with io::write_capture_file.
 template <class Result, class = detail::forward_result_layers<Result>>
 io::NamedArrays capture_arrays(const Result& result, const std::vector<int>& tokens = {}) {
   namespace part = io::capture_part;
@@ -40,6 +41,27 @@ io::NamedArrays capture_arrays(const Result& result, const std::vector<int>& tok
         {part::attention, &layer.attention}, {part::head_output, &layer.head_output}};
     for (const auto& [name, heads] : parts)
       if (!heads->empty()) arrays.emplace_back(io::layer_array_name(static_cast<Index>(l), name), io::stack_heads(*heads));
+    if (!layer.learned_sink.empty()) {  // [heads, L], as stack_heads: every head of one length
+      const Index length = layer.learned_sink.front().size();
+      RowMatrix<float> shares(static_cast<Index>(layer.learned_sink.size()), length);
+      for (std::size_t h = 0; h < layer.learned_sink.size(); ++h) {
+        if (layer.learned_sink[h].size() != length)
+          attnscope::detail::throw_invalid_argument("capture_arrays", "learned_sink of head ", h, " has ",
+                                                    layer.learned_sink[h].size(), " rows, head 0 has ", length);
+        shares.row(static_cast<Index>(h)) = layer.learned_sink[h].transpose().template cast<float>();
+      }
+      arrays.emplace_back(io::layer_array_name(static_cast<Index>(l), part::learned_sink), io::Array::from(shares));
+    }
+    if (layer.routing.experts.size() > 0) {
+      const auto& routing = layer.routing;
+      arrays.emplace_back(io::layer_array_name(static_cast<Index>(l), part::router_logits),
+                          io::Array::from(routing.router_logits));
+      std::vector<std::int32_t> chosen(routing.experts.data(), routing.experts.data() + routing.experts.size());
+      arrays.emplace_back(io::layer_array_name(static_cast<Index>(l), part::experts),
+                          io::Array::from_vector(chosen, {routing.experts.rows(), routing.experts.cols()}));
+      arrays.emplace_back(io::layer_array_name(static_cast<Index>(l), part::expert_weights),
+                          io::Array::from(RowMatrix<float>(routing.weights.template cast<float>())));
+    }
   }
   if (!tokens.empty())
     arrays.emplace_back(part::tokens, io::Array::from_vector(std::vector<std::int32_t>(tokens.begin(), tokens.end()),

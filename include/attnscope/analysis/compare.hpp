@@ -189,6 +189,12 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
   const char* function = "analysis::compare_models";
   const model::TransformerConfig &config_a = a.config(), &config_b = b.config();
   if (tokens.empty()) attnscope::detail::throw_invalid_argument(function, "no tokens");
+  // the lock-step kernel forms plain softmax rows from the layers' q and k: a learned sink would be left out
+  if (config_a.learned_sinks || config_b.learned_sinks)
+    attnscope::detail::throw_invalid_argument(function, "model ", config_a.learned_sinks ? "A" : "B", " (",
+                                              config_a.learned_sinks ? config_a.architecture : config_b.architecture,
+                                              ") has learned sink logits, which this comparison does not implement; ",
+                                              "compare its captures or rowstats outputs instead");
   if (config_a.vocab_size != config_b.vocab_size)
     attnscope::detail::throw_invalid_argument(function, "the models have different vocabularies: ",
                                               config_a.vocab_size, " and ", config_b.vocab_size,

@@ -22,6 +22,7 @@ struct HeadInput {
   RowMatrix<double> attention;  // L_q × L_k, row = query (causal captures: entries above the diagonal are 0)
   RowMatrix<double> scores;     // L_q × L_k scaled scores q·k/√d, masked entries −inf; empty when unknown
   RowMatrix<double> values;     // L_k × d values of the head; empty when unknown
+  Vector<double> learned_sink;  // L_q shares σ of a learned sink logit (gpt-oss; rows then sum to 1 − σ); empty if none
 };
 
 namespace detail {
@@ -102,6 +103,7 @@ void for_each_head(const Result& result, const HeadSelection& selection, const H
       input.attention = layer.attention[h].template cast<double>();
       if (h < layer.scores.size()) input.scores = layer.scores[h].template cast<double>();
       if (h < layer.v.size()) input.values = layer.v[h].template cast<double>();
+      if (h < layer.learned_sink.size()) input.learned_sink = layer.learned_sink[h];
       visit(input);
       if (progress) progress(++done, total);
     }

@@ -90,6 +90,32 @@ double attention_sink_mass(const Eigen::MatrixBase<Derived>& attention, const st
   return total / static_cast<double>(attention.rows());
 }
 
+/// The report columns of a model with learned sink logits (gpt-oss; HeadInput::learned_sink): the mean share σ of the
+/// sink logit, and the mean content mass 1 − σ − Σ_{j∈S} A(i, j) left for the keys that are not sinks. NaN for a head
+/// without learned-sink shares.
+inline std::vector<ReportColumn> learned_sink_report_columns(const std::vector<Index>& sink_keys = {0}) {
+  const auto reason = [](const HeadInput&) { return std::string("the model has no learned sink"); };
+  return {
+      {"learned_sink", "mean share of the learned sink logit over query rows",
+       [](const HeadInput& h) {
+         return h.learned_sink.size() ? h.learned_sink.mean() : std::numeric_limits<double>::quiet_NaN();
+       },
+       reason, "sigma", false,
+       {"Mean share σ of the head's learned sink logit s (gpt-oss): p_ij = e^{z_ij}/(Σ_k e^{z_ik} + e^s), σ_i = 1 − Σ_j p_ij.",
+        "The head parks its mass on the learned sink, outside every key.", "The learned sink takes little mass.",
+        "tests/fixtures/hf/gpt_oss (random weights, L = 35): 0.017-0.42."}},
+      {"content_mass", "mean mass left for content keys: 1 - learned sink - sink keys",
+       [sink_keys](const HeadInput& h) {
+         if (!h.learned_sink.size()) return std::numeric_limits<double>::quiet_NaN();
+         return 1.0 - h.learned_sink.mean() - attention_sink_mass(h.attention, sink_keys);
+       },
+       reason, "content", true,
+       {"Mean of 1 − σ_i − Σ_{j∈S} a_ij: the mass neither the learned sink nor the sink keys take.",
+        "The head attends to content.", "The sinks (learned and first token) take the head's mass.",
+        "tests/fixtures/hf/gpt_oss (random weights, L = 35): 0.54-0.93."}},
+  };
+}
+
 /// Mean row entropy in nats, (1/L) Σ_i H_i with H_i = attnscope::row_entropy (−Σ_j A(i,j) ln A(i,j), 0 ln 0 = 0,
 /// Shannon); NaN when the matrix is empty or has a negative or non-finite entry (rows that are not distributions,
 /// e.g. SA-softmax rows: row_entropy checks every entry and refuses them). O(L²).
@@ -296,8 +322,15 @@ class HeadReportBuilder {
     if (head.values.size() && head.values.rows() != cols)
       attnscope::detail::throw_invalid_argument(fn_, "layer ", head.layer, " head ", head.head, ": values have ",
                                                 head.values.rows(), " rows, attention ", cols, " keys");
+    if (head.learned_sink.size() && head.learned_sink.size() != rows)
+      attnscope::detail::throw_invalid_argument(fn_, "layer ", head.layer, " head ", head.head, ": learned_sink has ",
+                                                head.learned_sink.size(), " rows, attention ", rows);
+    // with a learned sink the row and its share σ form the distribution (the row sums to 1 − σ)
     const AttentionRowCheck check =
-        check_attention_rows(head.attention, options_.storage_roundoff, options_.rows_are_distributions);
+        head.learned_sink.size()
+            ? check_attention_rows((RowMatrix<double>(rows, cols + 1) << head.attention, head.learned_sink).finished(),
+                                   options_.storage_roundoff, options_.rows_are_distributions)
+            : check_attention_rows(head.attention, options_.storage_roundoff, options_.rows_are_distributions);
     if (!check.ok() && !options_.lenient)
       attnscope::detail::throw_invalid_argument(
           fn_, "layer ", head.layer, " head ", head.head, " ", describe_row_violation(check.first), "; ",
