@@ -45,12 +45,12 @@ inline constexpr const char* matmul_usage =
     "                      the dequantized weights) or llama.cpp (activations rounded to 8 bits per block and integer\n"
     "                      dot products, as llama.cpp's CPU backend; Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K)\n";
 
-/// The mode of --matmul exact|llama.cpp (exact when absent).
-inline model::MatmulMode matmul_argument(const Arguments& arguments) {
-  const std::string mode = arguments.get("matmul", "exact");
+/// The mode of --matmul exact|llama.cpp, or of the option `name` (exact when absent).
+inline model::MatmulMode matmul_argument(const Arguments& arguments, const std::string& name = "matmul") {
+  const std::string mode = arguments.get(name, "exact");
   if (mode == "exact") return model::MatmulMode::exact;
   if (mode == "llama.cpp") return model::MatmulMode::llama_cpp;
-  throw usage_error("--matmul: expected exact or llama.cpp, got '" + mode + "'");
+  throw usage_error("--" + name + ": expected exact or llama.cpp, got '" + mode + "'");
 }
 
 /// True when any option of add_model_options was given.

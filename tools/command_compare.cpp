@@ -27,7 +27,7 @@ const char* compare_usage() {
                         (--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE)
                         [--max-tokens N] [--csv FILE] [--html FILE] [--html-heads N] [--top-k K]
                         [--sink-keys LIST] [--show N] [--beyond-trained-length] [--from TEXT] [--skip-tokens N]
-                        [--special-tokens] [--add-special-tokens] [--threads N]
+                        [--special-tokens] [--add-special-tokens] [--matmul-a MODE] [--matmul-b MODE] [--threads N]
 
 Runs the same tokens through two models (a model and its quantized copy, two checkpoints, a base model and its
 fine-tune; they must have the same vocabulary and the same numbers of layers and heads) and compares their attention
@@ -56,6 +56,9 @@ Options:
   --show N            heads printed on stdout (default 20; 0: all)
   --beyond-trained-length  let RoPE models run past their trained length (seq_len)
   --threads N         OpenMP threads (default 1; 0 = OpenMP default)
+  --matmul-a MODE, --matmul-b MODE   how model A / model B multiply GGUF block-quantized weights: exact (default) or
+                      llama.cpp (see capture --matmul); one GGUF file as both models with --matmul-b llama.cpp
+                      shows what llama.cpp's 8-bit activations change
 )" + std::string(input_window_usage) + R"(  --help              this text
 )";
   return usage.c_str();
@@ -107,6 +110,7 @@ int command_compare(int argc, char** argv) {
   arguments.value_option("max-tokens").flag("special-tokens").flag("add-special-tokens");
   arguments.value_option("csv").value_option("html").value_option("html-heads").value_option("top-k");
   arguments.value_option("sink-keys").value_option("show").flag("beyond-trained-length");
+  arguments.value_option("matmul-a").value_option("matmul-b");
   add_input_window_options(arguments);
   if (parse_subcommand(arguments, argc, argv, compare_usage())) return 0;
   require_no_positional(arguments);
@@ -129,6 +133,8 @@ int command_compare(int argc, char** argv) {
   const long html_heads = parse_integer(arguments.get("html-heads", "4"), "--html-heads", 1, 1L << 20);
   const long show = parse_integer(arguments.get("show", "20"), "--show", 0, 1L << 30);
   options.allow_beyond_trained_positions = arguments.has("beyond-trained-length");
+  options.matmul[0] = matmul_argument(arguments, "matmul-a");
+  options.matmul[1] = matmul_argument(arguments, "matmul-b");
   for (const std::string& path : models)
     if (!std::filesystem::exists(path))  // a data error: the option is right, the model is not there
       attnscope::detail::throw_io_error("model", path, "does not exist; --model expects a Hugging Face model folder, "

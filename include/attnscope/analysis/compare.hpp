@@ -64,6 +64,9 @@ struct CompareOptions {
   int threads = 0;
   /// Called after each layer compared with (layers done, layers).
   model::ProgressCallback layer_progress{};
+  /// How each model multiplies its block-quantized weights (model::MatmulMode; [0] model A, [1] model B): comparing
+  /// one GGUF file with itself in the two modes measures what llama.cpp's 8-bit activations change.
+  model::MatmulMode matmul[2] = {model::MatmulMode::exact, model::MatmulMode::exact};
 };
 
 /// One head's attention in one model, each a mean over the L query rows.
@@ -336,6 +339,7 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
   model::ForwardOptions forward[2];
   for (int m = 0; m < 2; ++m) {
     forward[m].logits = false;
+    forward[m].matmul = options.matmul[m];
     forward[m].layer_attention_inputs = [&, m](int layer, const RowMatrixView<float>& queries,
                                                const RowMatrixView<float>& keys,
                                                const stream::RowStatisticsOptions& attention) {
