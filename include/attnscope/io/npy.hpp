@@ -26,7 +26,6 @@ inline const char* npy_descr(DType dtype) {
     case DType::boolean: return "|b1";
     case DType::float16: return "<f2";
     case DType::bfloat16: return nullptr;
-    case DType::uint8: return "|u1";
   }
   return nullptr;
 }
@@ -199,8 +198,7 @@ inline NpyHeader read_npy_header(ByteReader& reader) {
   NpyHeaderParser(reader, header).parse(descr, result.fortran_order, result.shape);
 
   bool known = false;
-  for (DType candidate :
-       {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean, DType::float16, DType::uint8})
+  for (DType candidate : {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean, DType::float16})
     if (descr == npy_descr(candidate) || (candidate == DType::boolean && (descr == "?" || descr == "<b1"))) {
       result.dtype = candidate;
       known = true;
