@@ -21,6 +21,7 @@ py::dtype numpy_dtype(io::DType dtype) {
     case io::DType::int64: return py::dtype("<i8");
     case io::DType::boolean: return py::dtype("?");
     case io::DType::float16: return py::dtype("<f2");
+    case io::DType::uint8: return py::dtype("|u1");
     case io::DType::bfloat16: break;
   }
   return py::dtype("<f4");

@@ -231,10 +231,12 @@ TEST_CASE("AttentionFile refuses captures of an unknown layout version and reads
   io::write_npz(path, {{"layer0.attention", heads}}, io::Compression::stored);
   CHECK(analysis::AttentionFile(path).layout_version() == 1);
   io::write_npz(path, {{"layer0.attention", heads},
-                       {io::capture_layout_key, io::Array::from_vector(std::vector<std::int32_t>{2}, {1})}});
+                       {io::capture_layout_key,
+                        io::Array::from_vector(std::vector<std::int32_t>{io::capture_layout_version + 1}, {1})}});
   const std::string message = error_message<attnscope::io_error>([&] { analysis::AttentionFile file(path); });
-  CHECK(message.find("attnscope::capture_file_layout_version: " + path + ": has capture layout version 2") == 0);
-  CHECK(message.find("reads versions 1 to 1") != std::string::npos);
+  const std::string newer = std::to_string(io::capture_layout_version + 1);
+  CHECK(message.find("attnscope::capture_file_layout_version: " + path + ": has capture layout version " + newer) == 0);
+  CHECK(message.find("reads versions 1 to " + std::to_string(io::capture_layout_version)) != std::string::npos);
   const std::string tensors = capture_test_path("test_capture_version.safetensors");
   io::write_safetensors(tensors, {{"layer0.attention", heads}}, {{io::capture_layout_key, "v1"}});
   CHECK(error_message<attnscope::io_error>([&] { analysis::AttentionFile file(tensors); })

@@ -36,6 +36,7 @@ io::Array random_array(io::DType dtype, const std::vector<std::int64_t>& shape, 
     std::vector<T> typed;
     for (double v : values) {
       if constexpr (std::is_same_v<T, bool>) typed.push_back(v > 0);
+      else if constexpr (std::is_same_v<T, std::uint8_t>) typed.push_back(static_cast<T>(static_cast<std::int64_t>(v * 8) & 0xFF));
       else if constexpr (std::is_integral_v<T>) typed.push_back(static_cast<T>(v * 8));
       else typed.push_back(static_cast<T>(static_cast<float>(v)));
     }
@@ -49,6 +50,7 @@ io::Array random_array(io::DType dtype, const std::vector<std::int64_t>& shape, 
     case io::DType::boolean: return make(bool{});
     case io::DType::float16: return make(Eigen::half{});
     case io::DType::bfloat16: return make(Eigen::bfloat16{});
+    case io::DType::uint8: return make(std::uint8_t{});
   }
   return {};
 }
@@ -136,9 +138,9 @@ TEST_CASE("NPY: the writer reproduces numpy's bytes exactly", "[io][npy]") {
 TEST_CASE("NPY: round trips of every dtype, order and rank (seeded random shapes)", "[io][npy]") {
   Random random(2024);
   const io::DType dtypes[] = {io::DType::float32, io::DType::float64, io::DType::int32, io::DType::int64,
-                              io::DType::boolean, io::DType::float16};
-  for (int trial = 0; trial < 300; ++trial) {
-    const io::DType dtype = dtypes[trial % 6];
+                              io::DType::boolean, io::DType::float16, io::DType::uint8};
+  for (int trial = 0; trial < 350; ++trial) {
+    const io::DType dtype = dtypes[trial % 7];
     std::vector<std::int64_t> shape(random.below(6));
     for (auto& d : shape) d = static_cast<std::int64_t>(random.below(5));
     const io::Array array = random_array(dtype, shape, random);

@@ -130,7 +130,7 @@ std::vector<std::pair<std::string, std::string>> variants_of(const std::string& 
   return out;
 }
 
-const std::vector<std::string> moe_fixtures = {"gpt_oss", "mixtral", "qwen3_moe", "olmoe"};
+const std::vector<std::string> moe_fixtures = {"gpt_oss", "gpt_oss_mxfp4", "mixtral", "qwen3_moe", "olmoe"};
 
 void require_agreement(const MoeGap& gap, const std::string& what) {
   INFO(what << ": logits " << gap.logits << ", attention " << gap.attention << ", learned sink " << gap.learned_sink
@@ -228,6 +228,28 @@ TEST_CASE("MoE fixtures: switching off any feature they exercise misses the refe
           w.config.query_key_norm = QueryKeyNorm::none;
           for (auto& layer : w.layers) layer.q_norm.resize(0), layer.k_norm.resize(0);
         }), olmoe);
+}
+
+TEST_CASE("MoE MXFP4 from Hugging Face: the repacked experts hold the values of integrations/mxfp4.py's dequantization") {
+  const Transformer& model = hf_fixture_model("gpt_oss_mxfp4");
+  const auto arrays = attnscope::io::read_npz(hf_fixture_folder("gpt_oss_mxfp4") + "/dequantized_experts.npz");
+  const attnscope::model::ExpertWeights& expert = model.weights().layers[0].moe.experts[0];
+  CHECK(expert.gate_up.format() == attnscope::kernels::StoredFloat::mxfp4);
+  // the file holds Hugging Face's [in, out] layout; the model's matrices are out × in
+  const RowMatrix<double> gate_up = arrays.at("gate_up_proj").to_matrix<double>();
+  const RowMatrix<double> down = arrays.at("down_proj").to_matrix<double>();
+  CHECK(expert.gate_up.to_float32().cast<double>() == RowMatrix<double>(gate_up.transpose()));
+  CHECK(expert.down.to_float32().cast<double>() == RowMatrix<double>(down.transpose()));
+  // without quantization_config the folder is read as BF16: the missing gate_up_proj is named
+  const std::string folder = attnscope::testing::scratch_copy_of_fixture("gpt_oss_mxfp4", "moe_mxfp4_missing");
+  attnscope::testing::write_json_file(folder + "/config.json", [&] {
+    auto config = attnscope::testing::read_json_file(folder + "/config.json");
+    config.erase("quantization_config");
+    return config;
+  }());
+  CHECK(attnscope::testing::error_message<attnscope::io_error>([&] {
+          attnscope::model::load_huggingface_model(folder);
+        }).find("gate_up_proj") != std::string::npos);
 }
 
 TEST_CASE("MoE GGUF: gpt-oss with MXFP4 experts agrees with its truncating-YaRN reference") {

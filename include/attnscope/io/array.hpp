@@ -21,14 +21,14 @@
 namespace attnscope::io {
 
 /// Element types the NPY, NPZ and safetensors readers and writers support.
-enum class DType { float32, float64, int32, int64, boolean, float16, bfloat16 };
+enum class DType { float32, float64, int32, int64, boolean, float16, bfloat16, uint8 };
 
 /// Bytes per element.
 inline std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::float32: case DType::int32: return 4;
     case DType::float64: case DType::int64: return 8;
-    case DType::boolean: return 1;
+    case DType::boolean: case DType::uint8: return 1;
     case DType::float16: case DType::bfloat16: return 2;
   }
   return 0;
@@ -44,6 +44,7 @@ inline const char* dtype_name(DType dtype) {
     case DType::boolean: return "bool";
     case DType::float16: return "float16";
     case DType::bfloat16: return "bfloat16";
+    case DType::uint8: return "uint8";
   }
   return "?";
 }
@@ -56,6 +57,7 @@ template <> struct dtype_of<double> { static constexpr DType value = DType::floa
 template <> struct dtype_of<std::int32_t> { static constexpr DType value = DType::int32; };
 template <> struct dtype_of<std::int64_t> { static constexpr DType value = DType::int64; };
 template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
+template <> struct dtype_of<std::uint8_t> { static constexpr DType value = DType::uint8; };
 template <> struct dtype_of<Eigen::half> { static constexpr DType value = DType::float16; };
 template <> struct dtype_of<Eigen::bfloat16> { static constexpr DType value = DType::bfloat16; };
 
@@ -219,6 +221,7 @@ class Array {
       case DType::boolean: convert(std::uint8_t{}); break;
       case DType::float16: convert(Eigen::half{}); break;
       case DType::bfloat16: convert(Eigen::bfloat16{}); break;
+      case DType::uint8: convert(std::uint8_t{}); break;
     }
     return out;
   }

@@ -129,6 +129,18 @@ class BasicHuggingFaceFolder {
     return stored;
   }
 
+  /// The tensor `name` refers to, read in place, with its shape and dtype checked (e.g. the U8 blocks and scales of
+  /// MXFP4 weights); io_error naming the file and tensor otherwise.
+  const HuggingFaceTensor& raw_tensor(const std::string& name, const std::vector<std::int64_t>& shape,
+                                      DType dtype) const {
+    const char* fn = "HuggingFaceFolder::raw_tensor";
+    const HuggingFaceTensor& stored = checked_tensor(fn, name, shape);
+    if (stored.dtype != dtype)
+      detail::throw_io_error(fn, stored.file, "tensor '", stored.name, "' has dtype ", dtype_name(stored.dtype),
+                             ", expected ", dtype_name(dtype));
+    return stored;
+  }
+
   /// Tensor `name` as a float32 matrix; its shape must be exactly [rows, cols] (no transposition: PyTorch Linear
   /// weights are [out, in], GPT-2 Conv1D weights [in, out]). io_error naming the file and tensor for a wrong shape,
   /// a dtype other than F32/F16/BF16, or a non-finite value.

@@ -26,6 +26,7 @@ inline const char* npy_descr(DType dtype) {
     case DType::boolean: return "|b1";
     case DType::float16: return "<f2";
     case DType::bfloat16: return nullptr;
+    case DType::uint8: return "|u1";
   }
   return nullptr;
 }
@@ -198,7 +199,8 @@ inline NpyHeader read_npy_header(ByteReader& reader) {
   NpyHeaderParser(reader, header).parse(descr, result.fortran_order, result.shape);
 
   bool known = false;
-  for (DType candidate : {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean, DType::float16})
+  for (DType candidate :
+       {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean, DType::float16, DType::uint8})
     if (descr == npy_descr(candidate) || (candidate == DType::boolean && (descr == "?" || descr == "<b1"))) {
       result.dtype = candidate;
       known = true;

@@ -32,7 +32,7 @@ inline constexpr std::uint64_t safetensors_max_header_bytes = 100'000'000;
 
 namespace detail {
 
-/// safetensors dtype string of a DType: F32, F64, I32, I64, BOOL, F16, BF16.
+/// safetensors dtype string of a DType: F32, F64, I32, I64, BOOL, F16, BF16, U8.
 inline const char* safetensors_dtype_name(DType dtype) {
   switch (dtype) {
     case DType::float32: return "F32";
@@ -42,6 +42,7 @@ inline const char* safetensors_dtype_name(DType dtype) {
     case DType::boolean: return "BOOL";
     case DType::float16: return "F16";
     case DType::bfloat16: return "BF16";
+    case DType::uint8: return "U8";
   }
   return "?";
 }
@@ -111,12 +112,12 @@ SafetensorsHeader parse_safetensors_header(const unsigned char* data, std::size_
     const auto& dtype = info["dtype"];
     bool known = false;
     for (DType candidate : {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean, DType::float16,
-                            DType::bfloat16})
+                            DType::bfloat16, DType::uint8})
       if (dtype.is_string() && dtype.template get<std::string>() == detail::safetensors_dtype_name(candidate)) {
         entry.dtype = candidate;
         known = true;
       }
-    if (!known) bad("unsupported dtype ", dtype.dump(), " (supported: F32, F64, I32, I64, BOOL, F16, BF16)");
+    if (!known) bad("unsupported dtype ", dtype.dump(), " (supported: F32, F64, I32, I64, BOOL, F16, BF16, U8)");
     const auto& shape = info["shape"];
     if (!shape.is_array() || shape.size() > detail::max_rank)
       bad("shape must be an array of at most ", detail::max_rank, " integers");

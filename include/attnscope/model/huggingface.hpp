@@ -135,14 +135,11 @@ class HuggingFaceReader {
 
   /// The `count` expert matrices (each out × in, nn.Linear's layout) of a stacked tensor `name`, which Hugging Face
   /// stores [count, in, out] (gpt-oss gate_up_proj and down_proj): each a transposed view of its slice in the
-  /// stored format. `mxfp4`: the tensor is stored as MXFP4 `name_blocks` and `name_scales`, which this reader
-  /// refuses by name. Errors as matrix().
+  /// stored format. `mxfp4`: the tensor is stored as MXFP4 `name_blocks` and `name_scales` (mxfp4_experts). Errors
+  /// as matrix().
   std::vector<WeightMatrix> expert_matrices(const std::string& name, Index count, Index out, Index in,
                                             bool mxfp4) const {
-    if (mxfp4)
-      attnscope::detail::throw_io_error("load_huggingface_model", folder_, "tensor '", name,
-                                        "' is stored as MXFP4 (quantization_config.quant_method \"mxfp4\"), which ",
-                                        "this reader does not dequantize; use the BF16 checkpoint");
+    if (mxfp4) return mxfp4_expert_matrices(name, count, out, in);
     require(name);
     try {
       used_.insert(files_->resolve_name(name));
@@ -156,6 +153,52 @@ class HuggingFaceReader {
         matrices.push_back(linear_layout(
             WeightMatrix::view(format, static_cast<const unsigned char*>(stored.data) + std::size_t(e) * slice, in,
                                out, files_, attnscope::detail::concat(stored.name, "[", e, "] in ", stored.file))));
+      return matrices;
+    } catch (const std::exception& error) {
+      rethrow(name, error);
+    }
+  }
+
+  /// The experts of an MXFP4 tensor `name` (Hugging Face's integrations/mxfp4.py layout, already out × in): U8
+  /// `name_blocks` [count, out, in/32, 16], each byte two E2M1 codes (element 2t in its low nibble, 2t + 1 in its high
+  /// one), and U8 `name_scales` [count, out, in/32], the e8m0 exponents (value = E2M1 · 2^(byte − 127)). They are
+  /// repacked once into ggml's MXFP4 blocks (kernels::StoredFloat::mxfp4: the scale byte, then 16 bytes holding
+  /// elements j (low nibble) and j + 16 (high), the same codes and exponent), 17 bytes per 32 weights held in memory;
+  /// the products dequantize them block by block as for a GGUF file.
+  std::vector<WeightMatrix> mxfp4_expert_matrices(const std::string& name, Index count, Index out, Index in) const {
+    const std::string blocks_name = name + "_blocks", scales_name = name + "_scales";
+    require(blocks_name);
+    require(scales_name);
+    try {
+      if (in % 32 != 0)
+        attnscope::detail::throw_io_error("load_huggingface_model", folder_, "tensor '", blocks_name, "': ", in,
+                                          " inputs are not whole MXFP4 blocks of 32");
+      used_.insert(files_->resolve_name(blocks_name));
+      used_.insert(files_->resolve_name(scales_name));
+      const Index per_row = in / 32;
+      const io::HuggingFaceTensor& blocks = files_->raw_tensor(blocks_name, {count, out, per_row, 16}, io::DType::uint8);
+      const io::HuggingFaceTensor& scales = files_->raw_tensor(scales_name, {count, out, per_row}, io::DType::uint8);
+      const auto* codes = static_cast<const unsigned char*>(blocks.data);
+      const auto* exponents = static_cast<const unsigned char*>(scales.data);
+      const std::size_t block_count = static_cast<std::size_t>(count * out * per_row);
+      auto packed = std::make_shared<std::vector<unsigned char>>(block_count * 17);
+      for (std::size_t b = 0; b < block_count; ++b) {
+        unsigned char* target = packed->data() + b * 17;
+        const unsigned char* source = codes + b * 16;
+        unsigned char element[32];
+        for (int t = 0; t < 16; ++t) {
+          element[2 * t] = source[t] & 0x0F;
+          element[2 * t + 1] = source[t] >> 4;
+        }
+        target[0] = exponents[b];
+        for (int j = 0; j < 16; ++j) target[1 + j] = static_cast<unsigned char>(element[j] | (element[j + 16] << 4));
+      }
+      const std::size_t slice = static_cast<std::size_t>(out * per_row) * 17;
+      std::vector<WeightMatrix> matrices;
+      for (Index e = 0; e < count; ++e)
+        matrices.push_back(WeightMatrix::view(kernels::StoredFloat::mxfp4, packed->data() + std::size_t(e) * slice, out,
+                                              in, packed,
+                                              attnscope::detail::concat(blocks.name, "[", e, "] in ", blocks.file)));
       return matrices;
     } catch (const std::exception& error) {
       rethrow(name, error);

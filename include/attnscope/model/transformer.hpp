@@ -666,7 +666,8 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
       if (sparse) {  // the routing-weighted sum of the chosen experts (model/detail/mixture_of_experts.hpp)
         Routing pass_routing;
         const RowMatrix<Scalar> branch = detail::mixture_forward<Scalar>(ffn_rows.middleRows(first, count), layer.moe,
-                                                                         c.moe, routing ? &pass_routing : nullptr);
+                                                                         c.moe, routing ? &pass_routing : nullptr,
+                                                                         options.matmul);
         if (routing) append_routing(*routing, pass_routing);
         add_output(residual.middleRows(first, count), branch, layer.post_ffn_norm);
         continue;

@@ -73,17 +73,18 @@ void expert_activation(Gate&& gate, const Up& up, const MixtureOfExperts& moe) {
     }
 }
 
-/// One expert's output on `rows` (n × dim): down·act(gate·x + b_g, up·x + b_u) + b_down (n × dim).
+/// One expert's output on `rows` (n × dim): down·act(gate·x + b_g, up·x + b_u) + b_down (n × dim), the products in
+/// `matmul` mode (model/detail/linear.hpp).
 template <class Scalar>
 RowMatrix<Scalar> expert_forward(const RowMatrix<Scalar>& rows, const ExpertWeights& expert,
-                                 const MixtureOfExperts& moe) {
+                                 const MixtureOfExperts& moe, MatmulMode matmul = MatmulMode::exact) {
   const Index h = moe.expert_hidden_dim;
   const auto add_bias = [](auto&& matrix, const Vector<float>& bias) {
     if (bias.size() > 0) matrix.rowwise() += bias.transpose();
   };
   RowMatrix<Scalar> gate, up;
   if (expert.gate_up.size() > 0) {
-    RowMatrix<Scalar> fused = linear<Scalar>(rows, expert.gate_up);
+    RowMatrix<Scalar> fused = linear<Scalar>(rows, expert.gate_up, matmul);
     add_bias(fused, expert.gate_up_bias);
     gate.resize(rows.rows(), h);
     up.resize(rows.rows(), h);
@@ -92,25 +93,27 @@ RowMatrix<Scalar> expert_forward(const RowMatrix<Scalar>& rows, const ExpertWeig
       up.col(j) = fused.col(moe.interleaved_gate_up ? 2 * j + 1 : h + j);
     }
   } else {
-    gate = linear<Scalar>(rows, expert.gate);
+    gate = linear<Scalar>(rows, expert.gate, matmul);
     add_bias(gate, expert.gate_bias);
-    up = linear<Scalar>(rows, expert.up);
+    up = linear<Scalar>(rows, expert.up, matmul);
     add_bias(up, expert.up_bias);
   }
   expert_activation(gate, up, moe);
-  RowMatrix<Scalar> out = linear<Scalar>(gate, expert.down);
+  RowMatrix<Scalar> out = linear<Scalar>(gate, expert.down, matmul);
   add_bias(out, expert.down_bias);
   return out;
 }
 
 /// The sparse feed-forward of `input` (n × dim): Σ_{e ∈ chosen(t)} w_{t,e} · expert_e(x_t) per token t. The tokens of
 /// each expert are gathered into one matrix (one product per expert); each token's sum runs over its experts in
-/// increasing expert index. `routing` (optional) receives the router logits, choices and weights.
+/// increasing expert index. `routing` (optional) receives the router logits, choices and weights. The products run in
+/// `matmul` mode (model/detail/linear.hpp).
 template <class Scalar, class Rows>
 RowMatrix<Scalar> mixture_forward(const Eigen::MatrixBase<Rows>& input, const MixtureWeights& weights,
-                                  const MixtureOfExperts& moe, Routing* routing_out = nullptr) {
+                                  const MixtureOfExperts& moe, Routing* routing_out = nullptr,
+                                  MatmulMode matmul = MatmulMode::exact) {
   const Index tokens = input.rows(), k = moe.experts_per_token;
-  RowMatrix<float> logits = linear<float>(input, weights.router);
+  RowMatrix<float> logits = linear<float>(input, weights.router, matmul);
   if (weights.router_bias.size() > 0) logits.rowwise() += weights.router_bias.transpose();
   Routing routing = route_tokens(std::move(logits), moe);
   RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(tokens, input.cols());
@@ -128,7 +131,7 @@ RowMatrix<Scalar> mixture_forward(const Eigen::MatrixBase<Rows>& input, const Mi
     if (members.empty()) continue;
     RowMatrix<Scalar> rows(static_cast<Index>(members.size()), input.cols());
     for (std::size_t m = 0; m < members.size(); ++m) rows.row(Index(m)) = input.row(members[m]).template cast<Scalar>();
-    const RowMatrix<Scalar> y = expert_forward(rows, weights.experts[std::size_t(e)], moe);
+    const RowMatrix<Scalar> y = expert_forward(rows, weights.experts[std::size_t(e)], moe, matmul);
     for (std::size_t m = 0; m < members.size(); ++m)
       out.row(members[m]) += static_cast<Scalar>(member_weights[m]) * y.row(Index(m));
   }
