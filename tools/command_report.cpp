@@ -233,7 +233,7 @@ int command_report(int argc, char** argv) {
     }
   } else {
     model::CaptureOptions capture;
-    capture.scores = capture.attention = capture.v = true;
+    capture.scores = capture.attention = capture.v = capture.routing = true;
     CaptureRequest request = model_request(arguments, input, 255);
     // with --layers the forward stops after the last selected layer
     if (!selection.layers.empty())
@@ -304,6 +304,17 @@ int command_report(int argc, char** argv) {
                                    : "q = " + std::to_string(query_rows) + ", k = " + std::to_string(keys))
             << " (report " << three_significant_digits(milliseconds_since(start)) << " ms)\n"
             << analysis::head_report_table(report, width);
+  // Mixture-of-Experts layers: what the router did (tokens per expert, mean entropy of its distribution)
+  if (run)
+    for (std::size_t l = 0; l < run->result.layers.size(); ++l) {
+      const model::Routing& routing = run->result.layers[l].routing;
+      if (routing.experts.size() == 0) continue;
+      const analysis::RoutingSummary summary = analysis::summarize_routing(routing.router_logits, routing.experts);
+      std::cout << "# layer " << l << " experts: tokens per expert";
+      for (const Index load : summary.load) std::cout << " " << load;
+      std::cout << "; mean routing entropy " << three_significant_digits(summary.mean_entropy) << " nats (ln E = "
+                << three_significant_digits(summary.max_entropy) << ")\n";
+    }
   if (arguments.has("csv")) io::write_file(arguments.get("csv"), analysis::head_report_csv(report), temporary_files());
   if (arguments.has("json")) {
     // the run options (tools/run_options.hpp) as a one-element "runs" array: `merge` joins the runs of reports of

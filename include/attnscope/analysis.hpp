@@ -9,4 +9,5 @@
 #include "attnscope/analysis/head_input.hpp"
 #include "attnscope/analysis/head_report.hpp"
 #include "attnscope/analysis/report_columns.hpp"
+#include "attnscope/analysis/routing.hpp"
 #include "attnscope/analysis/row_check.hpp"

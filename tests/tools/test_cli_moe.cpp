@@ -61,6 +61,8 @@ TEST_CASE("attnscope report, capture and compare on MoE models") {
   REQUIRE(report.exit_code == 0);
   CHECK(contains(report.out, "sigma"));
   CHECK(contains(report.out, "content"));
+  CHECK(contains(report.out, "# layer 0 experts: tokens per expert"));
+  CHECK(contains(report.out, "mean routing entropy"));
   // a model without learned sinks has no such columns, and its capture has routing but no learned_sink
   const std::string mixtral = attnscope::testing::hf_fixture_folder("mixtral");
   const auto plain = attnscope_command("report --model " + mixtral + text);
