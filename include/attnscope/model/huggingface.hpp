@@ -111,9 +111,7 @@ class HuggingFaceReader {
     try {
       used_.insert(files_->resolve_name(name));
       const io::HuggingFaceTensor& stored = files_->weight_tensor(name, {rows, cols});
-      const kernels::StoredFloat format = stored.dtype == io::DType::float16    ? kernels::StoredFloat::float16
-                                          : stored.dtype == io::DType::bfloat16 ? kernels::StoredFloat::bfloat16
-                                                                                : kernels::StoredFloat::float32;
+      const kernels::StoredFloat format = stored_format(stored);
       return WeightMatrix::view(format, stored.data, rows, cols, files_, stored.name + " in " + stored.file);
     } catch (const std::exception& error) {
       rethrow(name, error);
@@ -144,9 +142,7 @@ class HuggingFaceReader {
     try {
       used_.insert(files_->resolve_name(name));
       const io::HuggingFaceTensor& stored = files_->weight_tensor(name, {count, in, out});
-      const kernels::StoredFloat format = stored.dtype == io::DType::float16    ? kernels::StoredFloat::float16
-                                          : stored.dtype == io::DType::bfloat16 ? kernels::StoredFloat::bfloat16
-                                                                                : kernels::StoredFloat::float32;
+      const kernels::StoredFloat format = stored_format(stored);
       const std::size_t slice = static_cast<std::size_t>(in * out) * io::dtype_size(stored.dtype);
       std::vector<WeightMatrix> matrices;
       for (Index e = 0; e < count; ++e)
@@ -242,6 +238,13 @@ class HuggingFaceReader {
     if (!files_->has_tensor(name))
       attnscope::detail::throw_io_error("load_huggingface_model", folder_, "missing tensor '", name,
                                         "' (needed by config.json's model_type '", text("model_type", "?"), "')");
+  }
+
+  // The weight format of a tensor weight_tensor() accepted (F32, F16 or BF16).
+  static kernels::StoredFloat stored_format(const io::HuggingFaceTensor& stored) {
+    return stored.dtype == io::DType::float16    ? kernels::StoredFloat::float16
+           : stored.dtype == io::DType::bfloat16 ? kernels::StoredFloat::bfloat16
+                                                 : kernels::StoredFloat::float32;
   }
 
   [[noreturn]] void rethrow(const std::string& name, const std::exception& error) const {

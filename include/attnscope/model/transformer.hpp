@@ -260,11 +260,13 @@ class BasicTransformer {
     per_head = norm(per_head, weight, Vector<Scalar>());
   }
 
-  // q, k or v clamped to [−clip_qkv, clip_qkv] (OLMoE: after the projections and q/k norms, before RoPE).
-  void clip(RowMatrix<Scalar>& rows) const {
+  // q, k or v (a matrix or a block of its rows) clamped to [−clip_qkv, clip_qkv] (OLMoE: after the projections and
+  // q/k norms, before RoPE).
+  template <class Rows>
+  void clip(Rows&& rows) const {
     if (config().clip_qkv <= 0) return;
     const Scalar bound = static_cast<Scalar>(config().clip_qkv);
-    rows = rows.cwiseMax(-bound).cwiseMin(bound);
+    rows.array() = rows.array().max(-bound).min(bound);
   }
 
   // The residual update of one branch from its last activation `input` and output projection `w`:
@@ -280,7 +282,7 @@ class BasicTransformer {
     }
     RowMatrix<Scalar> branch = detail::linear<Scalar>(input, w, matmul);
     add_bias(branch, bias);
-    residual += norm(branch, post_norm, Vector<Scalar>());
+    add_output(std::forward<Residual>(residual), branch, post_norm);
   }
 
   // The residual update of a branch whose output is already computed: residual += output (pre-norm) or
@@ -335,7 +337,7 @@ class BasicTransformer {
 
   template <class Rows>
   static void add_bias(Rows&& rows, const Vector<Scalar>& bias) {
-    if (bias.size() > 0) rows.rowwise() += bias.transpose();
+    detail::add_bias(std::forward<Rows>(rows), bias);
   }
 
   // Processes `tokens` at positions state.length.. (appending to the cache); returns logits of every new row, or of
@@ -595,10 +597,7 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
     }
     detail::linear_into(values.middleRows(offset, rows), normed, layer.wv, options.matmul);
     if (layer.wv_bias.size() > 0) values.middleRows(offset, rows).rowwise() += layer.wv_bias.transpose();
-    if (c.clip_qkv > 0) {
-      const Scalar bound = static_cast<Scalar>(c.clip_qkv);
-      values.middleRows(offset, rows) = values.middleRows(offset, rows).cwiseMax(-bound).cwiseMin(bound);
-    }
+    clip(values.middleRows(offset, rows));
 
     LayerCapture* layer_capture = want.any_head_capture() ? &capture->layers[std::size_t(l)] : nullptr;
     for (int h = 0; h < c.n_heads; ++h) {

@@ -227,6 +227,12 @@ void linear_add(Out&& out, const Eigen::MatrixBase<Derived>& x, const WeightMatr
   linear_product<true>(out, x, w, mode);
 }
 
+/// rows += bias on every row (a linear layer's bias); an empty bias adds nothing.
+template <class Rows, class Bias>
+void add_bias(Rows&& rows, const Bias& bias) {
+  if (bias.size() > 0) rows.rowwise() += bias.transpose();
+}
+
 /// Row r of out = row tokens[r] of the embedding table W (vocab × dim), widened to float32. Throws
 /// attnscope::invalid_argument naming the table for a non-finite value in a row read from a file.
 template <class Scalar>

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -37,12 +38,11 @@ inline Routing route_tokens(RowMatrix<float> router_logits, const MixtureOfExper
     std::partial_sort(order.begin(), order.begin() + k, order.end(),
                       [&](int a, int b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
     const double top = r[order[0]];
-    double kept = 0, all = 0;
-    for (Index e = 0; e < experts; ++e) all += std::exp(double(r[e]) - top);
-    for (Index j = 0; j < k; ++j) kept += std::exp(double(r[order[std::size_t(j)]]) - top);
     // top_k_then_softmax: e^{r_j}/Σ_{kept} e^{r}; softmax_then_top_k: e^{r_j}/Σ_{all} e^{r}, renormalised: /Σ_{kept}
     const bool over_kept = moe.routing == RoutingKind::top_k_then_softmax || moe.renormalize;
-    const double denominator = over_kept ? kept : all;
+    double denominator = 0;
+    for (Index j = 0; j < (over_kept ? k : experts); ++j)
+      denominator += std::exp(double(r[over_kept ? order[std::size_t(j)] : int(j)]) - top);
     for (Index j = 0; j < k; ++j) {
       routing.experts(t, j) = order[std::size_t(j)];
       routing.weights(t, j) = std::exp(double(r[order[std::size_t(j)]]) - top) / denominator;
@@ -79,9 +79,6 @@ template <class Scalar>
 RowMatrix<Scalar> expert_forward(const RowMatrix<Scalar>& rows, const ExpertWeights& expert,
                                  const MixtureOfExperts& moe, MatmulMode matmul = MatmulMode::exact) {
   const Index h = moe.expert_hidden_dim;
-  const auto add_bias = [](auto&& matrix, const Vector<float>& bias) {
-    if (bias.size() > 0) matrix.rowwise() += bias.transpose();
-  };
   RowMatrix<Scalar> gate, up;
   if (expert.gate_up.size() > 0) {
     RowMatrix<Scalar> fused = linear<Scalar>(rows, expert.gate_up, matmul);
@@ -117,23 +114,19 @@ RowMatrix<Scalar> mixture_forward(const Eigen::MatrixBase<Rows>& input, const Mi
   if (weights.router_bias.size() > 0) logits.rowwise() += weights.router_bias.transpose();
   Routing routing = route_tokens(std::move(logits), moe);
   RowMatrix<Scalar> out = RowMatrix<Scalar>::Zero(tokens, input.cols());
-  std::vector<Index> members;
-  std::vector<double> member_weights;
+  // each expert's tokens and their weights, in token order (one pass over the choices)
+  std::vector<std::vector<std::pair<Index, double>>> members(static_cast<std::size_t>(moe.experts));
+  for (Index t = 0; t < tokens; ++t)
+    for (Index j = 0; j < k; ++j)
+      members[std::size_t(routing.experts(t, j))].emplace_back(t, routing.weights(t, j));
   for (int e = 0; e < moe.experts; ++e) {
-    members.clear();
-    member_weights.clear();
-    for (Index t = 0; t < tokens; ++t)
-      for (Index j = 0; j < k; ++j)
-        if (routing.experts(t, j) == e) {
-          members.push_back(t);
-          member_weights.push_back(routing.weights(t, j));
-        }
-    if (members.empty()) continue;
-    RowMatrix<Scalar> rows(static_cast<Index>(members.size()), input.cols());
-    for (std::size_t m = 0; m < members.size(); ++m) rows.row(Index(m)) = input.row(members[m]).template cast<Scalar>();
+    const auto& chosen = members[std::size_t(e)];
+    if (chosen.empty()) continue;
+    RowMatrix<Scalar> rows(static_cast<Index>(chosen.size()), input.cols());
+    for (std::size_t m = 0; m < chosen.size(); ++m) rows.row(Index(m)) = input.row(chosen[m].first).template cast<Scalar>();
     const RowMatrix<Scalar> y = expert_forward(rows, weights.experts[std::size_t(e)], moe, matmul);
-    for (std::size_t m = 0; m < members.size(); ++m)
-      out.row(members[m]) += static_cast<Scalar>(member_weights[m]) * y.row(Index(m));
+    for (std::size_t m = 0; m < chosen.size(); ++m)
+      out.row(chosen[m].first) += static_cast<Scalar>(chosen[m].second) * y.row(Index(m));
   }
   if (routing_out != nullptr) *routing_out = std::move(routing);
   return out;
