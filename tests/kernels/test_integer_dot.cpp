@@ -29,13 +29,18 @@ using attnscope::kernels::StoredFloat;
 using attnscope::kernels::StoredWeights;
 
 const StoredFloat integer_dot_formats[] = {StoredFloat::q8_0, StoredFloat::q4_0, StoredFloat::q5_0,
-                                           StoredFloat::q4_k, StoredFloat::q5_k, StoredFloat::q6_k};
+                                           StoredFloat::q4_1, StoredFloat::q5_1, StoredFloat::iq4_nl,
+                                           StoredFloat::q2_k, StoredFloat::q3_k, StoredFloat::q4_k,
+                                           StoredFloat::q5_k, StoredFloat::q6_k, StoredFloat::iq4_xs};
 
 /// The byte offsets of a block's fp16 scale fields.
 std::vector<int> integer_dot_scale_offsets(StoredFloat format) {
   switch (format) {
-    case StoredFloat::q8_0: case StoredFloat::q4_0: case StoredFloat::q5_0: return {0};
-    case StoredFloat::q4_k: case StoredFloat::q5_k: return {0, 2};
+    case StoredFloat::q8_0: case StoredFloat::q4_0: case StoredFloat::q5_0: case StoredFloat::iq4_nl:
+    case StoredFloat::iq4_xs: return {0};
+    case StoredFloat::q4_k: case StoredFloat::q5_k: case StoredFloat::q4_1: case StoredFloat::q5_1: return {0, 2};
+    case StoredFloat::q2_k: return {80, 82};
+    case StoredFloat::q3_k: return {108};
     case StoredFloat::q6_k: return {208};
     default: return {};
   }
@@ -95,8 +100,11 @@ TEST_CASE("integer_dot: the AVX2 micro-kernels give the scalar reference's bits 
   for (StoredFloat format : integer_dot_formats) {
     INFO(attnscope::kernels::stored_float_name(format));
     const ActivationFormat activation_format = attnscope::kernels::integer_dot_activation_format(format);
-    for (const auto& [m, n, k] : {std::tuple<Index, Index, Index>{1, 1, 256}, {4, 2, 512}, {7, 5, 768},
-                                  {13, 9, 1024}, {70, 11, 256}, {3, 33, 2048}}) {
+    // formats of 32-element blocks get one block more: an odd count (IQ4_NL pairs its blocks, the last one alone)
+    const Index extra = attnscope::kernels::stored_block_elements(format) == 32 ? 32 : 0;
+    for (const auto& [m, n, depth] : {std::tuple<Index, Index, Index>{1, 1, 256}, {4, 2, 512}, {7, 5, 768},
+                                      {13, 9, 1024}, {70, 11, 256}, {3, 33, 2048}}) {
+      const Index k = depth + extra;
       INFO(m << " x " << n << " x " << k);
       const auto bytes = integer_dot_random_weights(random, format, n, k, 0.05);
       const auto activations = integer_dot_random_activations(random, m, k);
@@ -125,7 +133,7 @@ TEST_CASE("integer_dot: the reference is the float64 product of the dequantized 
   attnscope::Random random(77);
   for (StoredFloat format : integer_dot_formats) {
     INFO(attnscope::kernels::stored_float_name(format));
-    const Index m = 5, n = 6, k = 512;
+    const Index m = 5, n = 6, k = attnscope::kernels::stored_block_elements(format) == 32 ? 544 : 512;
     const auto bytes = integer_dot_random_weights(random, format, n, k, 0.05);
     const auto activations = integer_dot_random_activations(random, m, k);
     QuantizedActivations x;
@@ -149,6 +157,16 @@ TEST_CASE("integer_dot: the reference is the float64 product of the dequantized 
           exact += double(weights[std::size_t(j * k + e)]) * a;
           magnitude += std::fabs(double(weights[std::size_t(j * k + e)]) * a);
         }
+        // q8_1 (Q4_1, Q5_1): the min term m·Σ(d_a q) uses the block's rounded sum s in place of d_a·Σq
+        if (x.format == ActivationFormat::q8_1)
+          for (Index b = 0; b < k / 32; ++b) {
+            const unsigned char* weight_block =
+                bytes.data() + std::size_t(j * (k / 32) + b) * attnscope::kernels::stored_block_bytes(format);
+            double quant_sum = 0;
+            for (Index e = 0; e < 32; ++e) quant_sum += x.row_quants(i)[32 * b + e];
+            const double m_w = attnscope::kernels::detail::half_to_float(weight_block + 2);
+            exact += m_w * (double(x.row_block_sums(i)[b]) - double(x.row_scales(i)[b]) * quant_sum);
+          }
         worst = std::max(worst, std::fabs(double(y[std::size_t(i * n + j)]) - exact) / (magnitude + 1e-30));
       }
     CHECK(worst < 2e-6);
@@ -233,5 +251,10 @@ TEST_CASE("integer_dot and quantize_activations errors name the problem", "[kern
                attnscope::kernels::integer_dot_xwt<false>(q, integer_dot_weights(bytes, StoredFloat::q3_k, 2, 256),
                                                           y.data(), 2);
              }),
-             Contains("integer_dot_xwt") && Contains("Q3_K"));
+             Contains("integer_dot_xwt") && Contains("Q3_K") && Contains("q8_K") && Contains("q8_0"));
+  CHECK_THAT(error_message([&] {
+               attnscope::kernels::integer_dot_xwt<false>(q, integer_dot_weights(bytes, StoredFloat::q8_k, 2, 256),
+                                                          y.data(), 2);
+             }),
+             Contains("integer_dot_xwt") && Contains("no integer dot product") && Contains("Q8_K"));
 }

@@ -1,10 +1,11 @@
 // The two matmul modes of the forward pass (ForwardOptions::matmul, model/detail/linear.hpp) against the numpy
 // reference of tests/fixtures/make_matmul_fixtures.py (written from ggml's definitions, not from attnscope's code):
-// the activation rounding bit for bit; the llama.cpp mode's logits and attention on the Q8_0, Q5_0 and k-quant GGUF
-// fixtures within 1e-3 (of each row's largest logit) and 1e-4 of the float64 forward pass that rounds activations as
-// specified, much closer to it than the exact mode comes (the reference tells the modes apart); the exact mode
-// unchanged by the option and matching the reference's exact pass; formats without an integer kernel (F16) the same
-// in both modes; a non-finite activation named.
+// the activation rounding (q8_0, q8_K, q8_1) bit for bit; the llama.cpp mode's logits and attention on GGUF fixtures
+// holding every weight type with an integer kernel (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K … Q6_K, IQ4_XS) within
+// 1e-3 (of each row's largest logit) and 1e-4 of the float64 forward pass that rounds activations as specified, much
+// closer to it than the exact mode comes (the reference tells the modes apart); the exact mode unchanged by the
+// option and matching the reference's exact pass; formats without an integer kernel (F16, Q8_K) the same in both
+// modes; a non-finite activation named.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -52,11 +53,12 @@ double matmul_logits_error(const RowMatrix<float>& a, const RowMatrix<double>& b
 
 }  // namespace
 
-TEST_CASE("matmul modes: activations round to q8_0 and q8_K as the numpy reference of ggml's rules, bit for bit",
+TEST_CASE("matmul modes: activations round to q8_0, q8_K and q8_1 as the numpy reference of ggml's rules, bit for bit",
           "[model][matmul]") {
   const auto& z = matmul_reference();
   const RowMatrix<float> x = z.at("activations").to_matrix<float>();
-  for (const auto format : {attnscope::kernels::ActivationFormat::q8_0, attnscope::kernels::ActivationFormat::q8_k}) {
+  for (const auto format : {attnscope::kernels::ActivationFormat::q8_0, attnscope::kernels::ActivationFormat::q8_k,
+                            attnscope::kernels::ActivationFormat::q8_1}) {
     const std::string name = attnscope::kernels::activation_format_name(format);
     INFO(name);
     attnscope::kernels::QuantizedActivations q;
@@ -78,13 +80,22 @@ TEST_CASE("matmul modes: activations round to q8_0 and q8_K as the numpy referen
       for (std::size_t i = 0; i < sums.size(); ++i) sum_mismatches += sums[i] != q.sums[i];
       CHECK(sum_mismatches == 0);
     }
+    if (format == attnscope::kernels::ActivationFormat::q8_1) {
+      const auto block_sums = z.at("q8_1.block_sums").to_vector<float>();
+      REQUIRE(block_sums.size() == q.block_sums.size());
+      int sum_mismatches = 0;
+      for (std::size_t i = 0; i < block_sums.size(); ++i)
+        sum_mismatches += std::memcmp(&block_sums[i], &q.block_sums[i], sizeof(float)) != 0;
+      CHECK(sum_mismatches == 0);
+    }
   }
 }
 
 TEST_CASE("matmul modes: the llama.cpp mode gives the float64 reference that rounds activations as ggml does",
           "[model][matmul][gguf]") {
   const auto& z = matmul_reference();
-  for (const std::string stem : {"llama_q8_0", "llama_q4k", "llama_q4_1_q5_0"}) {
+  for (const std::string stem :
+       {"llama_q8_0", "llama_q4k", "llama_q4_1_q5_0", "llama_q2k_q3k", "llama_q5_1_q8_k", "llama_iq4"}) {
     INFO(stem);
     const auto model = attnscope::model::load_gguf_model(attnscope::testing::gguf_fixture(stem + ".gguf"));
     std::vector<int> tokens;

@@ -1,6 +1,7 @@
 // attnscope/kernels/integer_dot.hpp — y (+)= x·Wᵀ the way ggml's CPU backend computes it for block-quantized
-// weights: the activations x rounded to 8 bits per block (kernels/quantize_activations.hpp: q8_0 for Q8_0 and Q4_0,
-// q8_K for Q4_K, Q5_K and Q6_K), then per weight block an exact integer dot product, scaled in float32.
+// weights: the activations x rounded to 8 bits per block (kernels/quantize_activations.hpp: q8_0 for Q8_0, Q4_0, Q5_0
+// and IQ4_NL, q8_1 for Q4_1 and Q5_1, q8_K for Q2_K … Q6_K and IQ4_XS), then per weight block an exact integer dot
+// product, scaled in float32.
 //
 // The product of one activation row a and one weight row w, per type, restating ggml-cpu's x86 AVX2 vec_dot
 // functions (ggml/src/ggml-cpu/arch/x86/quants.c) as lanes: the elements of a 32-element group are dealt to eight
@@ -19,13 +20,28 @@
 //   Q6_K (blocks of 256, sixteen int8 scales sc_j of 16 elements, q_w = the 6-bit value u − 32): d = d_a · d_w,
 //     L_l = Σ_lane sc u q_a − 32 (sc_{2l} B_{2l} + sc_{2l+1} B_{2l+1}), B_j the sum of the q_a of elements
 //     16j … 16j + 15 (ggml_vec_dot_q6_K_q8_K, whose offset of 32 rides on the q8_K block sums).
+//   Q4_1, Q5_1 (blocks of 32 { d_w, m_w, … }, q_w the unsigned 4- or 5-bit value; q8_1 activations with block sum s):
+//     d = d_w · d_a, L_l = Σ_lane q_w q_a; one min accumulator summs = fma(m_w, s, summs) block after block; result
+//     lane sum + summs (ggml_vec_dot_q4_1_q8_1, ggml_vec_dot_q5_1_q8_1, `summs += m·s` contracted).
+//   IQ4_NL (blocks of 32, q_w = the level v[nibble] of ggml's kvalues_iq4nl): d = d_a · d_w, L_l = Σ_lane q_w q_a;
+//     blocks are taken in pairs, the first of each pair into eight accumulators, the second into another eight; the
+//     result is the lane sum of their lanewise sums, and with an odd count the last block is added after it as
+//     fma(d, float(Σ_l L_l), result) (ggml_vec_dot_iq4_nl_q8_0's scalar tail, contracted).
+//   Q2_K (blocks of 256, sixteen sub-blocks j of 16 with 4-bit scale sc_j and min m_j, q_w the 2-bit value):
+//     per block two updates of each lane, first acc_l = fma(dmin, float(m_{2l} B_{2l} + m_{2l+1} B_{2l+1}), acc_l)
+//     with dmin = (−d_a) · dmin_w, then acc_l = fma(d, float(L_l), acc_l), d = d_a · d_w, L_l = Σ_lane sc q_w q_a
+//     (ggml_vec_dot_q2_K_q8_K).
+//   Q3_K (blocks of 256, sixteen signed 6-bit scales, q_w ∈ [−4, 3]): d = d_a · d_w, L_l = Σ_lane sc q_w q_a
+//     (ggml_vec_dot_q3_K_q8_K).
+//   IQ4_XS (blocks of 256, eight groups of 32 with signed 6-bit scales ls_g − 32, q_w the IQ4_NL level):
+//     d = d_w · d_a, L_l = Σ_lane (ls − 32) q_w q_a (ggml_vec_dot_iq4_xs_q8_K).
 // The integers are exact (no 16-bit saturation is reachable from these ranges), so how a kernel forms them does not
 // matter; the float32 operations above are the whole rounding contract, and the scalar reference and the AVX2 kernel
 // (kernels/detail/integer_dot_avx2.hpp) give the same bits. It depends on the depth only: not on the threads, the
 // tiling or the number of rows.
 //
-// Not modelled: llama.cpp repacks Q4_0 and Q4_K weights on AVX2 CPUs (and Q8_0/Q4_0 products may go to its
-// llamafile sgemm); those kernels form the same integers and scales but add the per-block float32 terms in another
+// Not modelled: llama.cpp repacks Q4_0, Q4_K and IQ4_NL weights on AVX2 CPUs (Q2_K on AVX-512 ones), and Q8_0, Q4_0,
+// Q5_0 and IQ4_NL products may go to its llamafile sgemm; those kernels form the same integers and scales but add the per-block float32 terms in another
 // order, a difference of float32 rounding (≈ 1e-7 relative), against the ≈ 1e-3 relative change the 8-bit rounding of
 // the activations itself makes.
 //
@@ -52,18 +68,26 @@
 
 namespace attnscope::kernels {
 
-/// Whether integer_dot_xwt multiplies weights of `format` (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K).
+/// Whether integer_dot_xwt multiplies weights of `format` (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K,
+/// Q5_K, Q6_K, IQ4_XS).
 constexpr bool integer_dot_supported(StoredFloat format) {
-  return format == StoredFloat::q8_0 || format == StoredFloat::q4_0 || format == StoredFloat::q5_0 ||
-         format == StoredFloat::q4_k || format == StoredFloat::q5_k || format == StoredFloat::q6_k;
+  switch (format) {
+    case StoredFloat::q8_0: case StoredFloat::q4_0: case StoredFloat::q5_0: case StoredFloat::q4_1:
+    case StoredFloat::q5_1: case StoredFloat::iq4_nl: case StoredFloat::q2_k: case StoredFloat::q3_k:
+    case StoredFloat::q4_k: case StoredFloat::q5_k: case StoredFloat::q6_k: case StoredFloat::iq4_xs: return true;
+    default: return false;
+  }
 }
 
-/// The activation format ggml pairs with weights of `format` (its vec_dot_type): q8_0 for Q8_0, Q4_0 and Q5_0, q8_K
-/// for the k-quants.
+/// The activation format ggml pairs with weights of `format` (ggml-cpu.c's vec_dot_type): q8_0 for Q8_0, Q4_0, Q5_0
+/// and IQ4_NL, q8_1 for Q4_1 and Q5_1, q8_K for the k-quants and IQ4_XS.
 constexpr ActivationFormat integer_dot_activation_format(StoredFloat format) {
-  return format == StoredFloat::q8_0 || format == StoredFloat::q4_0 || format == StoredFloat::q5_0
-             ? ActivationFormat::q8_0
-             : ActivationFormat::q8_k;
+  switch (format) {
+    case StoredFloat::q8_0: case StoredFloat::q4_0: case StoredFloat::q5_0: case StoredFloat::iq4_nl:
+      return ActivationFormat::q8_0;
+    case StoredFloat::q4_1: case StoredFloat::q5_1: return ActivationFormat::q8_1;
+    default: return ActivationFormat::q8_k;
+  }
 }
 
 /// Which micro-kernel integer_dot_xwt runs: `automatic` (AVX2 when the CPU has it), `avx2` (only when
@@ -204,6 +228,113 @@ inline float dot_q6_k_reference(const unsigned char* w, const std::int8_t* a, co
   return acc.sum();
 }
 
+/// The 4-bit (FifthBit false) or 5-bit integer of element e of a Q4_1 block { fp16 d; fp16 m; uint8 qs[16] } or a Q5_1
+/// block { fp16 d; fp16 m; uint8 qh[4]; uint8 qs[16] }: the nibble of qs (low for e < 16, high for e ≥ 16), with bit e
+/// of the little-endian qh as the fifth bit (no offset: the block's m carries it).
+template <bool FifthBit>
+int q4_q5_1_weight(const unsigned char* block, int e) {
+  const unsigned char* qs = block + (FifthBit ? 8 : 4);
+  const int nibble = e < 16 ? qs[e] & 15 : qs[e - 16] >> 4;
+  if (!FifthBit) return nibble;
+  return nibble | static_cast<int>((little_endian_u32(block + 4) >> e) & 1) << 4;
+}
+
+/// Q4_1 (FifthBit false) or Q5_1 (true) row · q8_1 row, `blocks` blocks of 32 (see the header comment).
+template <bool FifthBit>
+float dot_q4_q5_1_reference(const unsigned char* w, const std::int8_t* a, const float* a_scales,
+                            const float* a_block_sums, Index blocks) {
+  const std::size_t block_bytes = FifthBit ? q5_1_block_bytes : q4_1_block_bytes;
+  LaneSums acc;
+  float summs = 0;
+  for (Index b = 0; b < blocks; ++b, w += block_bytes, a += 32) {
+    std::int32_t lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int e = 0; e < 32; ++e) lanes[e / 4] += q4_q5_1_weight<FifthBit>(w, e) * a[e];
+    summs = std::fma(half_to_float(w + 2), a_block_sums[b], summs);
+    acc.add(half_to_float(w) * a_scales[b], lanes);
+  }
+  return acc.sum() + summs;
+}
+
+/// IQ4_NL row · q8_0 row, `blocks` blocks of 32 (see the header comment).
+inline float dot_iq4_nl_reference(const unsigned char* w, const std::int8_t* a, const float* a_scales, Index blocks) {
+  LaneSums even, odd;  // blocks 0, 2, 4, … and 1, 3, 5, … of the pairs
+  const auto block_lanes = [](const unsigned char* block, const std::int8_t* q, std::int32_t (&lanes)[8]) {
+    for (int e = 0; e < 32; ++e)
+      lanes[e / 4] += iq4_nl_values[e < 16 ? block[2 + e] & 15 : block[2 + e - 16] >> 4] * q[e];
+  };
+  Index b = 0;
+  for (; b + 1 < blocks; b += 2) {
+    std::int32_t lanes_even[8] = {0, 0, 0, 0, 0, 0, 0, 0}, lanes_odd[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    block_lanes(w + b * iq4_nl_block_bytes, a + 32 * b, lanes_even);
+    block_lanes(w + (b + 1) * iq4_nl_block_bytes, a + 32 * (b + 1), lanes_odd);
+    even.add(a_scales[b] * half_to_float(w + b * iq4_nl_block_bytes), lanes_even);
+    odd.add(a_scales[b + 1] * half_to_float(w + (b + 1) * iq4_nl_block_bytes), lanes_odd);
+  }
+  for (int l = 0; l < 8; ++l) even.lanes[l] += odd.lanes[l];
+  float result = even.sum();
+  if (b < blocks) {  // an odd number of blocks: the last one alone, in the scalar tail
+    std::int32_t lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    block_lanes(w + b * iq4_nl_block_bytes, a + 32 * b, lanes);
+    std::int32_t total = 0;
+    for (int l = 0; l < 8; ++l) total += lanes[l];
+    result = std::fma(a_scales[b] * half_to_float(w + b * iq4_nl_block_bytes), static_cast<float>(total), result);
+  }
+  return result;
+}
+
+/// The 2-bit value (0..3) of element e of a Q2_K block (the layout of dequantize_q2_k_reference).
+inline int q2_k_weight(const unsigned char* block, int e) {
+  return (block[16 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+/// Q2_K row · q8_K row, `blocks` blocks of 256 (see the header comment).
+inline float dot_q2_k_reference(const unsigned char* w, const std::int8_t* a, const float* a_scales,
+                                const std::int16_t* a_sums, Index blocks) {
+  LaneSums acc;
+  for (Index b = 0; b < blocks; ++b, w += q2_k_block_bytes, a += 256, a_sums += 16) {
+    std::int32_t min_lanes[8], lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int l = 0; l < 8; ++l) min_lanes[l] = (w[2 * l] >> 4) * a_sums[2 * l] + (w[2 * l + 1] >> 4) * a_sums[2 * l + 1];
+    for (int e = 0; e < 256; ++e) lanes[(e % 32) / 4] += (w[e / 16] & 15) * q2_k_weight(w, e) * a[e];
+    acc.add(-a_scales[b] * half_to_float(w + 82), min_lanes);
+    acc.add(a_scales[b] * half_to_float(w + 80), lanes);
+  }
+  return acc.sum();
+}
+
+/// The signed 3-bit value (−4..3) of element e of a Q3_K block (the layout of dequantize_q3_k_reference).
+inline int q3_k_weight(const unsigned char* block, int e) {
+  const int n = e / 128, k = (e % 128) / 32, l = e % 32;
+  return ((block[32 + 32 * n + l] >> (2 * k)) & 3) - (((block[l] >> (4 * n + k)) & 1) ? 0 : 4);
+}
+
+/// Q3_K row · q8_K row, `blocks` blocks of 256 (see the header comment).
+inline float dot_q3_k_reference(const unsigned char* w, const std::int8_t* a, const float* a_scales, Index blocks) {
+  LaneSums acc;
+  for (Index b = 0; b < blocks; ++b, w += q3_k_block_bytes, a += 256) {
+    int scales[16];
+    for (int j = 0; j < 16; ++j) scales[j] = q3_k_scale(w + 96, j);
+    std::int32_t lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int e = 0; e < 256; ++e) lanes[(e % 32) / 4] += scales[e / 16] * q3_k_weight(w, e) * a[e];
+    acc.add(a_scales[b] * half_to_float(w + 108), lanes);
+  }
+  return acc.sum();
+}
+
+/// IQ4_XS row · q8_K row, `blocks` blocks of 256 (see the header comment).
+inline float dot_iq4_xs_reference(const unsigned char* w, const std::int8_t* a, const float* a_scales, Index blocks) {
+  LaneSums acc;
+  for (Index b = 0; b < blocks; ++b, w += iq4_xs_block_bytes, a += 256) {
+    std::int32_t lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int e = 0; e < 256; ++e) {
+      const unsigned char* qs = w + 8 + 16 * (e / 32);
+      const int i = e % 32;
+      lanes[i / 4] += iq4_xs_scale(w, e / 32) * iq4_nl_values[i < 16 ? qs[i] & 15 : qs[i - 16] >> 4] * a[e];
+    }
+    acc.add(half_to_float(w) * a_scales[b], lanes);
+  }
+  return acc.sum();
+}
+
 }  // namespace detail
 
 /// One output of the integer-dot product, by the scalar reference: weight row `w` (cols elements of `format`, an
@@ -220,6 +351,12 @@ inline float integer_dot_reference(StoredFloat format, const unsigned char* w, c
     case StoredFloat::q4_k: return detail::dot_q4_q5_k_reference<false>(w, a, scales, sums, blocks);
     case StoredFloat::q5_k: return detail::dot_q4_q5_k_reference<true>(w, a, scales, sums, blocks);
     case StoredFloat::q6_k: return detail::dot_q6_k_reference(w, a, scales, sums, blocks);
+    case StoredFloat::q4_1: return detail::dot_q4_q5_1_reference<false>(w, a, scales, x.row_block_sums(r), blocks);
+    case StoredFloat::q5_1: return detail::dot_q4_q5_1_reference<true>(w, a, scales, x.row_block_sums(r), blocks);
+    case StoredFloat::iq4_nl: return detail::dot_iq4_nl_reference(w, a, scales, blocks);
+    case StoredFloat::q2_k: return detail::dot_q2_k_reference(w, a, scales, sums, blocks);
+    case StoredFloat::q3_k: return detail::dot_q3_k_reference(w, a, scales, blocks);
+    case StoredFloat::iq4_xs: return detail::dot_iq4_xs_reference(w, a, scales, blocks);
     default: break;
   }
   attnscope::detail::throw_invalid_argument("integer_dot_reference", "no integer dot product for ",
@@ -274,6 +411,7 @@ bool integer_dot_xwt(const QuantizedActivations& x, const StoredWeights& w, floa
             in.a_scales[i] = x.row_scales(r);
             in.a_sums[i] = x.row_sums(r);
             in.a_pair_sums[i] = x.row_pair_sums(r);
+            in.a_block_sums[i] = x.row_block_sums(r);
           }
           float out[tile_rows][tile_columns];
 #if defined(ATTNSCOPE_INTEGER_DOT_AVX2)

@@ -1,6 +1,6 @@
 // attnscope/kernels/detail/block_scales.hpp — the scalar pieces shared by the reference and the AVX2 dequantization of
 // ggml's block formats (kernels/dequantize.hpp, kernels/detail/dequantize_avx2.hpp): fp16 fields, a product rounded
-// once, and the unpacking of the packed 6-bit sub-block scales of Q3_K, Q4_K and Q5_K.
+// once, and the unpacking of the packed 6-bit sub-block scales of Q3_K, Q4_K, Q5_K and IQ4_XS.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +42,15 @@ inline int q3_k_scale(const unsigned char* s, int j) {
   const int low = j < 8 ? s[j] & 15 : s[j - 8] >> 4;
   const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
   return (low | (high << 4)) - 32;
+}
+
+/// The signed scale (6-bit ls − 32) of group g (0..7) of an IQ4_XS block { fp16 d; uint16 scales_h; uint8
+/// scales_l[4]; … }: the low four bits are nibble g mod 2 of scales_l[g / 2], the high two bits 2g, 2g + 1 of the
+/// little-endian scales_h (ggml's block_iq4_xs, as dequantize_row_iq4_xs unpacks it).
+inline int iq4_xs_scale(const unsigned char* block, int g) {
+  const unsigned scales_h = unsigned(block[2]) | unsigned(block[3]) << 8;
+  const int ls = ((block[4 + g / 2] >> (4 * (g % 2))) & 15) | static_cast<int>(((scales_h >> (2 * g)) & 3) << 4);
+  return ls - 32;
 }
 
 }  // namespace attnscope::kernels::detail

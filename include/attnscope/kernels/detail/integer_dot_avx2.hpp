@@ -44,6 +44,7 @@ struct IntegerDotTile {
   const float* a_scales[integer_dot_tile_rows] = {};
   const std::int16_t* a_sums[integer_dot_tile_rows] = {};
   const std::int16_t* a_pair_sums[integer_dot_tile_rows] = {};
+  const float* a_block_sums[integer_dot_tile_rows] = {};
   const unsigned char* w[integer_dot_tile_columns] = {};
   Index blocks = 0;
 };
@@ -262,6 +263,181 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_q6_k(const IntegerDotTile& in, Out& out) 
     for (int j = 0; j < NR; ++j) out[i][j] = x86::sum_lanes(acc[i][j]);
 }
 
+/// Q4_1 (FifthBit false) or Q5_1 (true) weights · q8_1 activations.
+template <bool FifthBit>
+ATTNSCOPE_INTEGER_DOT_TARGET void tile_q4_q5_1(const IntegerDotTile& in, Out& out) {
+  const std::size_t block_bytes = FifthBit ? q5_1_block_bytes : q4_1_block_bytes;
+  const i16x16 ones = x86::broadcast16_i16(1);
+  f32x8 acc[MR][NR] = {};  // zero
+  float summs[MR][NR] = {};
+  for (Index b = 0; b < in.blocks; ++b) {
+    u8x32 weights[NR];
+    float d[NR], m[NR];
+    for (int j = 0; j < NR; ++j) {
+      const unsigned char* block = in.w[j] + static_cast<std::size_t>(b) * block_bytes;
+      d[j] = half_to_float(block);
+      m[j] = half_to_float(block + 2);
+      weights[j] = FifthBit ? avx2_dequantize::split_nibbles(block + 8) | avx2_dequantize::fifth_bits(block + 4)
+                            : avx2_dequantize::split_nibbles(block + 4);
+    }
+    for (int i = 0; i < MR; ++i) {
+      const u8x32 a = activations32(in.a[i] + 32 * b);
+      const float a_scale = in.a_scales[i][b], a_sum = in.a_block_sums[i][b];
+      for (int j = 0; j < NR; ++j) {
+        const i32x8 lanes = x86::multiply_add_pairs(x86::multiply_add_bytes(weights[j], a), ones);
+        summs[i][j] = std::fma(m[j], a_sum, summs[i][j]);
+        acc[i][j] = x86::fma(x86::broadcast8(d[j] * a_scale), x86::int_to_float8(lanes), acc[i][j]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = x86::sum_lanes(acc[i][j]) + summs[i][j];
+}
+
+/// The 32 signed levels of the IQ4_NL nibbles at `qs` (low nibbles first).
+template <int = 0>
+ATTNSCOPE_INTEGER_DOT_TARGET inline u8x32 iq4_levels32(const unsigned char* qs, u8x16 levels) {
+  const u8x16 bytes = x86::load_bytes16(qs);
+  return x86::join(avx2_dequantize::lookup16(levels, bytes & 15), avx2_dequantize::lookup16(levels, bytes >> 4));
+}
+
+/// The eight lane integers Σ w·a of 32 signed weight bytes and 32 activation bytes, each pair product scaled by
+/// `scale` (vpsignb moves the weight's sign onto the activation, as ggml's mul_add_epi8).
+template <int = 0>
+ATTNSCOPE_INTEGER_DOT_TARGET inline i32x8 signed_lanes(u8x32 weights, u8x32 activations, i16x16 scale) {
+  return x86::multiply_add_pairs(
+      x86::multiply_add_bytes(x86::sign_bytes(weights, weights), x86::sign_bytes(activations, weights)), scale);
+}
+
+/// IQ4_NL weights · q8_0 activations.
+template <int = 0>
+ATTNSCOPE_INTEGER_DOT_TARGET void tile_iq4_nl(const IntegerDotTile& in, Out& out) {
+  const u8x16 levels = x86::load_bytes16(reinterpret_cast<const unsigned char*>(iq4_nl_values));
+  const i16x16 ones = x86::broadcast16_i16(1);
+  f32x8 acc[2][MR][NR] = {};  // zero; blocks 0, 2, 4, … and 1, 3, 5, … of the pairs
+  const Index paired = in.blocks - in.blocks % 2;
+  for (Index b = 0; b < paired; ++b) {
+    u8x32 weights[NR];
+    float d[NR];
+    for (int j = 0; j < NR; ++j) {
+      const unsigned char* block = in.w[j] + static_cast<std::size_t>(b) * iq4_nl_block_bytes;
+      d[j] = half_to_float(block);
+      weights[j] = iq4_levels32(block + 2, levels);
+    }
+    for (int i = 0; i < MR; ++i) {
+      const u8x32 a = activations32(in.a[i] + 32 * b);
+      const float a_scale = in.a_scales[i][b];
+      for (int j = 0; j < NR; ++j)
+        acc[b % 2][i][j] = x86::fma(x86::broadcast8(a_scale * d[j]),
+                                    x86::int_to_float8(signed_lanes(weights[j], a, ones)), acc[b % 2][i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) {
+      out[i][j] = x86::sum_lanes(acc[0][i][j] + acc[1][i][j]);
+      if (paired < in.blocks) {  // the last of an odd number of blocks, in the scalar tail
+        const unsigned char* block = in.w[j] + static_cast<std::size_t>(paired) * iq4_nl_block_bytes;
+        const i32x8 lanes = signed_lanes(iq4_levels32(block + 2, levels), activations32(in.a[i] + 32 * paired), ones);
+        const std::int32_t total = lanes[0] + lanes[1] + lanes[2] + lanes[3] + lanes[4] + lanes[5] + lanes[6] + lanes[7];
+        out[i][j] = std::fma(in.a_scales[i][paired] * half_to_float(block), static_cast<float>(total), out[i][j]);
+      }
+    }
+}
+
+/// Q2_K (Q3 false) or Q3_K (Q3 true) weights · q8_K activations.
+template <bool Q3>
+ATTNSCOPE_INTEGER_DOT_TARGET void tile_q2_q3_k(const IntegerDotTile& in, Out& out) {
+  const std::size_t block_bytes = Q3 ? q3_k_block_bytes : q2_k_block_bytes;
+  const u8x32 three = bytes_of(3), one = bytes_of(1);
+  f32x8 acc[MR][NR] = {};  // zero
+  for (Index b = 0; b < in.blocks; ++b) {
+    const unsigned char* block[NR];
+    i16x16 scale_pairs[NR][8], mins[NR];
+    float d[NR], dmin[NR];
+    for (int j = 0; j < NR; ++j) {
+      block[j] = in.w[j] + static_cast<std::size_t>(b) * block_bytes;
+      d[j] = half_to_float(block[j] + (Q3 ? 108 : 80));
+      dmin[j] = Q3 ? 0.0f : half_to_float(block[j] + 82);
+      for (int k = 0; k < 8; ++k)
+        scale_pairs[j][k] = Q3 ? two_scales(q3_k_scale(block[j] + 96, 2 * k), q3_k_scale(block[j] + 96, 2 * k + 1))
+                               : two_scales(block[j][2 * k] & 15, block[j][2 * k + 1] & 15);
+      for (int k = 0; k < 16; ++k) mins[j][k] = Q3 ? 0 : static_cast<std::int16_t>(block[j][k] >> 4);
+    }
+    i32x8 sums[MR][NR];
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j) sums[i][j] = i32x8{0, 0, 0, 0, 0, 0, 0, 0};
+    for (int n = 0; n < 2; ++n) {
+      u8x32 q[NR][4];
+      for (int j = 0; j < NR; ++j) {
+        const u8x32 low_bits = x86::load_bytes32(block[j] + (Q3 ? 32 : 16) + 32 * n);
+        const u8x32 high_bits = Q3 ? x86::load_bytes32(block[j]) : u8x32{};
+        for (int k = 0; k < 4; ++k) {
+          q[j][k] = (low_bits >> (2 * k)) & three;
+          if (Q3) q[j][k] -= (((high_bits >> (4 * n + k)) & one) ^ one) << 2;  // − 4 where the inverted bit is 0
+        }
+      }
+      for (int i = 0; i < MR; ++i) {
+        const std::int8_t* a = in.a[i] + 256 * b + 128 * n;
+        for (int k = 0; k < 4; ++k) {
+          const u8x32 activations = activations32(a + 32 * k);
+          for (int j = 0; j < NR; ++j)
+            sums[i][j] += Q3 ? signed_lanes(q[j][k], activations, scale_pairs[j][4 * n + k])
+                             : x86::multiply_add_pairs(scale_pairs[j][4 * n + k],
+                                                       x86::multiply_add_bytes(q[j][k], activations));
+        }
+      }
+    }
+    for (int i = 0; i < MR; ++i) {
+      const float a_scale = in.a_scales[i][b];
+      i16x16 block_sums = {};
+      if (!Q3) __builtin_memcpy(&block_sums, in.a_sums[i] + 16 * b, sizeof(block_sums));
+      for (int j = 0; j < NR; ++j) {
+        if (!Q3)
+          acc[i][j] = x86::fma(x86::broadcast8(-a_scale * dmin[j]),
+                               x86::int_to_float8(x86::multiply_add_pairs(mins[j], block_sums)), acc[i][j]);
+        acc[i][j] = x86::fma(x86::broadcast8(a_scale * d[j]), x86::int_to_float8(sums[i][j]), acc[i][j]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = x86::sum_lanes(acc[i][j]);
+}
+
+/// IQ4_XS weights · q8_K activations.
+template <int = 0>
+ATTNSCOPE_INTEGER_DOT_TARGET void tile_iq4_xs(const IntegerDotTile& in, Out& out) {
+  const u8x16 levels = x86::load_bytes16(reinterpret_cast<const unsigned char*>(iq4_nl_values));
+  f32x8 acc[MR][NR] = {};  // zero
+  for (Index b = 0; b < in.blocks; ++b) {
+    const unsigned char* block[NR];
+    float d[NR];
+    for (int j = 0; j < NR; ++j) {
+      block[j] = in.w[j] + static_cast<std::size_t>(b) * iq4_xs_block_bytes;
+      d[j] = half_to_float(block[j]);
+    }
+    i32x8 sums[MR][NR];
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j) sums[i][j] = i32x8{0, 0, 0, 0, 0, 0, 0, 0};
+    for (int g = 0; g < 8; ++g) {
+      u8x32 weights[NR];
+      i16x16 scale[NR];
+      for (int j = 0; j < NR; ++j) {
+        weights[j] = iq4_levels32(block[j] + 8 + 16 * g, levels);
+        scale[j] = x86::broadcast16_i16(static_cast<std::int16_t>(iq4_xs_scale(block[j], g)));
+      }
+      for (int i = 0; i < MR; ++i) {
+        const u8x32 a = activations32(in.a[i] + 256 * b + 32 * g);
+        for (int j = 0; j < NR; ++j) sums[i][j] += signed_lanes(weights[j], a, scale[j]);
+      }
+    }
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j)
+        acc[i][j] = x86::fma(x86::broadcast8(d[j] * in.a_scales[i][b]), x86::int_to_float8(sums[i][j]), acc[i][j]);
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = x86::sum_lanes(acc[i][j]);
+}
+
 /// The tile's outputs for weights of `format` (an integer_dot_supported format).
 template <int = 0>
 ATTNSCOPE_INTEGER_DOT_TARGET void tile(StoredFloat format, const IntegerDotTile& in, Out& out) {
@@ -272,6 +448,12 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile(StoredFloat format, const IntegerDotTile&
     case StoredFloat::q4_k: tile_q4_q5_k<false>(in, out); return;
     case StoredFloat::q5_k: tile_q4_q5_k<true>(in, out); return;
     case StoredFloat::q6_k: tile_q6_k(in, out); return;
+    case StoredFloat::q4_1: tile_q4_q5_1<false>(in, out); return;
+    case StoredFloat::q5_1: tile_q4_q5_1<true>(in, out); return;
+    case StoredFloat::iq4_nl: tile_iq4_nl(in, out); return;
+    case StoredFloat::q2_k: tile_q2_q3_k<false>(in, out); return;
+    case StoredFloat::q3_k: tile_q2_q3_k<true>(in, out); return;
+    case StoredFloat::iq4_xs: tile_iq4_xs(in, out); return;
     default: return;
   }
 }
