@@ -14,6 +14,7 @@
 #include "attnscope/core/types.hpp"
 #include "attnscope/kernels/exp_sum.hpp"
 #include "attnscope/kernels/row_reductions.hpp"
+#include "attnscope/kernels/select_at_least.hpp"
 #include "attnscope/normalize/spectral_norm.hpp"
 #include "attnscope/stream/statistics_types.hpp"
 
@@ -39,8 +40,8 @@ void require_finite_rows(const char* function, const char* which, const RowMatri
 
 /// The `kept` largest of p[0..n) in descending order (1 ≤ kept ≤ n), in `candidates` (or in p, reordered).
 /// Few of many (kept ≤ n/16): the minimum t of the maxima of `kept` disjoint chunks is a value with at least `kept`
-/// entries ≥ t, so the top `kept` are among the entries ≥ t — typically a few times `kept` — which one branch-free
-/// pass collects and nth_element orders [derived]. Otherwise nth_element on the whole row.
+/// entries ≥ t, so the top `kept` are among the entries ≥ t — typically a few times `kept` — which one pass of
+/// kernels::select_at_least collects and nth_element orders [derived]. Otherwise nth_element on the whole row.
 template <class Scalar>
 const Scalar* largest_descending(Scalar* p, Index n, Index kept, std::vector<Scalar>& candidates) {
   Scalar* values = p;
@@ -50,11 +51,7 @@ const Scalar* largest_descending(Scalar* p, Index n, Index kept, std::vector<Sca
     Scalar threshold = kernels::row_max(p + (kept - 1) * chunk, n - (kept - 1) * chunk).max;
     for (Index c = 0; c + 1 < kept; ++c) threshold = std::min(threshold, kernels::row_max(p + c * chunk, chunk).max);
     candidates.resize(static_cast<std::size_t>(n));
-    count = 0;
-    for (Index j = 0; j < n; ++j) {
-      candidates[static_cast<std::size_t>(count)] = p[j];
-      count += p[j] >= threshold ? 1 : 0;
-    }
+    count = kernels::select_at_least(p, n, threshold, candidates.data());
     values = candidates.data();
   }
   std::nth_element(values, values + (kept - 1), values + count, std::greater<Scalar>());
