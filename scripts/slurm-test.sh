@@ -83,6 +83,20 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds, or fai
 mkdir -p "$tmp"/{munge,state,spool,run,log,work,local,shared}
 chmod 700 "$tmp/munge"
 
+# ---- the recipes of docs/cli.md ----------------------------------------------------------------------------------
+extract() {  # extract NAME: the ```sh block after `<!-- slurm-test: NAME -->` in docs/cli.md, as the file NAME
+  awk -v name="$1" '
+    $0 == "<!-- slurm-test: " name " -->" { marked = 1; next }
+    marked && /^```sh$/ { inside = 1; marked = 0; found = 1; next }
+    inside && /^```$/ { inside = 0; next }
+    inside { print }
+    END { exit !found }' "$recipes" > "$tmp/work/$1" ||
+    { say "error: docs/cli.md has no \`\`\`sh block marked <!-- slurm-test: $1 -->"; exit 1; }
+}
+for name in rowstats-input.sh rowstats-array.sh rowstats-submit.sh report-input.sh report-array.sh report-submit.sh; do
+  extract "$name"
+done
+
 # ---- munged: its own key, socket, pid, seed and log files ----------------------------------------------------------
 socket=$tmp/munge/socket
 mungekey --create --keyfile="$tmp/munge/key"
@@ -129,7 +143,6 @@ MailProg=/bin/true
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/builtin
-SchedulerParameters=kill_invalid_depend
 ReturnToService=2
 SlurmdParameters=config_overrides
 KillWait=5
@@ -148,21 +161,9 @@ wait_for 30 "the node coming up idle (port $node_port)" node_idle
 for pid in "${daemon_pids[@]}"; do running "$pid" || { say "error: a daemon exited at start"; exit 1; }; done
 say "cluster up in $((SECONDS - start_time)) s: slurmctld on port $controller_port, slurmd on $node_port, folder $tmp"
 
-# ---- the recipes of docs/cli.md --------------------------------------------------------------------------------------
+# ---- the recipes, submitted ---------------------------------------------------------------------------------------
 # The work folder sees the data as ../shared/data, as the project root does.
 ln -s "$data" "$tmp/shared/data"
-extract() {  # extract NAME: the ```sh block after `<!-- slurm-test: NAME -->` in docs/cli.md, as the file NAME
-  awk -v name="$1" '
-    $0 == "<!-- slurm-test: " name " -->" { marked = 1; next }
-    marked && /^```sh$/ { inside = 1; marked = 0; found = 1; next }
-    inside && /^```$/ { inside = 0; next }
-    inside { print }
-    END { exit !found }' "$recipes" > "$tmp/work/$1" ||
-    { say "error: docs/cli.md has no \`\`\`sh block marked <!-- slurm-test: $1 -->"; exit 1; }
-}
-for name in rowstats-input.sh rowstats-array.sh rowstats-submit.sh report-input.sh report-array.sh report-submit.sh; do
-  extract "$name"
-done
 export PATH="$bin:$PATH"
 cd "$tmp/work"
 bash -e rowstats-input.sh
@@ -170,14 +171,16 @@ bash -e report-input.sh
 # Submitted with the marker in the environment, which sbatch passes on to the jobs.
 env "$marker" bash -e rowstats-submit.sh > rowstats-submit.out
 env "$marker" bash -e report-submit.sh > report-submit.out
-queue_empty() { [ -z "$(squeue --noheader --format=%i)" ]; }
-wait_for 600 "the submitted jobs finishing" queue_empty
-# Every job and array task the recipes submitted must have completed (a failed task cancels the dependent merge).
+# Settled: nothing runs or waits, except jobs that wait for a dependency that failed.
+jobs_settled() { ! squeue --noheader --format='%T %r' | grep -qvx 'PENDING DependencyNeverSatisfied'; }
+wait_for 600 "the submitted jobs finishing" jobs_settled
+# Every job and array task the recipes submitted must have completed.
 jobs=$(scontrol --oneliner show jobs)
 [ -n "$jobs" ] || { say "error: the recipes submitted no job"; exit 1; }
 if grep -v 'JobState=COMPLETED' <<< "$jobs" | grep -q .; then
   say "error: jobs that did not complete:"
-  grep -v 'JobState=COMPLETED' <<< "$jobs" | grep -o 'JobId=[^ ]*\|JobName=[^ ]*\|JobState=[^ ]*\|Reason=[^ ]*' | paste -d' ' - - - - >&2
+  grep -v 'JobState=COMPLETED' <<< "$jobs" |
+    awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^(JobId|ArrayJobId|ArrayTaskId|JobName|JobState|Reason)=/) printf " %s", $i; print "" }' >&2
   exit 1
 fi
 say "$(wc -l <<< "$jobs") jobs completed on Slurm after $((SECONDS - start_time)) s"

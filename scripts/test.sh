@@ -15,3 +15,5 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DATTNSCOPE_
 cmake --build "$build" -j "$jobs"
 # ctest also runs the Python module's pytest suite (python.pytest) and example (python.example_analyse_attention).
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
+# The Slurm recipes of docs/cli.md on a single-node cluster (skipped, saying so, without slurm-wlm and munge or root).
+./scripts/slurm-test.sh "$build/tools"
