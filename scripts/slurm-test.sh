@@ -13,7 +13,7 @@
 set -euo pipefail
 say() { echo "slurm-test: $*" >&2; }
 for tool in munged mungekey munge unmunge slurmctld slurmd sbatch scontrol squeue sinfo scancel python3; do
-  command -v "$tool" >/dev/null || { say "skipped: $tool is not installed (Debian packages slurm-wlm and munge)"; exit 0; }
+  command -v "$tool" >/dev/null || { say "skipped: $tool is not installed (needs the Debian packages slurm-wlm and munge, and python3)"; exit 0; }
 done
 if [ "$(id -u)" -ne 0 ]; then
   # slurmd starts the jobs' steps as their user, which needs root.
@@ -59,7 +59,7 @@ cleanup() {
     status=1
   fi
   if [ "$status" -ne 0 ] && [ -d "$tmp/log" ]; then
-    for log in "$tmp"/log/*.log "$tmp"/work/slurm-*.out; do
+    for log in "$tmp"/log/* "$tmp"/work/slurm-*.out; do
       [ -f "$log" ] && { echo "---- ${log#"$tmp"/}" >&2; tail -n 20 "$log" >&2; }
     done
   fi
@@ -81,7 +81,8 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds, or fai
 }
 
 mkdir -p "$tmp"/{munge,state,spool,run,log,work,local,shared}
-chmod 700 "$tmp/munge"
+# munged wants its socket's folders open to every user (to connect), and none of them writable by others.
+chmod 755 "$tmp" "$tmp/munge"
 
 # ---- the recipes of docs/cli.md ----------------------------------------------------------------------------------
 extract() {  # extract NAME: the ```sh block after `<!-- slurm-test: NAME -->` in docs/cli.md, as the file NAME
@@ -100,7 +101,7 @@ done
 # ---- munged: its own key, socket, pid, seed and log files ----------------------------------------------------------
 socket=$tmp/munge/socket
 mungekey --create --keyfile="$tmp/munge/key"
-start munged munged --foreground --force --socket="$socket" --key-file="$tmp/munge/key" --pid-file="$tmp/run/munged.pid" \
+start munged munged --foreground --socket="$socket" --key-file="$tmp/munge/key" --pid-file="$tmp/run/munged.pid" \
   --seed-file="$tmp/munge/seed" --log-file="$tmp/log/munged.log"
 munge_round_trip() { munge --socket="$socket" --no-input | unmunge --socket="$socket"; }
 wait_for 20 "munged answering on $socket" munge_round_trip
@@ -152,7 +153,7 @@ EOF
 : > "$tmp/plugstack.conf"
 
 # ---- slurmctld and slurmd -------------------------------------------------------------------------------------------
-start slurmctld slurmctld -D -i -f "$SLURM_CONF"
+start slurmctld slurmctld -D -f "$SLURM_CONF"
 controller_up() { scontrol ping | grep -q 'is UP'; }
 wait_for 30 "slurmctld answering on port $controller_port" controller_up
 start slurmd slurmd -D -f "$SLURM_CONF" -N "$node_name"
@@ -197,7 +198,7 @@ cd "$tmp/local"
 ln -s ../work/texts texts
 mkdir reports
 documents=$(ls texts | wc -l)
-for ((task = 0; task < documents; task++)); do SLURM_ARRAY_TASK_ID=$task bash -e ../work/report-array.sh; done
+for ((task = 0; task < documents; task++)); do SLURM_ARRAY_TASK_ID=$task bash -e ../work/report-array.sh > /dev/null; done
 attnscope merge --out all.json reports/*.json
 for report in reports/*.json all.json; do check_identical "$tmp/work/$report" "$report"; done
 # all.json holds every document: one run record and every (layer, head) per document.
