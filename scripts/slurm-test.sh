@@ -193,6 +193,14 @@ check_identical() {  # check_identical SLURM_OUTPUT LOCAL_OUTPUT
 }
 attnscope rowstats qk.npz --threads 1 --out "$tmp/local/rows.npz" > /dev/null
 check_identical rows.npz "$tmp/local/rows.npz"
+# Each shard holds its own layer only: the array split the work.
+python3 - shards/layer*.npz <<'EOF'
+import re, sys, zipfile
+for shard in sys.argv[1:]:
+    layer = re.fullmatch(r"shards/layer(\d+)\.npz", shard).group(1)
+    others = [n for n in zipfile.ZipFile(shard).namelist() if not n.startswith(f"layer{layer}.") and n != "run_options.npy"]
+    assert not others, f"{shard} holds arrays of other layers: {others}"
+EOF
 # report: the array script run here once per document, then merged, in a folder with the same relative paths.
 cd "$tmp/local"
 ln -s ../work/texts texts
