@@ -12,7 +12,7 @@
 # the data folder ../shared/data (ATTNSCOPE_DATA names another). ATTNSCOPE_SLURM_KEEP=1 keeps the temporary folder.
 set -euo pipefail
 say() { echo "slurm-test: $*" >&2; }
-for tool in munged mungekey munge unmunge slurmctld slurmd sbatch scontrol squeue sinfo scancel python3; do
+for tool in munged mungekey munge unmunge slurmctld slurmd sbatch scontrol squeue sinfo scancel python3 setpriv; do
   command -v "$tool" >/dev/null || { say "skipped: $tool is not installed (needs the Debian packages slurm-wlm and munge, and python3)"; exit 0; }
 done
 if [ "$(id -u)" -ne 0 ]; then
@@ -69,8 +69,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-# start NAME COMMAND...: a daemon in the foreground of a background job, so that its pid is known before it runs.
-start() { env "$marker" "${@:2}" > "$tmp/log/$1.out" 2>&1 & daemon_pids+=($!); }
+# start NAME COMMAND...: a daemon in the foreground of a background job, so that its pid is known before it runs;
+# killed by the kernel should this script die without its clean-up (SIGKILL).
+start() { setpriv --pdeathsig KILL env "$marker" "${@:2}" > "$tmp/log/$1.out" 2>&1 & daemon_pids+=($!); }
 wait_for() {  # wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds, or fail naming WHAT
   local deadline=$((SECONDS + $1)) what=$2
   shift 2
