@@ -44,7 +44,7 @@ inline constexpr const char* matmul_usage =
     "  --matmul MODE       how GGUF block-quantized weights are multiplied: exact (default: float32 activations times\n"
     "                      the dequantized weights) or llama.cpp (activations rounded to 8 bits per block and integer\n"
     "                      dot products, as llama.cpp's CPU backend; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K to Q6_K,\n"
-    "                      IQ4_NL, IQ4_XS; other types exact)\n";
+    "                      IQ4_NL, IQ4_XS, MXFP4; other types exact)\n";
 
 /// The mode of --matmul exact|llama.cpp, or of the option `name` (exact when absent).
 inline model::MatmulMode matmul_argument(const Arguments& arguments, const std::string& name = "matmul") {

@@ -79,7 +79,7 @@ using LayerAttentionInputs = std::function<void(int layer, const RowMatrixView<f
 /// `exact` multiplies the float32 activations with the dequantized weights in float32; `llama_cpp` rounds each
 /// activation row to 8 bits per block and multiplies by integer dot products as llama.cpp's CPU backend does
 /// (kernels/integer_dot.hpp; the formats of kernels::integer_dot_supported: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K … Q6_K,
-/// IQ4_NL and IQ4_XS; every other format stays exact).
+/// IQ4_NL, IQ4_XS and MXFP4; every other format stays exact).
 enum class MatmulMode { exact, llama_cpp };
 
 /// Options of a forward pass.

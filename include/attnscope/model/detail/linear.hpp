@@ -19,8 +19,8 @@
 // fallback and cblas_sgemm block the depth their own way: they agree with it within float32 rounding.
 //
 // MatmulMode::llama_cpp (model/forward_options.hpp) changes the product for the weight formats llama.cpp's CPU
-// backend multiplies by integer dot products and attnscope implements (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K,
-// Q4_K, Q5_K, Q6_K, IQ4_XS; kernels::integer_dot_supported): x is rounded
+// backend multiplies by integer dot products and attnscope implements (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS; kernels::integer_dot_supported): x is rounded
 // to 8 bits per block as ggml rounds it (kernels/quantize_activations.hpp) and multiplied by kernels::integer_dot_xwt,
 // ggml's integer dot products and float32 scaling; y += x·Wᵀ adds the rounded product. Every other format (float32,
 // float16, bfloat16, the block formats without an integer kernel here) keeps the exact product in both modes: for
