@@ -30,6 +30,7 @@ using attnscope::kernels::StoredWeights;
 
 const StoredFloat integer_dot_formats[] = {StoredFloat::q8_0, StoredFloat::q4_0, StoredFloat::q5_0,
                                            StoredFloat::q4_1, StoredFloat::q5_1, StoredFloat::iq4_nl,
+                                           StoredFloat::mxfp4,
                                            StoredFloat::q2_k, StoredFloat::q3_k, StoredFloat::q4_k,
                                            StoredFloat::q5_k, StoredFloat::q6_k, StoredFloat::iq4_xs};
 
@@ -46,18 +47,22 @@ std::vector<int> integer_dot_scale_offsets(StoredFloat format) {
   }
 }
 
-/// rows × cols weights of `format`: random bytes, the fp16 scales random finite values of about `scale`.
+/// rows × cols weights of `format`: random bytes, the fp16 scales random finite values of about `scale` (MXFP4's E8M0
+/// byte 2^-10 … 2^-3).
 std::vector<unsigned char> integer_dot_random_weights(attnscope::Random& random, StoredFloat format, Index rows,
                                                       Index cols, double scale) {
   const Index blocks = rows * cols / attnscope::kernels::stored_block_elements(format);
   const std::size_t block_bytes = attnscope::kernels::stored_block_bytes(format);
   std::vector<unsigned char> bytes(std::size_t(blocks) * block_bytes);
   for (auto& b : bytes) b = static_cast<unsigned char>(random.below(256));
-  for (Index b = 0; b < blocks; ++b)
+  for (Index b = 0; b < blocks; ++b) {
     for (int at : integer_dot_scale_offsets(format)) {
       const Eigen::half h(static_cast<float>(random.normal() * scale));
       std::memcpy(bytes.data() + std::size_t(b) * block_bytes + at, &h, 2);
     }
+    if (format == StoredFloat::mxfp4)  // the E8M0 scale byte: 2^(e − 128) of about `scale`
+      bytes[std::size_t(b) * block_bytes] = static_cast<unsigned char>(118 + random.below(8));
+  }
   return bytes;
 }
 

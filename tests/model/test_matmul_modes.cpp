@@ -1,11 +1,11 @@
 // The two matmul modes of the forward pass (ForwardOptions::matmul, model/detail/linear.hpp) against the numpy
 // reference of tests/fixtures/make_matmul_fixtures.py (written from ggml's definitions, not from attnscope's code):
 // the activation rounding (q8_0, q8_K, q8_1) bit for bit; the llama.cpp mode's logits and attention on GGUF fixtures
-// holding every weight type with an integer kernel (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K … Q6_K, IQ4_XS) within
-// 1e-3 (of each row's largest logit) and 1e-4 of the float64 forward pass that rounds activations as specified, much
-// closer to it than the exact mode comes (the reference tells the modes apart); the exact mode unchanged by the
-// option and matching the reference's exact pass; formats without an integer kernel (F16, Q8_K) the same in both
-// modes; a non-finite activation named.
+// holding every weight type with an integer kernel (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q2_K … Q6_K,
+// IQ4_XS) within 1e-3 (of each row's largest logit) and 1e-4 of the float64 forward pass that rounds activations as
+// specified, much closer to it than the exact mode comes (the reference tells the modes apart); the exact mode
+// unchanged by the option and matching the reference's exact pass; formats without an integer kernel (F16, Q8_K) the
+// same in both modes; a non-finite activation named.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -95,7 +95,7 @@ TEST_CASE("matmul modes: the llama.cpp mode gives the float64 reference that rou
           "[model][matmul][gguf]") {
   const auto& z = matmul_reference();
   for (const std::string stem :
-       {"llama_q8_0", "llama_q4k", "llama_q4_1_q5_0", "llama_q2k_q3k", "llama_q5_1_q8_k", "llama_iq4"}) {
+       {"llama_q8_0", "llama_q4k", "llama_q4_1_q5_0", "llama_q2k_q3k", "llama_q5_1_q8_k", "llama_iq4_mxfp4"}) {
     INFO(stem);
     const auto model = attnscope::model::load_gguf_model(attnscope::testing::gguf_fixture(stem + ".gguf"));
     std::vector<int> tokens;

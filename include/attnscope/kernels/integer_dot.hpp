@@ -1,7 +1,7 @@
 // attnscope/kernels/integer_dot.hpp — y (+)= x·Wᵀ the way ggml's CPU backend computes it for block-quantized
-// weights: the activations x rounded to 8 bits per block (kernels/quantize_activations.hpp: q8_0 for Q8_0, Q4_0, Q5_0
-// and IQ4_NL, q8_1 for Q4_1 and Q5_1, q8_K for Q2_K … Q6_K and IQ4_XS), then per weight block an exact integer dot
-// product, scaled in float32.
+// weights: the activations x rounded to 8 bits per block (kernels/quantize_activations.hpp: q8_0 for Q8_0, Q4_0, Q5_0,
+// IQ4_NL and MXFP4, q8_1 for Q4_1 and Q5_1, q8_K for Q2_K … Q6_K and IQ4_XS), then per weight block an exact integer
+// dot product, scaled in float32.
 //
 // The product of one activation row a and one weight row w, per type, restating ggml-cpu's x86 AVX2 vec_dot
 // functions (ggml/src/ggml-cpu/arch/x86/quants.c) as lanes: the elements of a 32-element group are dealt to eight
@@ -23,10 +23,12 @@
 //   Q4_1, Q5_1 (blocks of 32 { d_w, m_w, … }, q_w the unsigned 4- or 5-bit value; q8_1 activations with block sum s):
 //     d = d_w · d_a, L_l = Σ_lane q_w q_a; one min accumulator summs = fma(m_w, s, summs) block after block; result
 //     lane sum + summs (ggml_vec_dot_q4_1_q8_1, ggml_vec_dot_q5_1_q8_1, `summs += m·s` contracted).
-//   IQ4_NL (blocks of 32, q_w = the level v[nibble] of ggml's kvalues_iq4nl): d = d_a · d_w, L_l = Σ_lane q_w q_a;
-//     blocks are taken in pairs, the first of each pair into eight accumulators, the second into another eight; the
-//     result is the lane sum of their lanewise sums, and with an odd count the last block is added after it as
-//     fma(d, float(Σ_l L_l), result) (ggml_vec_dot_iq4_nl_q8_0's scalar tail, contracted).
+//   IQ4_NL, MXFP4 (blocks of 32, q_w = the level v[nibble] of ggml's kvalues_iq4nl or kvalues_mxfp4, the E2M1
+//     values doubled; d_w the block's fp16 d, or MXFP4's E8M0 scale halved, 2^(e − 128)): d = d_a · d_w,
+//     L_l = Σ_lane q_w q_a; blocks are taken in pairs, the first of each pair into eight accumulators, the second
+//     into another eight; the result is the lane sum of their lanewise sums, and with an odd count the last block is
+//     added after it as fma(d, float(Σ_l L_l), result) (ggml_vec_dot_iq4_nl_q8_0, ggml_vec_dot_mxfp4_q8_0, their
+//     scalar tail contracted).
 //   Q2_K (blocks of 256, sixteen sub-blocks j of 16 with 4-bit scale sc_j and min m_j, q_w the 2-bit value):
 //     per block two updates of each lane, first acc_l = fma(dmin, float(m_{2l} B_{2l} + m_{2l+1} B_{2l+1}), acc_l)
 //     with dmin = (−d_a) · dmin_w, then acc_l = fma(d, float(L_l), acc_l), d = d_a · d_w, L_l = Σ_lane sc q_w q_a
@@ -40,10 +42,10 @@
 // (kernels/detail/integer_dot_avx2.hpp) give the same bits. It depends on the depth only: not on the threads, the
 // tiling or the number of rows.
 //
-// Not modelled: llama.cpp repacks Q4_0, Q4_K and IQ4_NL weights on AVX2 CPUs (Q2_K on AVX-512 ones), and Q8_0, Q4_0,
-// Q5_0 and IQ4_NL products may go to its llamafile sgemm; those kernels form the same integers and scales but add the per-block float32 terms in another
-// order, a difference of float32 rounding (≈ 1e-7 relative), against the ≈ 1e-3 relative change the 8-bit rounding of
-// the activations itself makes.
+// Not modelled: llama.cpp repacks Q4_0, Q4_K, IQ4_NL and MXFP4 weights on AVX2 CPUs (Q2_K on AVX-512 ones), and Q8_0,
+// Q4_0, Q5_0 and IQ4_NL products may go to its llamafile sgemm; those kernels form the same integers and scales but
+// add the per-block float32 terms in another order, a difference of float32 rounding (≈ 1e-7 relative), against the
+// ≈ 1e-3 relative change the 8-bit rounding of the activations itself makes.
 //
 // Layout of the product: the weight rows (output columns) are split among the OpenMP threads in tiles of
 // integer_dot_tile_columns rows; per block of integer_dot_row_block activation rows a thread sweeps its tiles, and per
@@ -68,23 +70,24 @@
 
 namespace attnscope::kernels {
 
-/// Whether integer_dot_xwt multiplies weights of `format` (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K,
-/// Q5_K, Q6_K, IQ4_XS).
+/// Whether integer_dot_xwt multiplies weights of `format` (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K,
+/// Q4_K, Q5_K, Q6_K, IQ4_XS).
 constexpr bool integer_dot_supported(StoredFloat format) {
   switch (format) {
     case StoredFloat::q8_0: case StoredFloat::q4_0: case StoredFloat::q5_0: case StoredFloat::q4_1:
-    case StoredFloat::q5_1: case StoredFloat::iq4_nl: case StoredFloat::q2_k: case StoredFloat::q3_k:
-    case StoredFloat::q4_k: case StoredFloat::q5_k: case StoredFloat::q6_k: case StoredFloat::iq4_xs: return true;
+    case StoredFloat::q5_1: case StoredFloat::iq4_nl: case StoredFloat::mxfp4: case StoredFloat::q2_k:
+    case StoredFloat::q3_k: case StoredFloat::q4_k: case StoredFloat::q5_k: case StoredFloat::q6_k:
+    case StoredFloat::iq4_xs: return true;
     default: return false;
   }
 }
 
-/// The activation format ggml pairs with weights of `format` (ggml-cpu.c's vec_dot_type): q8_0 for Q8_0, Q4_0, Q5_0
-/// and IQ4_NL, q8_1 for Q4_1 and Q5_1, q8_K for the k-quants and IQ4_XS.
+/// The activation format ggml pairs with weights of `format` (ggml-cpu.c's vec_dot_type): q8_0 for Q8_0, Q4_0, Q5_0,
+/// IQ4_NL and MXFP4, q8_1 for Q4_1 and Q5_1, q8_K for the k-quants and IQ4_XS.
 constexpr ActivationFormat integer_dot_activation_format(StoredFloat format) {
   switch (format) {
     case StoredFloat::q8_0: case StoredFloat::q4_0: case StoredFloat::q5_0: case StoredFloat::iq4_nl:
-      return ActivationFormat::q8_0;
+    case StoredFloat::mxfp4: return ActivationFormat::q8_0;
     case StoredFloat::q4_1: case StoredFloat::q5_1: return ActivationFormat::q8_1;
     default: return ActivationFormat::q8_k;
   }
@@ -255,29 +258,31 @@ float dot_q4_q5_1_reference(const unsigned char* w, const std::int8_t* a, const 
   return acc.sum() + summs;
 }
 
-/// IQ4_NL row · q8_0 row, `blocks` blocks of 32 (see the header comment).
-inline float dot_iq4_nl_reference(const unsigned char* w, const std::int8_t* a, const float* a_scales, Index blocks) {
+/// IQ4_NL (Mxfp4 false) or MXFP4 (true) row · q8_0 row, `blocks` blocks of 32 (see the header comment).
+template <bool Mxfp4>
+float dot_codebook_reference(const unsigned char* w, const std::int8_t* a, const float* a_scales, Index blocks) {
+  using Blocks = CodebookBlocks<Mxfp4>;
   LaneSums even, odd;  // blocks 0, 2, 4, … and 1, 3, 5, … of the pairs
   const auto block_lanes = [](const unsigned char* block, const std::int8_t* q, std::int32_t (&lanes)[8]) {
-    for (int e = 0; e < 32; ++e)
-      lanes[e / 4] += iq4_nl_values[e < 16 ? block[2 + e] & 15 : block[2 + e - 16] >> 4] * q[e];
+    const unsigned char* qs = block + Blocks::quants;
+    for (int e = 0; e < 32; ++e) lanes[e / 4] += Blocks::levels()[e < 16 ? qs[e] & 15 : qs[e - 16] >> 4] * q[e];
   };
   Index b = 0;
   for (; b + 1 < blocks; b += 2) {
     std::int32_t lanes_even[8] = {0, 0, 0, 0, 0, 0, 0, 0}, lanes_odd[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    block_lanes(w + b * iq4_nl_block_bytes, a + 32 * b, lanes_even);
-    block_lanes(w + (b + 1) * iq4_nl_block_bytes, a + 32 * (b + 1), lanes_odd);
-    even.add(a_scales[b] * half_to_float(w + b * iq4_nl_block_bytes), lanes_even);
-    odd.add(a_scales[b + 1] * half_to_float(w + (b + 1) * iq4_nl_block_bytes), lanes_odd);
+    block_lanes(w + b * Blocks::bytes, a + 32 * b, lanes_even);
+    block_lanes(w + (b + 1) * Blocks::bytes, a + 32 * (b + 1), lanes_odd);
+    even.add(a_scales[b] * Blocks::scale(w + b * Blocks::bytes), lanes_even);
+    odd.add(a_scales[b + 1] * Blocks::scale(w + (b + 1) * Blocks::bytes), lanes_odd);
   }
   for (int l = 0; l < 8; ++l) even.lanes[l] += odd.lanes[l];
   float result = even.sum();
   if (b < blocks) {  // an odd number of blocks: the last one alone, in the scalar tail
     std::int32_t lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    block_lanes(w + b * iq4_nl_block_bytes, a + 32 * b, lanes);
+    block_lanes(w + b * Blocks::bytes, a + 32 * b, lanes);
     std::int32_t total = 0;
     for (int l = 0; l < 8; ++l) total += lanes[l];
-    result = std::fma(a_scales[b] * half_to_float(w + b * iq4_nl_block_bytes), static_cast<float>(total), result);
+    result = std::fma(a_scales[b] * Blocks::scale(w + b * Blocks::bytes), static_cast<float>(total), result);
   }
   return result;
 }
@@ -353,7 +358,8 @@ inline float integer_dot_reference(StoredFloat format, const unsigned char* w, c
     case StoredFloat::q6_k: return detail::dot_q6_k_reference(w, a, scales, sums, blocks);
     case StoredFloat::q4_1: return detail::dot_q4_q5_1_reference<false>(w, a, scales, x.row_block_sums(r), blocks);
     case StoredFloat::q5_1: return detail::dot_q4_q5_1_reference<true>(w, a, scales, x.row_block_sums(r), blocks);
-    case StoredFloat::iq4_nl: return detail::dot_iq4_nl_reference(w, a, scales, blocks);
+    case StoredFloat::iq4_nl: return detail::dot_codebook_reference<false>(w, a, scales, blocks);
+    case StoredFloat::mxfp4: return detail::dot_codebook_reference<true>(w, a, scales, blocks);
     case StoredFloat::q2_k: return detail::dot_q2_k_reference(w, a, scales, sums, blocks);
     case StoredFloat::q3_k: return detail::dot_q3_k_reference(w, a, scales, blocks);
     case StoredFloat::iq4_xs: return detail::dot_iq4_xs_reference(w, a, scales, blocks);

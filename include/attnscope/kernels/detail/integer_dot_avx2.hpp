@@ -49,6 +49,18 @@ struct IntegerDotTile {
   Index blocks = 0;
 };
 
+/// The 32-element 4-bit codebook formats paired with q8_0 activations: IQ4_NL { fp16 d; uint8 qs[16] } (Mxfp4 false)
+/// and MXFP4 { uint8 e, an E8M0 scale; uint8 qs[16] } (true). Element i < 16 is levels[low nibble of qs[i]], element
+/// i + 16 levels[its high nibble]; the block's scale is d, or 2^(e − 128) for MXFP4, whose levels are the E2M1 values
+/// doubled (ggml's kvalues_iq4nl, kvalues_mxfp4 and GGML_E8M0_TO_FP32_HALF).
+template <bool Mxfp4>
+struct CodebookBlocks {
+  static constexpr std::size_t bytes = Mxfp4 ? mxfp4_block_bytes : iq4_nl_block_bytes;
+  static constexpr int quants = Mxfp4 ? 1 : 2;  // the offset of qs
+  static const std::int8_t* levels() { return Mxfp4 ? fp4_doubled_values : iq4_nl_values; }
+  static float scale(const unsigned char* block) { return Mxfp4 ? e8m0_half(block[0]) : half_to_float(block); }
+};
+
 }  // namespace attnscope::kernels::detail
 
 #if defined(ATTNSCOPE_INTEGER_DOT_AVX2)
@@ -294,7 +306,7 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_q4_q5_1(const IntegerDotTile& in, Out& ou
     for (int j = 0; j < NR; ++j) out[i][j] = x86::sum_lanes(acc[i][j]) + summs[i][j];
 }
 
-/// The 32 signed levels of the IQ4_NL nibbles at `qs` (low nibbles first).
+/// The 32 signed levels of the nibbles at `qs` (low nibbles first) in the table `levels` (IQ4_NL's or MXFP4's).
 template <int = 0>
 ATTNSCOPE_INTEGER_DOT_TARGET inline u8x32 iq4_levels32(const unsigned char* qs, u8x16 levels) {
   const u8x16 bytes = x86::load_bytes16(qs);
@@ -309,10 +321,11 @@ ATTNSCOPE_INTEGER_DOT_TARGET inline i32x8 signed_lanes(u8x32 weights, u8x32 acti
       x86::multiply_add_bytes(x86::sign_bytes(weights, weights), x86::sign_bytes(activations, weights)), scale);
 }
 
-/// IQ4_NL weights · q8_0 activations.
-template <int = 0>
-ATTNSCOPE_INTEGER_DOT_TARGET void tile_iq4_nl(const IntegerDotTile& in, Out& out) {
-  const u8x16 levels = x86::load_bytes16(reinterpret_cast<const unsigned char*>(iq4_nl_values));
+/// IQ4_NL (Mxfp4 false) or MXFP4 (true) weights · q8_0 activations.
+template <bool Mxfp4>
+ATTNSCOPE_INTEGER_DOT_TARGET void tile_codebook(const IntegerDotTile& in, Out& out) {
+  using Blocks = CodebookBlocks<Mxfp4>;
+  const u8x16 levels = x86::load_bytes16(reinterpret_cast<const unsigned char*>(Blocks::levels()));
   const i16x16 ones = x86::broadcast16_i16(1);
   f32x8 acc[2][MR][NR] = {};  // zero; blocks 0, 2, 4, … and 1, 3, 5, … of the pairs
   const Index paired = in.blocks - in.blocks % 2;
@@ -320,9 +333,9 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_iq4_nl(const IntegerDotTile& in, Out& out
     u8x32 weights[NR];
     float d[NR];
     for (int j = 0; j < NR; ++j) {
-      const unsigned char* block = in.w[j] + static_cast<std::size_t>(b) * iq4_nl_block_bytes;
-      d[j] = half_to_float(block);
-      weights[j] = iq4_levels32(block + 2, levels);
+      const unsigned char* block = in.w[j] + static_cast<std::size_t>(b) * Blocks::bytes;
+      d[j] = Blocks::scale(block);
+      weights[j] = iq4_levels32(block + Blocks::quants, levels);
     }
     for (int i = 0; i < MR; ++i) {
       const u8x32 a = activations32(in.a[i] + 32 * b);
@@ -336,10 +349,11 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile_iq4_nl(const IntegerDotTile& in, Out& out
     for (int j = 0; j < NR; ++j) {
       out[i][j] = x86::sum_lanes(acc[0][i][j] + acc[1][i][j]);
       if (paired < in.blocks) {  // the last of an odd number of blocks, in the scalar tail
-        const unsigned char* block = in.w[j] + static_cast<std::size_t>(paired) * iq4_nl_block_bytes;
-        const i32x8 lanes = signed_lanes(iq4_levels32(block + 2, levels), activations32(in.a[i] + 32 * paired), ones);
+        const unsigned char* block = in.w[j] + static_cast<std::size_t>(paired) * Blocks::bytes;
+        const i32x8 lanes =
+            signed_lanes(iq4_levels32(block + Blocks::quants, levels), activations32(in.a[i] + 32 * paired), ones);
         const std::int32_t total = lanes[0] + lanes[1] + lanes[2] + lanes[3] + lanes[4] + lanes[5] + lanes[6] + lanes[7];
-        out[i][j] = std::fma(in.a_scales[i][paired] * half_to_float(block), static_cast<float>(total), out[i][j]);
+        out[i][j] = std::fma(in.a_scales[i][paired] * Blocks::scale(block), static_cast<float>(total), out[i][j]);
       }
     }
 }
@@ -450,7 +464,8 @@ ATTNSCOPE_INTEGER_DOT_TARGET void tile(StoredFloat format, const IntegerDotTile&
     case StoredFloat::q6_k: tile_q6_k(in, out); return;
     case StoredFloat::q4_1: tile_q4_q5_1<false>(in, out); return;
     case StoredFloat::q5_1: tile_q4_q5_1<true>(in, out); return;
-    case StoredFloat::iq4_nl: tile_iq4_nl(in, out); return;
+    case StoredFloat::iq4_nl: tile_codebook<false>(in, out); return;
+    case StoredFloat::mxfp4: tile_codebook<true>(in, out); return;
     case StoredFloat::q2_k: tile_q2_q3_k<false>(in, out); return;
     case StoredFloat::q3_k: tile_q2_q3_k<true>(in, out); return;
     case StoredFloat::iq4_xs: tile_iq4_xs(in, out); return;
