@@ -1,8 +1,9 @@
 // attnscope/model/forward_options.hpp — what a forward pass computes and returns: captures, the attention
-// normalization, head ablation, the streaming settings, and the result types of forward() and
-// forward_row_statistics().
+// normalization, head ablation, the streaming settings, the generation settings, and the result types of forward(),
+// forward_row_statistics() and generate_with_statistics().
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <set>
@@ -170,6 +171,42 @@ struct StreamingForwardResult {
   std::vector<RowMatrix<float>> hidden_states;  // n_layers + 1 entries when requested
   Index trained_positions = 0;          // config.seq_len
   bool beyond_trained_positions = false;  // L > trained_positions (RoPE extrapolation, opted in)
+};
+
+/// Called with each generated token as soon as it is chosen (before the next step runs).
+using TokenCallback = std::function<void(int token)>;
+
+/// How Transformer::generate_with_statistics picks tokens and what it records besides the step statistics.
+struct GenerationOptions {
+  /// 0: greedy (argmax, first index on ties, as generate_greedy); > 0: sampling from softmax(logits / temperature)
+  /// with attnscope::Random(seed), as generate_sampled.
+  double temperature = 0;
+  std::uint64_t seed = 0;
+  /// Generation stops after a step whose token is one of these (that token is kept); empty: run every step.
+  std::vector<int> stop_tokens{};
+  /// T of the sink rate (Gu et al. 2024, arXiv 2410.10781, §3.1): the attention on key 0 is returned for the query
+  /// rows at positions 0..T−1 (fewer when the sequence is shorter). 0: none.
+  Index first_key_queries = 64;
+  /// Sees each generated token as soon as it is chosen (e.g. to print the text as it goes).
+  TokenCallback on_token{};
+};
+
+/// Result of generate_with_statistics(). Step s (0 ≤ s < steps) is the decoding step that picks tokens[P + s]
+/// (P = prompt_length) from the output of query row P − 1 + s: the prompt's last row for s = 0, then the row of each
+/// token fed back. Per layer and head the entries are empty for the heads not selected by StreamingOptions::heads.
+struct GenerationResult {
+  std::vector<int> tokens;  // the prompt, then the generated tokens
+  Index prompt_length = 0;
+  Index steps = 0;          // tokens generated (fewer than asked when a stop token came)
+  /// [layer][head]: the exact row statistics (as forward_row_statistics computes them) of each step's query row,
+  /// length `steps`.
+  std::vector<std::vector<stream::RowStatistics>> step_statistics;
+  /// [layer][head]: per step, the key its query row attends most (the largest scaled, capped logit, which is the
+  /// largest weight; the earliest key on ties).
+  std::vector<std::vector<Eigen::Matrix<Index, Eigen::Dynamic, 1>>> most_attended_key;
+  /// [layer][head]: the attention weight on key 0 of the query rows at positions 0..min(first_key_queries, rows
+  /// run) − 1 (the rows run are the prompt and the fed-back tokens, P + steps − 1).
+  std::vector<std::vector<Vector<double>>> first_key_attention;
 };
 
 }  // namespace attnscope::model

@@ -31,6 +31,7 @@
 #include "attnscope/model/detail/decoder_state.hpp"
 #include "attnscope/model/detail/linear.hpp"
 #include "attnscope/model/detail/mixture_of_experts.hpp"
+#include "attnscope/model/detail/step_statistics.hpp"
 #include "attnscope/model/forward_options.hpp"
 #include "attnscope/model/layers.hpp"
 #include "attnscope/model/sampling.hpp"
@@ -100,16 +101,32 @@ class BasicTransformer {
   std::vector<int> generate_sampled(const std::vector<int>& prefix, int steps, double temperature,
                                     std::uint64_t seed, const ForwardOptions& options = {},
                                     const ProgressCallback& progress = {}) const {
-    if (!(temperature >= 0) || !std::isfinite(temperature))
-      attnscope::detail::throw_invalid_argument("generate_sampled", "temperature must be finite and >= 0, got ",
-                                                temperature);
+    check_temperature("generate_sampled", temperature);
     Random random(seed);
     return generate("generate_sampled", prefix, steps, options, progress,
-                    [&](const RowMatrix<Scalar>& logits) -> int {
-                      if (temperature == 0) return argmax_token(logits.row(0));
-                      return sample_token(logits.row(0), temperature, random);
-                    });
+                    [&](const RowMatrix<Scalar>& logits) { return choose_token(logits, temperature, random); });
   }
+
+  /// Decoding with the key/value cache and, at every step, the exact row statistics of the step's query row: the
+  /// prompt runs once, then each step runs the one row of the token fed back (O(n_layers·L·dim) per step, the
+  /// prefix never recomputed). Tokens are chosen as generate_greedy (temperature 0) or generate_sampled (temperature
+  /// > 0, the same Random(seed) draws) choose them, from the same logits, so the tokens equal theirs. Step s is the
+  /// step that picks tokens[P + s] from query row P − 1 + s (see GenerationResult); per head selected by
+  /// streaming.heads (every head when empty) its statistics are those forward_row_statistics computes for row
+  /// P − 1 + s of the returned tokens with the same streaming.statistics (the same kernel, causal, each layer's
+  /// window, the model's scale, softcap and learned sinks), equal up to the order of float summation (the one row is
+  /// a product of its own, not a row of a block). It also returns each step's most attended key and the attention
+  /// on key 0 of the first generation.first_key_queries rows (sink rate, analysis/sink_rate.hpp). options: matmul
+  /// and ablation as in forward(); its captures, last_layer and layer callbacks are ignored. `progress` gets
+  /// (steps done, steps).
+  /// Throws attnscope::invalid_argument, naming the problem, for: an invalid prefix, steps < 0, prefix.size() + steps
+  /// > seq_len, a negative or non-finite temperature, first_key_queries < 0, a stop token outside the vocabulary,
+  /// options.map or options.normalizer, and every error forward_row_statistics raises for `streaming`.
+  /// Memory: the cache O(n_layers·(P + steps)·kv_dim) and the statistics O(n_layers·n_heads·steps).
+  GenerationResult generate_with_statistics(const std::vector<int>& prefix, int steps,
+                                            const GenerationOptions& generation = {},
+                                            const StreamingOptions& streaming = {}, const ForwardOptions& options = {},
+                                            const ProgressCallback& progress = {}) const;
 
   /// Teacher-forced mean negative log-likelihood (nats/token): mean over p in [0, L−1) of
   /// −log softmax(logits[p])[tokens[p+1]], computed in double from the float logits. Needs L ≥ 2.
@@ -133,17 +150,24 @@ class BasicTransformer {
 
   // What run() needs in the streaming mode: the settings, and the statistics it fills per layer and head.
   struct StreamingRun {
-    const StreamingOptions* options;
+    const StreamingOptions* options = nullptr;
     std::vector<std::vector<stream::RowStatistics>> statistics;
+    // Generation: the cache stays for the next run, and each analysed head gets the statistics and the most attended
+    // key of the run's last row only (the query that picks the next token).
+    bool generation = false;
+    std::vector<std::vector<Index>> most_attended;  // [layer][head], generation only
+    // The attention on key 0 of the run's rows at positions < first_key_rows, per [layer][head] (sink rate).
+    Index first_key_rows = 0;
+    std::vector<std::vector<Vector<double>>> first_key_attention;
     // whether head `head` of layer `layer` is analysed (options->heads empty: every head)
     bool analyses(int layer, int head) const {
       return options->heads.empty() || options->heads.count({layer, head}) > 0;
     }
   };
 
-  template <class Choose>
-  std::vector<int> generate(const char* function, const std::vector<int>& prefix, int steps,
-                            const ForwardOptions& options, const ProgressCallback& progress, Choose&& choose) const {
+  // The arguments every generation checks: the prefix, the options, steps ≥ 0 and prefix + steps ≤ seq_len.
+  void validate_generation(const char* function, const std::vector<int>& prefix, int steps,
+                           const ForwardOptions& options) const {
     validate_tokens(function, prefix);
     validate_options(function, options);
     if (steps < 0) attnscope::detail::throw_invalid_argument(function, "steps must be >= 0, got ", steps);
@@ -151,10 +175,86 @@ class BasicTransformer {
     if (total > config().seq_len)
       attnscope::detail::throw_invalid_argument(function, "prefix length ", prefix.size(), " + steps ", steps,
                                                 " exceeds seq_len ", config().seq_len);
+  }
+
+  // The options of a generation's passes: no captures, every layer, no layer callbacks.
+  static ForwardOptions generation_pass_options(const ForwardOptions& options) {
     ForwardOptions plain = options;
     plain.capture = CaptureOptions{};
     plain.last_layer = -1;
     plain.layer_progress = {};
+    plain.layer_attention_inputs = {};
+    return plain;
+  }
+
+  // The next token from a row of logits: argmax at temperature 0, else one draw of `random` (generate_sampled).
+  static int choose_token(const RowMatrix<Scalar>& logits, double temperature, Random& random) {
+    if (temperature == 0) return argmax_token(logits.row(0));
+    return sample_token(logits.row(0), temperature, random);
+  }
+
+  static void check_temperature(const char* function, double temperature) {
+    if (!(temperature >= 0) || !std::isfinite(temperature))
+      attnscope::detail::throw_invalid_argument(function, "temperature must be finite and >= 0, got ", temperature);
+  }
+
+  // Checks the streaming settings of forward_row_statistics and generate_with_statistics against the model.
+  void validate_streaming(const char* fn, const ForwardOptions& options, const StreamingOptions& streaming) const;
+
+  // The statistics, most attended key and key-0 attention of one analysed head in a streaming run (see StreamingRun):
+  // `statistics` and `last_row_scores` come from the kernel's pass when it computed them (whole sequences, or a
+  // generation run of one row); for a longer generation run they are computed here for the last row.
+  // The rows' attention is run again by the kernel for the rows it needs (their outputs are discarded).
+  void record_streaming_head(StreamingRun& streaming, int l, int h, const RowMatrixView<Scalar>& head_queries,
+                             const RowMatrixView<Scalar>& head_keys, const RowMatrixView<Scalar>& head_values,
+                             Index offset, Index window, const stream::RowStatisticsOptions& kernel_options,
+                             stream::RowStatistics& statistics, RowMatrix<Scalar>& last_row_scores) const {
+    const Index rows = head_queries.rows(), total = head_keys.rows();
+    // the kernel on query rows [first, first + count) (positions offset + first…) against the keys they see
+    const auto rerun = [&](Index first, Index count, const stream::RowStatisticsOptions& settings,
+                           const stream::AttentionCapture<Scalar>& targets) {
+      RowMatrix<Scalar> discarded(count, head_values.cols());
+      const Index keys = offset + first + count;
+      stream::attention_into<Scalar>(RowMatrixView<Scalar>(head_queries.middleRows(first, count)),
+                                     RowMatrixView<Scalar>(head_keys.topRows(keys)),
+                                     RowMatrixView<Scalar>(head_values.topRows(keys)), discarded, settings, targets);
+    };
+    if (streaming.generation) {
+      if (rows > 1) {  // the prompt: its last row again
+        stream::RowStatisticsOptions last = kernel_options;
+        last.visibility = visibility(1, total - 1, window);
+        stream::AttentionCapture<Scalar> targets;
+        targets.statistics = &statistics;
+        targets.scores = &last_row_scores;
+        rerun(rows - 1, 1, last, targets);
+      }
+      Index best = 0;  // the largest logit, the earliest key on ties
+      for (Index j = 1; j < total; ++j)
+        if (last_row_scores(0, j) > last_row_scores(0, best)) best = j;
+      streaming.most_attended[std::size_t(l)][std::size_t(h)] = best;
+    }
+    if (offset >= streaming.first_key_rows) return;
+    // the sink mass of key 0 alone, from the model's visibility, scale, softcap and learned sink
+    const Index count = std::min(rows, streaming.first_key_rows - offset);
+    stream::RowStatisticsOptions first = kernel_options;
+    first.visibility = visibility(count, offset, window);
+    first.sink_keys = {0};
+    first.max_weight_excludes_sinks = false;
+    first.top_k.clear();
+    first.jacobian_norm = false;
+    stream::RowStatistics first_rows;
+    stream::AttentionCapture<Scalar> targets;
+    targets.statistics = &first_rows;
+    rerun(0, count, first, targets);
+    streaming.first_key_attention[std::size_t(l)][std::size_t(h)] = std::move(first_rows.sink_mass);
+  }
+
+  template <class Choose>
+  std::vector<int> generate(const char* function, const std::vector<int>& prefix, int steps,
+                            const ForwardOptions& options, const ProgressCallback& progress, Choose&& choose) const {
+    validate_generation(function, prefix, steps, options);
+    const Index total = static_cast<Index>(prefix.size()) + steps;
+    const ForwardOptions plain = generation_pass_options(options);
     std::vector<int> tokens = prefix;
     if (steps == 0) return tokens;
     detail::BasicDecoderState<Scalar> state = start_state(total);
@@ -342,8 +442,9 @@ class BasicTransformer {
 
   // Processes `tokens` at positions state.length.. (appending to the cache); returns logits of every new row, or of
   // the last one only. Fills `capture` (rows = new positions, score columns = all positions so far) when given.
-  // With `streaming` (whole sequence from position 0, softmax only) the kernel also returns each head's row
-  // statistics, appended to streaming->statistics; no L×L buffer is allocated.
+  // With `streaming` (softmax only) the kernel also returns each head's row statistics, appended to
+  // streaming->statistics (a whole sequence from position 0: every row's; a generation run: its last row's, with the
+  // cache kept for the next run; see StreamingRun); no L×L buffer is allocated.
   RowMatrix<Scalar> run(const std::vector<int>& tokens, detail::BasicDecoderState<Scalar>& state,
                         const ForwardOptions& options, ForwardResult* capture, bool last_logits_only,
                         StreamingRun* streaming = nullptr) const;
@@ -364,6 +465,114 @@ StreamingForwardResult BasicTransformer<Scalar>::forward_row_statistics(const st
                                                                       const ForwardOptions& options,
                                                                       const StreamingOptions& streaming) const {
   const char* fn = "Transformer::forward_row_statistics";
+  const auto& c = config();
+  validate_streaming(fn, options, streaming);
+  const Index length = static_cast<Index>(tokens.size());
+  const bool beyond = length > c.seq_len;
+  if (beyond && c.position_encoding == PositionEncoding::learned)
+    attnscope::detail::throw_invalid_argument(fn, "sequence length ", length, " exceeds seq_len ", c.seq_len,
+                                              ": the learned position embedding has only ", c.seq_len,
+                                              " positions");
+  if (beyond && !streaming.allow_beyond_trained_positions)
+    attnscope::detail::throw_invalid_argument(fn, "sequence length ", length, " exceeds the trained length seq_len ",
+                                              c.seq_len, "; set allow_beyond_trained_positions to run RoPE past it");
+  validate_tokens(fn, tokens, beyond ? length : c.seq_len);
+  validate_options(fn, options);
+  StreamingRun run_state;
+  run_state.options = &streaming;
+  run_state.statistics.resize(std::size_t(c.n_layers));
+  detail::BasicDecoderState<Scalar> state = start_state(length);
+  ForwardResult captures;
+  StreamingForwardResult result;
+  result.logits = run(tokens, state, options, &captures, false, &run_state);
+  result.row_statistics = std::move(run_state.statistics);
+  result.layers = std::move(captures.layers);
+  result.hidden_states = std::move(captures.hidden_states);
+  result.trained_positions = c.seq_len;
+  result.beyond_trained_positions = beyond;
+  return result;
+}
+
+template <class Scalar>
+GenerationResult BasicTransformer<Scalar>::generate_with_statistics(const std::vector<int>& prefix, int steps,
+                                                                    const GenerationOptions& generation,
+                                                                    const StreamingOptions& streaming,
+                                                                    const ForwardOptions& options,
+                                                                    const ProgressCallback& progress) const {
+  const char* fn = "Transformer::generate_with_statistics";
+  const auto& c = config();
+  validate_generation(fn, prefix, steps, options);
+  check_temperature(fn, generation.temperature);
+  if (generation.first_key_queries < 0)
+    attnscope::detail::throw_invalid_argument(fn, "generation.first_key_queries must be >= 0, got ",
+                                              generation.first_key_queries);
+  for (const int token : generation.stop_tokens)
+    if (token < 0 || token >= c.vocab_size)
+      attnscope::detail::throw_invalid_argument(fn, "stop token ", token, " outside [0, vocab_size = ", c.vocab_size,
+                                                ")");
+  const ForwardOptions plain = generation_pass_options(options);
+  validate_streaming(fn, plain, streaming);
+  const std::size_t layers = std::size_t(c.n_layers), heads = std::size_t(c.n_heads);
+  const Index prompt_length = static_cast<Index>(prefix.size());
+  StreamingRun run_state;
+  run_state.options = &streaming;
+  run_state.generation = true;
+  run_state.first_key_rows = generation.first_key_queries;
+  run_state.most_attended.assign(layers, std::vector<Index>(heads, 0));
+  run_state.first_key_attention.assign(layers, std::vector<Vector<double>>(heads));
+  GenerationResult result;
+  result.tokens = prefix;
+  result.prompt_length = prompt_length;
+  result.step_statistics.assign(layers, std::vector<stream::RowStatistics>(heads));
+  result.most_attended_key.assign(layers, std::vector<Eigen::Matrix<Index, Eigen::Dynamic, 1>>(heads));
+  result.first_key_attention.assign(layers, std::vector<Vector<double>>(heads));
+  const auto analysed = [&](std::size_t l, std::size_t h) { return run_state.analyses(int(l), int(h)); };
+  for (std::size_t l = 0; l < layers; ++l)
+    for (std::size_t h = 0; h < heads; ++h)
+      if (analysed(l, h)) result.most_attended_key[l][h].resize(steps);
+  if (steps == 0) return result;
+  detail::BasicDecoderState<Scalar> state = start_state(prompt_length + steps);
+  Random random(generation.seed);
+  std::vector<int> input = prefix;
+  Index done = 0;
+  for (int step = 0; step < steps; ++step) {
+    run_state.statistics.assign(layers, {});
+    const RowMatrix<Scalar> logits = run(input, state, plain, nullptr, true, &run_state);
+    for (std::size_t l = 0; l < layers; ++l)
+      for (std::size_t h = 0; h < heads; ++h) {
+        if (!analysed(l, h)) continue;
+        detail::set_step_statistics(result.step_statistics[l][h], steps, step, run_state.statistics[l][h]);
+        result.most_attended_key[l][h](step) = run_state.most_attended[l][h];
+        Vector<double>& first_key = result.first_key_attention[l][h];
+        const Vector<double>& rows = run_state.first_key_attention[l][h];
+        if (rows.size() == 0) continue;
+        first_key.conservativeResize(first_key.size() + rows.size());
+        first_key.tail(rows.size()) = rows;
+        run_state.first_key_attention[l][h].resize(0);
+      }
+    const int next = choose_token(logits, generation.temperature, random);
+    result.tokens.push_back(next);
+    done = step + 1;
+    if (generation.on_token) generation.on_token(next);
+    if (progress) progress(step + 1, steps);
+    if (std::find(generation.stop_tokens.begin(), generation.stop_tokens.end(), next) != generation.stop_tokens.end())
+      break;
+    input.assign(1, next);
+  }
+  result.steps = done;
+  if (done < steps)
+    for (std::size_t l = 0; l < layers; ++l)
+      for (std::size_t h = 0; h < heads; ++h)
+        if (analysed(l, h)) {
+          detail::keep_step_statistics(result.step_statistics[l][h], done);
+          result.most_attended_key[l][h].conservativeResize(done);
+        }
+  return result;
+}
+
+template <class Scalar>
+void BasicTransformer<Scalar>::validate_streaming(const char* fn, const ForwardOptions& options,
+                                                  const StreamingOptions& streaming) const {
   const auto& c = config();
   if (options.map || options.normalizer)
     attnscope::detail::throw_invalid_argument(fn, "only softmax attention streams: options.map and ",
@@ -390,29 +599,6 @@ StreamingForwardResult BasicTransformer<Scalar>::forward_row_statistics(const st
       attnscope::detail::throw_invalid_argument(fn, "streaming.heads names (layer ", layer, ", head ", head,
                                                 "), outside the ", layers_run, " layers run (of ", c.n_layers,
                                                 ") x ", c.n_heads, " heads");
-  const Index length = static_cast<Index>(tokens.size());
-  const bool beyond = length > c.seq_len;
-  if (beyond && c.position_encoding == PositionEncoding::learned)
-    attnscope::detail::throw_invalid_argument(fn, "sequence length ", length, " exceeds seq_len ", c.seq_len,
-                                              ": the learned position embedding has only ", c.seq_len,
-                                              " positions");
-  if (beyond && !streaming.allow_beyond_trained_positions)
-    attnscope::detail::throw_invalid_argument(fn, "sequence length ", length, " exceeds the trained length seq_len ",
-                                              c.seq_len, "; set allow_beyond_trained_positions to run RoPE past it");
-  validate_tokens(fn, tokens, beyond ? length : c.seq_len);
-  validate_options(fn, options);
-  StreamingRun run_state{&streaming, {}};
-  run_state.statistics.resize(std::size_t(c.n_layers));
-  detail::BasicDecoderState<Scalar> state = start_state(length);
-  ForwardResult captures;
-  StreamingForwardResult result;
-  result.logits = run(tokens, state, options, &captures, false, &run_state);
-  result.row_statistics = std::move(run_state.statistics);
-  result.layers = std::move(captures.layers);
-  result.hidden_states = std::move(captures.hidden_states);
-  result.trained_positions = c.seq_len;
-  result.beyond_trained_positions = beyond;
-  return result;
 }
 
 template <class Scalar>
@@ -618,8 +804,17 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
         if (keep_attention) targets.probabilities = &captured_attention;
         if (keep_attention && c.learned_sinks) targets.learned_sink = &captured_sink;
         stream::RowStatistics statistics;  // stays empty for a head that is not analysed
-        if (streaming && streaming->analyses(l, h)) targets.statistics = &statistics;
+        RowMatrix<Scalar> last_row_scores;
+        const bool analysed = streaming && streaming->analyses(l, h);
+        // the kernel's own pass gives every row's statistics, or in a generation run of one row that row's
+        if (analysed && (!streaming->generation || rows == 1)) targets.statistics = &statistics;
+        if (analysed && streaming->generation && rows == 1 && !targets.scores) targets.scores = &last_row_scores;
         stream::attention_into<Scalar>(head_queries, head_keys, head_values, output, kernel_options, targets);
+        if (analysed) {
+          if (targets.scores == &scores) last_row_scores = scores.bottomRows(1);
+          record_streaming_head(*streaming, l, h, head_queries, head_keys, head_values, offset, window, kernel_options,
+                                statistics, last_row_scores);
+        }
         if (streaming) streaming->statistics[std::size_t(l)].push_back(std::move(statistics));
       } else {
         // other maps: the kernel forms the scaled scores (−inf where invisible), the map normalizes them
@@ -648,7 +843,8 @@ RowMatrix<Scalar> BasicTransformer<Scalar>::run(const std::vector<int>& tokens,
         if (want.head_output) layer_capture->head_output.emplace_back();
       }
     }
-    if (streaming) keys = values = RowMatrix<Scalar>();  // a whole sequence: no later pass reads this layer's cache
+    // a whole sequence: no later pass reads this layer's cache (a generation's next step does)
+    if (streaming && !streaming->generation) keys = values = RowMatrix<Scalar>();
     add_branch(residual, head_outputs, layer.wo, layer.wo_bias, layer.post_attention_norm, options.matmul);
     // Feed-forward block on norm(x) (x before the attention update with a parallel residual), in passes of
     // feed_forward_rows rows: a row's branch reads and updates that row only, so the rows × hidden_dim activations
