@@ -175,7 +175,8 @@ class AttentionFile {
       add_layer(0, *attention, file_.find(part::scores), file_.find(part::v), options, false, used);
     }
     for (const io::MappedArray& array : file_.arrays()) {
-      if (used.count(array.name()) || array.name() == io::capture_layout_key) continue;
+      // the layout version and the run record ("run_options", io/run_options.hpp) are no data
+      if (used.count(array.name()) || array.name() == io::capture_layout_key || array.name() == "run_options") continue;
       const auto name = io::parse_layer_array_name(array.name());
       const std::string& bare = name ? name->part : array.name();
       const bool captured = bare == part::q || bare == part::k || bare == part::head_output ||

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -22,6 +23,7 @@ namespace attnscope::analysis {
 struct CompareHtmlOptions {
   std::string title = "attnscope compare";
   std::string model_a = "A", model_b = "B";  // what the two models are (paths or names), shown in the captions
+  std::map<std::string, std::string> run = {};  // the run record (io/run_options.hpp), shown in the header; may be empty
   double color_gamma = 0.5;  // colour level round(clamp(v, 0, 1)^gamma · 63) of 64, as the report's heatmaps
   int image_scale = 2;       // CSS pixels per image pixel
 };
@@ -38,7 +40,8 @@ inline std::string render_comparison_html(const ModelComparison& comparison, con
        << "\n.pair{display:flex;gap:1em;align-items:flex-start;flex-wrap:wrap}figure{margin:0}"
           "figcaption{font-size:12px;color:#444}</style></head>\n<body>\n<h1>"
        << detail::html_escape(options.title) << "</h1>\n<p class=\"source\">A: " << detail::html_escape(options.model_a)
-       << "<br>B: " << detail::html_escape(options.model_b) << "</p>\n<p class=\"note\">" << comparison.tokens
+       << "<br>B: " << detail::html_escape(options.model_b) << "</p>\n" << detail::html_run_record(options.run)
+       << "<p class=\"note\">" << comparison.tokens
        << " tokens. Heads ordered by js_keep, the mean Jensen&ndash;Shannon divergence (nats) between the two "
           "models' attention rows; js_drop compares the content compositions (sink keys dropped, rest renormalised); "
           "top-k overlap with k = "

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -37,6 +38,7 @@ enum class DownsampleMethod { block_max, block_mean };
 struct HtmlReportOptions {
   std::string title = "attnscope report";
   std::string source;                // what was analysed (file or model), shown under the title; may be empty
+  std::map<std::string, std::string> run = {};  // the run record (io/run_options.hpp), shown in the header; may be empty
   int image_max_side = 256;          // the large view of one head: matrices with a longer side are downsampled
   int thumbnail_max_side = 96;       // the grid's thumbnails (shown at 96 CSS pixels)
   DownsampleMethod downsample = DownsampleMethod::block_max;
@@ -161,6 +163,7 @@ class HtmlReportBuilder {
          << "<div id=\"script-errors\" hidden></div>\n<h1>" << detail::html_escape(options_.title) << "</h1>\n";
     if (!options_.source.empty()) page << "<p class=\"source\">" << detail::html_escape(options_.source) << "</p>\n";
     page << summary() << grid() << "<section id=\"detail\" hidden></section>\n"
+    page << detail::html_run_record(options_.run);
          << table(report) << glossary(report) << "<script type=\"application/json\" id=\"attnscope-data\">"
          << detail::html_script_json(data()) << "</script>\n<script>" << detail::html_page_script() << "</script>\n</body></html>\n";
     return page.str();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -46,9 +47,39 @@ inline std::string html_format_value(double value) {
 }
 
 
+/// The run record (io/run_options.hpp) as the page header shows it: a line with the model, the input and the
+/// version, and the table of every key (long values, such as the token ids, in a scrolling cell).
+inline std::string html_run_record(const std::map<std::string, std::string>& run) {
+  if (run.empty()) return "";
+  const auto value = [&](const char* key) {
+    const auto found = run.find(key);
+    return found == run.end() ? std::string() : found->second;
+  };
+  std::string line;
+  const auto add = [&](const std::string& label, const std::string& text) {
+    if (!text.empty()) line += (line.empty() ? "" : "; ") + label + text;
+  };
+  add("model ", value("model"));
+  add("", value("architecture"));
+  add("weights ", value("model_dtype"));
+  add("text ", value("text_file"));
+  add("input ", value("input"));
+  add("tokens: ", value("tokens"));
+  add("attnscope ", value("attnscope_version"));
+  std::ostringstream out;
+  out << "<details class=\"run\" open><summary>Run: " << html_escape(line) << "</summary>\n<table class=\"run\">";
+  for (const auto& [key, text] : run)
+    out << "<tr><th>" << html_escape(key) << "</th><td>" << (text.size() > 120 ? "<div class=\"long\">" : "")
+        << html_escape(text) << (text.size() > 120 ? "</div>" : "") << "</td></tr>";
+  out << "</table></details>\n";
+  return out.str();
+}
+
 inline const char* html_page_style() {
   return R"(body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}h1{margin-bottom:0}
-.source{color:#555;margin-top:0}.note{background:#f3f3f3;padding:.4em .6em}.warn{background:#fde8e8}
+.source{color:#555;margin-top:0}details.run{margin:.3em 0;font-size:12px;color:#444}
+table.run th{text-align:left;padding-right:1em;vertical-align:top}table.run .long{max-height:4.5em;overflow:auto;
+word-break:break-all;max-width:90ch}.note{background:#f3f3f3;padding:.4em .6em}.warn{background:#fde8e8}
 .hint{color:#666;font-size:12px}.layer{display:flex;align-items:center;gap:4px;margin:2px 0}
 .layer-label{width:5em;font-size:12px;color:#444}.cell{border:1px solid #ccc;background:#fff;padding:2px;cursor:pointer;
 display:flex;flex-direction:column;align-items:center}.cell:hover,.cell.selected{border-color:#d33}
