@@ -16,11 +16,12 @@ const Command& rowstats_command();
 const Command& merge_command();
 const Command& compare_command();
 const Command& kvsim_command();
+const Command& generate_command();
 
 /// Every subcommand, in the order of the general usage text.
 inline std::vector<const Command*> all_commands() {
   return {&capture_command(), &report_command(), &tokenize_command(), &normalize_command(), &rowstats_command(),
-          &merge_command(), &compare_command(), &kvsim_command()};
+          &merge_command(), &compare_command(), &kvsim_command(), &generate_command()};
 }
 
 }  // namespace attnscope::cli
