@@ -84,7 +84,7 @@ def analyse(heads, counts):
     for name, attention, scores, values in heads:
         entropy = attnscope.row_entropy(attention, causal=True)
         # rows 1.. have a content key besides the sink (key 0): causal offset 1 for the shifted rows
-        channels = attnscope.composition.channel_summary(attention[1:], causal=1)
+        channels = attnscope.composition.channel_summary(attention[1:], causal=True, causal_offset=1)
         norms = attnscope.jacobian_spectral_norm(scores, "softmax", causal=True)
         curve = attnscope.capacity.separability_rows(attention, values, counts, causal=True)
         rows.append({

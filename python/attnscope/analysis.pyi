@@ -6,44 +6,46 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .model import Transformer
+from .results import HeadReport, ModelComparison
 
-Source = Union[str, os.PathLike, Mapping[str, ArrayLike], ArrayLike]
-"""A capture/attention file path, a dict like Transformer.forward's, or an attention array."""
+Source = Union[str, os.PathLike, Mapping[str, ArrayLike], Sequence[ArrayLike], ArrayLike]
+"""A capture/attention file path, a dict like Transformer.forward's, Hugging Face's output.attentions (a tuple of
+(batch, heads, q, k) tensors, one per layer), or an attention array or tensor."""
 
 def head_report(
     source: Source,
     *,
     scores: Optional[ArrayLike] = None,
     values: Optional[ArrayLike] = None,
-    columns: Optional[Sequence[str]] = None,
+    columns: Union[str, Sequence[str], None] = None,
     basic: bool = False,
     sink_keys: Sequence[int] = (0,),
     lenient: bool = False,
     map: Any = None,
-    layout: str = "layers,heads,q,k",
+    layout: Optional[str] = None,
     batch_index: Optional[int] = None,
     layers: Optional[Sequence[int]] = None,
     heads: Optional[Sequence[int]] = None,
-) -> Dict[str, NDArray[Any]]: ...
+) -> HeadReport: ...
 def write_html(
     source: Source,
-    path: str,
+    path: Union[str, bytes, os.PathLike],
     *,
     scores: Optional[ArrayLike] = None,
     values: Optional[ArrayLike] = None,
     tokens: Optional[Sequence[str]] = None,
     title: str = "attnscope report",
-    columns: Optional[Sequence[str]] = None,
+    columns: Union[str, Sequence[str], None] = None,
     basic: bool = False,
     sink_keys: Sequence[int] = (0,),
     lenient: bool = False,
     map: Any = None,
-    layout: str = "layers,heads,q,k",
+    layout: Optional[str] = None,
     batch_index: Optional[int] = None,
     layers: Optional[Sequence[int]] = None,
     heads: Optional[Sequence[int]] = None,
-) -> Dict[str, NDArray[Any]]: ...
-def columns(*, basic: bool = False, sink_keys: Sequence[int] = (0,)) -> List[Dict[str, Any]]: ...
+) -> HeadReport: ...
+def columns(*, basic: bool = False, all: bool = False, sink_keys: Sequence[int] = (0,)) -> List[Dict[str, Any]]: ...
 def compare(
     model_a: Transformer,
     model_b: Transformer,
@@ -54,4 +56,4 @@ def compare(
     query_block: int = 64,
     beyond_trained_length: bool = False,
     threads: int = 1,
-) -> Dict[str, NDArray[Any]]: ...
+) -> ModelComparison: ...

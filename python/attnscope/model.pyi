@@ -1,10 +1,10 @@
 """attnscope::model: llama2.c checkpoints and Hugging Face folders run by one Transformer (float32)."""
-from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from numpy.typing import NDArray
+from .results import ForwardRowStatistics
 
-from . import MapLike
+from . import MapLike, Path
 
 class Transformer:
     @property
@@ -17,7 +17,7 @@ class Transformer:
                                jacobian_norm: bool = True, max_weight_excludes_sinks: bool = False,
                                allow_beyond_trained_positions: bool = False,
                                ablated_heads: Sequence[Tuple[int, int]] = ...,
-                               ablation_mode: str = "zero") -> SimpleNamespace: ...
+                               ablation_mode: str = "zero") -> ForwardRowStatistics: ...
     def generate_greedy(self, prefix: Sequence[int], steps: int, map: Optional[MapLike] = None,
                         ablated_heads: Sequence[Tuple[int, int]] = ..., ablation_mode: str = "zero") -> List[int]: ...
     def generate_sampled(self, prefix: Sequence[int], steps: int, temperature: float, seed: int,
@@ -27,5 +27,5 @@ class Transformer:
                                      ablated_heads: Sequence[Tuple[int, int]] = ...,
                                      ablation_mode: str = "zero") -> float: ...
 
-def load_model(path: str) -> Transformer: ...
-def load_huggingface_model(folder: str) -> Transformer: ...
+def load_model(path: Path) -> Transformer: ...
+def load_huggingface_model(folder: Path) -> Transformer: ...

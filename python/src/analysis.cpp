@@ -23,30 +23,84 @@ namespace {
 /// The keyword arguments shared by head_report and write_html.
 struct ReportArguments {
   std::vector<Index> sink_keys{0};
-  std::vector<std::string> columns;  // empty = the standard (basic) or all columns
+  std::vector<std::string> columns;  // empty = the defaults of `attnscope report` (basic: the six standard ones)
   bool basic = false;
   bool lenient = false;
   py::object map = py::none();
-  std::string layout = "layers,heads,q,k";
+  std::optional<analysis::AttentionLayout> layout;  // how a 4-D array is read; none = refuse to guess
   std::optional<std::int64_t> batch_index;
   analysis::HeadSelection selection;
 };
 
+/// The `columns` argument: None, a comma-separated str ("all", "sink_mass,entropy") or a sequence of names.
+std::vector<std::string> column_names(const py::object& columns) {
+  if (columns.is_none()) return {};
+  if (!py::isinstance<py::str>(columns)) return columns.cast<std::vector<std::string>>();
+  std::vector<std::string> names;
+  std::string text = columns.cast<std::string>(), name;
+  for (const char c : text + ",") {
+    if (c != ',') {
+      name += c;
+    } else if (!name.empty()) {
+      names.push_back(name);
+      name.clear();
+    }
+  }
+  return names;
+}
+
+/// The columns of `attnscope report`: by default its fast columns (every column but the costly three), basic = the
+/// six standard ones, "all" = every column, or the named ones in the given order.
 std::vector<analysis::ReportColumn> report_columns(const ReportArguments& arguments, const char* function) {
   for (const Index key : arguments.sink_keys)
     if (key < 0) throw_value_error(function, "sink_keys must be >= 0, got " + std::to_string(key));
+  if (arguments.basic && !arguments.columns.empty()) throw_value_error(function, "give either basic=True or columns");
   if (arguments.columns.empty())
     return arguments.basic ? analysis::default_report_columns(arguments.sink_keys)
-                           : analysis::all_report_columns(arguments.sink_keys);
+                           : analysis::fast_report_columns(arguments.sink_keys);
+  if (arguments.columns == std::vector<std::string>{"all"}) return analysis::all_report_columns(arguments.sink_keys);
   return analysis::select_report_columns(analysis::all_report_columns(arguments.sink_keys), arguments.columns);
 }
 
-/// Unit roundoff of a numpy float dtype (float32 for anything else, as the file reader does).
-double roundoff_of(const py::array& array) {
-  const py::dtype dtype = array.dtype();
-  if (dtype.kind() == 'f' && dtype.itemsize() == 2) return analysis::unit_roundoff::float16;
-  if (dtype.kind() == 'f' && dtype.itemsize() == 8) return analysis::unit_roundoff::float64;
+const char* const layers_layout = "layers,heads,q,k";
+const char* const batch_layout = "batch,heads,q,k";
+
+std::optional<analysis::AttentionLayout> layout_of(const std::optional<std::string>& layout, const char* function) {
+  if (!layout) return std::nullopt;
+  if (*layout == layers_layout) return analysis::AttentionLayout::layers_heads;
+  if (*layout == batch_layout) return analysis::AttentionLayout::batch_heads;
+  throw_value_error(function, "layout must be None, '" + std::string(layers_layout) + "' or '" + batch_layout +
+                                  "', got '" + *layout + "'");
+}
+
+/// The refusal of a 4-D attention array read without `layout`: both readings named.
+[[noreturn]] void ambiguous_layout(const std::string& what, const char* function) {
+  throw_value_error(function, what + " is 4-D: it is either (layers, heads, q, k), as a stacked capture, or (batch, "
+                                     "heads, q, k), as one layer of Hugging Face's output.attentions; pass layout='" +
+                                     layers_layout + "' or layout='" + batch_layout + "' (with batch_index)");
+}
+
+/// Unit roundoff of the storage dtype of an array or tensor (float32 for anything else, as the file reader does):
+/// a bfloat16 tensor keeps bfloat16's though it is read widened to float32.
+double roundoff_of(const py::handle& object) {
+  if (py::hasattr(object, "dtype")) {
+    const std::string name = py::str(object.attr("dtype")).cast<std::string>();
+    if (name == "torch.bfloat16") return analysis::storage_roundoff(io::DType::bfloat16);
+    if (name == "torch.float16" || name == "float16") return analysis::unit_roundoff::float16;
+    if (name == "torch.float64" || name == "float64") return analysis::unit_roundoff::float64;
+  }
   return analysis::unit_roundoff::float32;
+}
+
+/// True for a list or tuple of arrays or tensors (Hugging Face's output.attentions), as opposed to nested lists of
+/// numbers.
+bool is_layer_sequence(const py::handle& source) {
+  if (!py::isinstance<py::tuple>(source) && !py::isinstance<py::list>(source)) return false;
+  const py::sequence items = py::reinterpret_borrow<py::sequence>(source);
+  if (items.size() == 0) return py::isinstance<py::tuple>(source);
+  for (const auto& item : items)
+    if (!py::hasattr(item, "shape") || !py::hasattr(item, "dtype")) return false;
+  return true;
 }
 
 /// `array` as C-order float64 with the given number of trailing matrix axes and leading axes flattened.
@@ -61,18 +115,46 @@ RowMatrix<double> matrix_at(const CArray<double>& array, std::int64_t index, Ind
   return Eigen::Map<const RowMatrix<double>>(array.data() + index * rows * cols, rows, cols);
 }
 
-/// The heads of attention arrays: `attention` [q, k], [heads, q, k] or [layers, heads, q, k], with optional `scores`
-/// of the same shape and `values` [..., k, d] with the same leading axes; `layer` is the layer of a rank ≤ 3 array.
+/// How a 4-D array is read (none: refused as ambiguous) and the batch entry of a (batch, heads, q, k) array.
+struct ArrayLayout {
+  std::optional<analysis::AttentionLayout> layout;
+  std::optional<std::int64_t> batch_index;
+};
+
+/// The heads of attention arrays: `attention` [q, k], [heads, q, k] or, by `reading.layout`, [layers, heads, q, k] or
+/// [batch, heads, q, k] (one batch entry: reading.batch_index, needed when the batch has more than one), with
+/// optional `scores` of the same shape and `values` [..., k, d] with the same leading axes; `layer` is the layer of
+/// an array without a layer axis.
 void add_array_heads(const py::handle& attention_object, const py::handle& scores_object,
-                     const py::handle& values_object, int layer, const analysis::HeadSelection& selection,
-                     std::vector<analysis::HeadInput>& heads, const char* function) {
+                     const py::handle& values_object, int layer, const ArrayLayout& reading,
+                     const analysis::HeadSelection& selection, std::vector<analysis::HeadInput>& heads,
+                     const char* function, const std::string& what = "attention") {
   const CArray<double> attention = float64_of(attention_object, function, "attention");
   const int rank = static_cast<int>(attention.ndim());
+  const Shape shape(attention.shape(), attention.shape() + rank);
   if (rank < 2 || rank > 4)
-    throw_value_error(function, "attention has shape " + shape_text(Shape(attention.shape(), attention.shape() + rank)) +
-                                    ", expected (q, k), (heads, q, k) or (layers, heads, q, k)");
+    throw_value_error(function, what + " has shape " + shape_text(shape) +
+                                    ", expected (q, k), (heads, q, k), (layers, heads, q, k) or (batch, heads, q, k)");
+  if (rank == 4 && !reading.layout) ambiguous_layout(what + " " + shape_text(shape), function);
+  const bool batched = rank == 4 && reading.layout == analysis::AttentionLayout::batch_heads;
+  std::int64_t batch_entry = 0;
+  if (batched) {
+    const std::int64_t batch = attention.shape(0);
+    if (!reading.batch_index && batch > 1)
+      throw_value_error(function, what + " " + shape_text(shape) + " has a batch of " + std::to_string(batch) +
+                                      ": choose one with batch_index");
+    batch_entry = reading.batch_index.value_or(0);
+    if (batch_entry < 0 || batch_entry >= batch)
+      throw_value_error(function, "batch_index " + std::to_string(batch_entry) + " is outside [0, " +
+                                      std::to_string(batch) + ") for " + what + " " + shape_text(shape));
+  } else if (reading.batch_index) {
+    throw_value_error(function, "batch_index applies to a (batch, heads, q, k) array (layout='" +
+                                    std::string(batch_layout) + "'); " + what + " has shape " + shape_text(shape));
+  }
   const Index rows = attention.shape(rank - 2), cols = attention.shape(rank - 1);
-  const std::int64_t layers = rank == 4 ? attention.shape(0) : 1, per_layer = rank >= 3 ? attention.shape(rank - 3) : 1;
+  const std::int64_t layers = rank == 4 && !batched ? attention.shape(0) : 1;
+  const std::int64_t per_layer = rank >= 3 ? attention.shape(rank - 3) : 1;
+  const std::int64_t first = batch_entry * per_layer;  // the first matrix read
   std::optional<CArray<double>> scores, values;
   if (!scores_object.is_none()) {
     scores = float64_of(scores_object, function, "scores");
@@ -89,12 +171,12 @@ void add_array_heads(const py::handle& attention_object, const py::handle& score
   }
   for (std::int64_t l = 0; l < layers; ++l)
     for (std::int64_t h = 0; h < per_layer; ++h) {
-      const int layer_index = rank == 4 ? static_cast<int>(l) : layer;
+      const int layer_index = rank == 4 && !batched ? static_cast<int>(l) : layer;
       if (!selection.has_layer(layer_index) || !selection.has_head(h)) continue;
       analysis::HeadInput head;
       head.layer = layer_index;
       head.head = static_cast<int>(h);
-      const std::int64_t position = l * per_layer + h;
+      const std::int64_t position = first + l * per_layer + h;
       head.attention = matrix_at(attention, position, rows, cols);
       if (scores) head.scores = matrix_at(*scores, position, rows, cols);
       if (values) head.values = matrix_at(*values, position, cols, values->shape(rank - 1));
@@ -106,10 +188,35 @@ void add_array_heads(const py::handle& attention_object, const py::handle& score
 /// present), a dict with "attention" (and "scores", "v"), or an attention array. Returns the unit roundoff of the
 /// attention's dtype through `roundoff`.
 std::vector<analysis::HeadInput> memory_heads(const py::handle& source, const py::handle& scores,
-                                              const py::handle& values, const analysis::HeadSelection& selection,
-                                              double& roundoff, const char* function) {
+                                              const py::handle& values, const ArrayLayout& reading,
+                                              const analysis::HeadSelection& selection, double& roundoff,
+                                              const char* function) {
   namespace part = io::capture_part;
   std::vector<analysis::HeadInput> heads;
+  if (is_layer_sequence(source)) {  // Hugging Face's output.attentions: one (batch, heads, q, k) tensor per layer
+    if (!scores.is_none() || !values.is_none())
+      throw_value_error(function, "scores and values go with an attention array, not with a sequence of layers");
+    if (reading.layout == analysis::AttentionLayout::layers_heads)
+      throw_value_error(function, "a sequence of layers holds (batch, heads, q, k) or (heads, q, k) arrays; layout='" +
+                                      std::string(layers_layout) + "' does not apply");
+    const ArrayLayout per_layer{analysis::AttentionLayout::batch_heads, reading.batch_index};
+    const py::sequence layers = py::reinterpret_borrow<py::sequence>(source);
+    if (layers.size() == 0) throw_value_error(function, "the sequence of layers is empty");
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      const std::string what = "layer " + std::to_string(l);
+      if (!selection.has_layer(static_cast<Index>(l))) continue;
+      const py::array array = as_array(layers[l], function, "attention");
+      if (array.ndim() != 3 && array.ndim() != 4)
+        throw_value_error(function, what + " has shape " +
+                                        shape_text(Shape(array.shape(), array.shape() + array.ndim())) +
+                                        ", expected (batch, heads, q, k) or (heads, q, k)");
+      roundoff = roundoff_of(layers[l]);
+      const ArrayLayout layer_reading = array.ndim() == 4 ? per_layer : ArrayLayout{std::nullopt, reading.batch_index};
+      add_array_heads(array, py::none(), py::none(), static_cast<int>(l), layer_reading,
+                      selection, heads, function, what);
+    }
+    return heads;
+  }
   if (py::isinstance<py::dict>(source)) {
     const py::dict dict = py::reinterpret_borrow<py::dict>(source);
     std::map<Index, py::handle> layers;
@@ -125,8 +232,9 @@ std::vector<analysis::HeadInput> memory_heads(const py::handle& source, const py
         throw_value_error(function, "the dict has neither per-layer attention (e.g. '" +
                                         io::layer_array_name(0, part::attention) + "', as Transformer.forward "
                                         "returns) nor an 'attention' entry");
-      roundoff = roundoff_of(as_array(entry(part::attention), function, "attention"));
-      add_array_heads(entry(part::attention), entry(part::scores), entry(part::v), 0, selection, heads, function);
+      roundoff = roundoff_of(entry(part::attention));
+      add_array_heads(entry(part::attention), entry(part::scores), entry(part::v), 0, reading, selection, heads,
+                      function);
       return heads;
     }
     Index expected = 0;
@@ -138,14 +246,15 @@ std::vector<analysis::HeadInput> memory_heads(const py::handle& source, const py
       if (!selection.has_layer(layer)) continue;
       const py::array array = as_array(attention, function, "attention");
       if (array.ndim() != 3) throw_value_error(function, "per-layer attention must be (heads, q, k)");
-      roundoff = roundoff_of(array);
+      roundoff = roundoff_of(attention);
       add_array_heads(array, entry(io::layer_array_name(layer, part::scores)),
-                      entry(io::layer_array_name(layer, part::v)), static_cast<int>(layer), selection, heads, function);
+                      entry(io::layer_array_name(layer, part::v)), static_cast<int>(layer), ArrayLayout{}, selection,
+                      heads, function);
     }
     return heads;
   }
-  roundoff = roundoff_of(as_array(source, function, "attention"));
-  add_array_heads(source, scores, values, 0, selection, heads, function);
+  roundoff = roundoff_of(source);
+  add_array_heads(source, scores, values, 0, reading, selection, heads, function);
   return heads;
 }
 
@@ -160,9 +269,7 @@ analysis::HeadReport run_report(const py::object& source, const py::object& scor
                         "distributions: sink, sa_softmax)";
   if (!arguments.map.is_none()) options.rows_are_distributions = analysis::map_rows_are_distributions(to_map(arguments.map));
   analysis::AttentionFileOptions file_options;
-  if (arguments.layout == "batch,heads,q,k") file_options.layout = analysis::AttentionLayout::batch_heads;
-  else if (arguments.layout != "layers,heads,q,k")
-    throw_value_error(function, "layout must be 'layers,heads,q,k' or 'batch,heads,q,k', got '" + arguments.layout + "'");
+  file_options.layout = arguments.layout.value_or(analysis::AttentionLayout::layers_heads);
   file_options.batch_index = arguments.batch_index;
   const std::vector<analysis::ReportColumn> columns = report_columns(arguments, function);
   const bool is_path = py::isinstance<py::str>(source) ||
@@ -173,6 +280,10 @@ analysis::HeadReport run_report(const py::object& source, const py::object& scor
       throw_value_error(function, "scores and values are read from the file; pass them only with arrays");
     py::gil_scoped_release release;
     const analysis::AttentionFile file(path, file_options);
+    if (!arguments.layout && !file.layout_note().empty()) {  // a bare 4-D array read as layers: refuse to guess
+      py::gil_scoped_acquire acquire;
+      ambiguous_layout("the attention array of " + path, function);
+    }
     options.storage_roundoff = analysis::storage_roundoff(file.attention_dtype());
     if (!arguments.map.is_none()) {
     } else if (file.metadata().count("map")) {
@@ -187,11 +298,10 @@ analysis::HeadReport run_report(const py::object& source, const py::object& scor
     });
     return builder.take();
   }
-  if (arguments.layout != "layers,heads,q,k" || arguments.batch_index)
-    throw_value_error(function, "layout and batch_index apply to files; pass arrays as (layers, heads, q, k)");
   double roundoff = analysis::unit_roundoff::float32;
-  const std::vector<analysis::HeadInput> heads =
-      memory_heads(source, scores, values, arguments.selection, roundoff, function);
+  const std::vector<analysis::HeadInput> heads = memory_heads(
+      source, scores, values, ArrayLayout{arguments.layout, arguments.batch_index}, arguments.selection, roundoff,
+      function);
   if (heads.empty()) throw_value_error(function, "no head selected");
   options.storage_roundoff = roundoff;
   py::gil_scoped_release release;
@@ -203,9 +313,10 @@ analysis::HeadReport run_report(const py::object& source, const py::object& scor
   return builder.take();
 }
 
-/// The report as a dict of numpy columns: "layer", "head", "bad_rows" (int64), then one float64 array per column
+/// The report as an attnscope.results.HeadReport (a mapping of numpy columns): "layer", "head", "bad_rows" (int64),
+/// then one float64 array per column
 /// (NaN where the value is not available).
-py::dict report_dict(const analysis::HeadReport& report) {
+py::object report_object(const analysis::HeadReport& report) {
   const py::ssize_t n = static_cast<py::ssize_t>(report.rows.size());
   py::array_t<std::int64_t> layer(n), head(n), bad(n);
   for (py::ssize_t i = 0; i < n; ++i) {
@@ -222,20 +333,20 @@ py::dict report_dict(const analysis::HeadReport& report) {
     for (py::ssize_t i = 0; i < n; ++i) column.mutable_at(i) = report.rows[static_cast<std::size_t>(i)].values[c];
     out[py::str(report.columns[c])] = column;
   }
-  return out;
+  return py::module_::import("attnscope.results").attr("HeadReport")(out);
 }
 
-ReportArguments arguments_of(const std::vector<Index>& sink_keys, const std::optional<std::vector<std::string>>& columns,
-                             bool basic, bool lenient, const py::object& map, const std::string& layout,
+ReportArguments arguments_of(const std::vector<Index>& sink_keys, const py::object& columns, bool basic, bool lenient,
+                             const py::object& map, const std::optional<std::string>& layout,
                              std::optional<std::int64_t> batch_index, const std::optional<std::vector<Index>>& layers,
-                             const std::optional<std::vector<Index>>& heads) {
+                             const std::optional<std::vector<Index>>& heads, const char* function) {
   ReportArguments arguments;
   arguments.sink_keys = sink_keys;
-  if (columns) arguments.columns = *columns;
+  arguments.columns = column_names(columns);
   arguments.basic = basic;
   arguments.lenient = lenient;
   arguments.map = map;
-  arguments.layout = layout;
+  arguments.layout = layout_of(layout, function);
   arguments.batch_index = batch_index;
   if (layers) arguments.selection.layers = *layers;
   if (heads) arguments.selection.heads = *heads;
@@ -245,21 +356,26 @@ ReportArguments arguments_of(const std::vector<Index>& sink_keys, const std::opt
 const char* const source_doc = R"(
     source: a capture or attention file (str or os.PathLike: NPY, NPZ or safetensors, memory-mapped and read one
         head at a time), a dict as returned by attnscope.model.Transformer.forward (per-layer attention, with the
-        scores and v when captured) or with 'attention' (and 'scores', 'v'), or an attention array (q, k),
-        (heads, q, k) or (layers, heads, q, k).
+        scores and v when captured) or with 'attention' (and 'scores', 'v'), an attention array or torch tensor
+        (q, k), (heads, q, k), (layers, heads, q, k) or (batch, heads, q, k) (4-D needs layout=), or Hugging Face's
+        output.attentions: a tuple with one (batch, heads, q, k) tensor per layer (batch_index picks the entry).
+        float16 is read as float64 and bfloat16 as float32 (exact widenings); the storage dtype's roundoff is kept.
     scores, values: with an attention array, its scaled scores (same shape) and values (..., k, d).
-    columns: column names (full or short) to compute, in that order; default: all columns (basic=True: the six
-        standard ones).
+    columns: column names (full or short) to compute, in that order, as a list or a comma-separated str; "all":
+        every column. Default: the columns of `attnscope report` (every column but the three costly ones:
+        causal_stable_rank, separability_at_critical_n, gradient_sensitivity); basic=True: the six standard ones.
     sink_keys: keys counted as the sink. lenient: analyse rows that are not distributions (counted in bad_rows)
         instead of raising. map: the normalization map that produced the rows (sink or SA-softmax rows are only
         checked for finite values; a safetensors capture records it).
-    layout: how a 4-D array in a file is read, 'layers,heads,q,k' or 'batch,heads,q,k'; batch_index: the batch entry
-        of a file array with a batch axis.
+    layout: how a 4-D array (in memory or a file) is read, 'layers,heads,q,k' or 'batch,heads,q,k'; without it a
+        4-D array is refused, never guessed. batch_index: the batch entry of an array with a batch axis (needed
+        when the batch has more than one entry).
     layers, heads: only these layers and heads (default: all).)";
 
-/// The comparison as a dict of numpy columns, one entry per head in the comparison's order (most changed first),
+/// The comparison as an attnscope.results.ModelComparison (a mapping of numpy columns), one entry per head in the
+/// comparison's order (most changed first),
 /// named as the columns of `attnscope compare --csv` (write_comparison_csv).
-py::dict comparison_dict(const analysis::ModelComparison& comparison) {
+py::object comparison_object(const analysis::ModelComparison& comparison) {
   const py::ssize_t n = static_cast<py::ssize_t>(comparison.heads.size());
   py::array_t<std::int64_t> rank(n), layer(n), head(n), drop_rows(n);
   py::array_t<double> js_keep(n), js_drop(n), overlap(n);
@@ -297,7 +413,7 @@ py::dict comparison_dict(const analysis::ModelComparison& comparison) {
     out[py::str(std::string(names[k]) + "_b")] = fields[3 * k + 1];
     out[py::str("delta_" + std::string(names[k]))] = fields[3 * k + 2];
   }
-  return out;
+  return py::module_::import("attnscope.results").attr("ModelComparison")(out);
 }
 
 }  // namespace
@@ -310,18 +426,21 @@ void bind_analysis(py::module_& parent) {
   m.def(
       "head_report",
       [](const py::object& source, const py::object& scores, const py::object& values,
-         const std::optional<std::vector<std::string>>& columns, bool basic, const std::vector<Index>& sink_keys,
-         bool lenient, const py::object& map, const std::string& layout, std::optional<std::int64_t> batch_index,
+         const py::object& columns, bool basic, const std::vector<Index>& sink_keys, bool lenient,
+         const py::object& map,
+         const std::optional<std::string>& layout, std::optional<std::int64_t> batch_index,
          const std::optional<std::vector<Index>>& layers, const std::optional<std::vector<Index>>& heads) {
         const ReportArguments arguments =
-            arguments_of(sink_keys, columns, basic, lenient, map, layout, batch_index, layers, heads);
-        return report_dict(run_report(source, scores, values, arguments, nullptr, "analysis.head_report"));
+            arguments_of(sink_keys, columns, basic, lenient, map, layout, batch_index, layers, heads,
+                         "analysis.head_report");
+        return report_object(run_report(source, scores, values, arguments, nullptr, "analysis.head_report"));
       },
       "source"_a, py::kw_only(), "scores"_a = py::none(), "values"_a = py::none(), "columns"_a = py::none(),
       "basic"_a = false, "sink_keys"_a = std::vector<Index>{0}, "lenient"_a = false, "map"_a = py::none(),
-      "layout"_a = "layers,heads,q,k", "batch_index"_a = py::none(), "layers"_a = py::none(), "heads"_a = py::none(),
-      (std::string("The per-head report as a dict of numpy arrays, one entry per head: 'layer', 'head', 'bad_rows'\n"
-                   "(int64), then one float64 array per column (NaN = not available for that head).") +
+      "layout"_a = py::none(), "batch_index"_a = py::none(), "layers"_a = py::none(), "heads"_a = py::none(),
+      (std::string("The per-head report as an attnscope.results.HeadReport: a mapping of numpy arrays, one entry per\n"
+                   "head: 'layer', 'head', 'bad_rows' (int64), then one float64 array per column (NaN = not available\n"
+                   "for that head); to_pandas() gives one row per (layer, head), Jupyter shows the HTML table.") +
        source_doc +
        "\nRaises ValueError for rows that are not distributions (unless lenient), unknown columns, bad shapes or\n"
        "selections; OSError for unreadable files or an unknown capture layout version.")
@@ -329,32 +448,38 @@ void bind_analysis(py::module_& parent) {
 
   m.def(
       "write_html",
-      [](const py::object& source, const std::string& path, const py::object& scores, const py::object& values,
+      [](const py::object& source, const PathArgument& path, const py::object& scores, const py::object& values,
          const std::optional<std::vector<std::string>>& tokens, const std::string& title,
-         const std::optional<std::vector<std::string>>& columns, bool basic, const std::vector<Index>& sink_keys,
-         bool lenient, const py::object& map, const std::string& layout, std::optional<std::int64_t> batch_index,
+         const py::object& columns, bool basic, const std::vector<Index>& sink_keys, bool lenient,
+         const py::object& map,
+         const std::optional<std::string>& layout, std::optional<std::int64_t> batch_index,
          const std::optional<std::vector<Index>>& layers, const std::optional<std::vector<Index>>& heads) {
         const ReportArguments arguments =
-            arguments_of(sink_keys, columns, basic, lenient, map, layout, batch_index, layers, heads);
+            arguments_of(sink_keys, columns, basic, lenient, map, layout, batch_index, layers, heads,
+                         "analysis.write_html");
         analysis::HtmlReportOptions options;
         options.title = title;
-        options.source = py::isinstance<py::str>(source) ? source.cast<std::string>() : std::string();
+        const py::module_ os = py::module_::import("os");
+        options.source = py::isinstance<py::str>(source) || py::isinstance(source, os.attr("PathLike"))
+                             ? py::str(os.attr("fspath")(source)).cast<std::string>()
+                             : std::string();
         options.sink_keys = sink_keys;
         analysis::HtmlReportBuilder page(options);
         if (tokens) page.set_tokens(*tokens);
         const analysis::HeadReport report = run_report(source, scores, values, arguments, &page, "analysis.write_html");
         {
           py::gil_scoped_release release;
-          page.write(path, report);
+          page.write(path.string(), report);
         }
-        return report_dict(report);
+        return report_object(report);
       },
       "source"_a, "path"_a, py::kw_only(), "scores"_a = py::none(), "values"_a = py::none(), "tokens"_a = py::none(),
       "title"_a = "attnscope report", "columns"_a = py::none(), "basic"_a = false,
       "sink_keys"_a = std::vector<Index>{0}, "lenient"_a = false, "map"_a = py::none(),
-      "layout"_a = "layers,heads,q,k", "batch_index"_a = py::none(), "layers"_a = py::none(), "heads"_a = py::none(),
+      "layout"_a = py::none(), "batch_index"_a = py::none(), "layers"_a = py::none(), "heads"_a = py::none(),
       (std::string("Writes the self-contained HTML page of the report (heatmaps of every head, the sortable table, the\n"
-                   "glossary, sink/content bars; `attnscope report --html`) to `path` and returns the report dict.\n"
+                   "glossary, sink/content bars; `attnscope report --html`) to `path` (str or os.PathLike) and\n"
+                   "returns the report (an attnscope.results.HeadReport).\n"
                    "    tokens: token strings for the axes of the large view. title: the page title.") +
        source_doc)
           .c_str());
@@ -376,7 +501,7 @@ void bind_analysis(py::module_& parent) {
           py::gil_scoped_release release;
           comparison = analysis::compare_models(model_a, model_b, tokens, options);
         }
-        return comparison_dict(comparison);
+        return comparison_object(comparison);
       },
       "model_a"_a, "model_b"_a, "tokens"_a, py::kw_only(), "sink_keys"_a = std::vector<Index>{0}, "top_k"_a = 5,
       "query_block"_a = 64, "beyond_trained_length"_a = false, "threads"_a = 1,
@@ -395,10 +520,14 @@ void bind_analysis(py::module_& parent) {
 
   m.def(
       "columns",
-      [](bool basic, const std::vector<Index>& sink_keys) {
+      [](bool basic, bool every, const std::vector<Index>& sink_keys) {
+        if (basic && every) throw_value_error("analysis.columns", "give either basic=True or all=True");
+        ReportArguments arguments;
+        arguments.sink_keys = sink_keys;
+        arguments.basic = basic;
+        if (every) arguments.columns = {"all"};
         py::list out;
-        for (const analysis::ReportColumn& column :
-             basic ? analysis::default_report_columns(sink_keys) : analysis::all_report_columns(sink_keys)) {
+        for (const analysis::ReportColumn& column : report_columns(arguments, "analysis.columns")) {
           py::dict entry;
           entry["name"] = column.name;
           entry["short_name"] = column.short_name;
@@ -413,8 +542,10 @@ void bind_analysis(py::module_& parent) {
         }
         return out;
       },
-      py::kw_only(), "basic"_a = false, "sink_keys"_a = std::vector<Index>{0},
-      "The report's columns in order, each a dict with 'name', 'short_name', 'description' and 'glossary' (a dict:\n"
+      py::kw_only(), "basic"_a = false, "all"_a = false, "sink_keys"_a = std::vector<Index>{0},
+      "The report's columns in order (default: those of `attnscope report` and of head_report; basic=True: the six\n"
+      "standard ones; all=True: every column, the costly ones included), each a dict with 'name', 'short_name',\n"
+      "'description' and 'glossary' (a dict:\n"
       "'measures', 'high', 'low', 'typical', the text of the HTML page's glossary).");
 }
 

@@ -59,7 +59,7 @@ py::object separability_object(const capacity::Separability& s) {
   fields["selected"] = s.selected;
   fields["fraction"] = s.fraction;
   fields["radius"] = s.radius;
-  return make_namespace(fields);
+  return make_result("Separability", fields);
 }
 
 const char* const selection_doc = R"(
@@ -101,7 +101,7 @@ void bind_capacity(py::module_& parent) {
         py::dict fields;
         fields["lower"] = c.lower;
         fields["upper"] = c.upper;
-        return make_namespace(fields);
+        return make_result("Lemma1Constants", fields);
       },
       "min_F"_a, "max_F"_a, "Lemma 1: C1/L <= alpha_i <= C2/L with C1 = min F / max F (lower), C2 = max F / min F (upper).");
   m.def(
@@ -111,13 +111,15 @@ void bind_capacity(py::module_& parent) {
         py::dict fields;
         fields["lower"] = b.lower;
         fields["upper"] = b.upper;
-        return make_namespace(fields);
+        return make_result("WeightBounds", fields);
       },
       "norm_q"_a, "norm_k"_a, "temperature"_a, "length"_a,
       "Cor. 1: (1/L) e^{-2 Delta/T} <= alpha_i <= (1/L) e^{2 Delta/T}, Delta = ||q|| max ||k||; fields lower, upper.");
   m.def(
       "weight_summary",
-      [](const py::object& weights, const py::object& causal, const py::object& mask) {
+      [](const py::object& weights, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const CArray<double> w = carray<double>(weights, "capacity.weight_summary", "weights");
         const auto matrix = matrix_of(w, "capacity.weight_summary", "weights");
         const VisibilitySpec vis =
@@ -132,9 +134,9 @@ void bind_capacity(py::module_& parent) {
         fields["mean_row_max"] = s.mean_row_max;
         fields["mean_weight"] = s.mean_weight;
         fields["mean_row_max_times_length"] = s.mean_row_max_times_length;
-        return make_namespace(fields);
+        return make_result("WeightSummary", fields);
       },
-      "weights"_a, "causal"_a = false, "mask"_a = py::none(),
+      "weights"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       "Vanishing attention of a head (rows x cols weights): max_weight, mean_row_max, mean_weight and\n"
       "mean_row_max_times_length (Theta(1) under Lemma 1).");
 
@@ -261,7 +263,7 @@ void bind_capacity(py::module_& parent) {
               fields["spread"] = vector_array(std::move(b.spread));
               fields["lower"] = b.lower;
               fields["upper"] = b.upper;
-              return make_namespace(fields);
+              return make_result("Theorem2Bounds", fields);
             });
       },
       "weights"_a, "embeddings"_a, "selected"_a, "M"_a, "delta"_a, "r"_a,
@@ -270,8 +272,10 @@ void bind_capacity(py::module_& parent) {
   m.def(
       "separability_rows",
       [](const py::object& attention, const py::object& values, const std::vector<Index>& counts,
-         const py::object& causal, const py::object& mask, const std::string& boundary, double sphere_radius,
+         const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset, const std::string& boundary, double sphere_radius,
          bool clamp_short_rows) -> py::object {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const char* function = "capacity.separability_rows";
         capacity::SeparabilityOptions options;
         options.boundary = boundary_of(boundary);
@@ -302,12 +306,13 @@ void bind_capacity(py::module_& parent) {
             fields["mean_lower"] = r.mean_lower;
             fields["mean_upper"] = r.mean_upper;
             fields["separation"] = r.separation;
-            out.append(make_namespace(fields));
+            out.append(make_result("SeparabilityRow", fields));
           }
           return out;
         });
       },
-      "attention"_a, "values"_a, "counts"_a, "causal"_a = false, "mask"_a = py::none(), "boundary"_a = "strict",
+      "attention"_a, "values"_a, "counts"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "boundary"_a = "strict",
       "sphere_radius"_a = 1.0, "clamp_short_rows"_a = false,
       "Alg. 4 for one head: attention rows (L_q x L_k) over value vectors (L_k x d, projected to the sphere); for each\n"
       "N in counts an object with per-row fraction (N_s/N), Theorem 2 lower/upper, their means (mean_fraction, ...),\n"
@@ -323,7 +328,7 @@ void bind_capacity(py::module_& parent) {
         py::dict fields;
         fields["tight"] = b.tight;
         fields["loose"] = b.loose;
-        return make_namespace(fields);
+        return make_result("Lemma2JacobianBound", fields);
       },
       "F_values"_a, "F_derivatives"_a, "Lemma 2 [derived]: fields tight and loose bounds of ||grad alpha||.");
   m.def(
@@ -337,8 +342,9 @@ void bind_capacity(py::module_& parent) {
       "Alg. 5 for one row: ||softmax((l + eps v)/T) - softmax(l/T)||_2 / eps with v normalized.");
   m.def(
       "finite_difference_jacobian_norm_mean",
-      [](const py::object& logits, double temperature, double step, std::uint64_t seed, const py::object& causal,
-         const py::object& mask) {
+      [](const py::object& logits, double temperature, double step, std::uint64_t seed, const py::object& causal_flag,
+         const py::object& mask, std::optional<Index> causal_offset) {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const CArray<double> l = carray<double>(logits, "capacity.finite_difference_jacobian_norm_mean", "logits");
         const auto matrix = matrix_of(l, "capacity.finite_difference_jacobian_norm_mean", "logits");
         const VisibilitySpec vis = matrix_visibility(causal, mask, matrix.rows(), matrix.cols(),
@@ -346,12 +352,14 @@ void bind_capacity(py::module_& parent) {
         py::gil_scoped_release release;
         return capacity::finite_difference_jacobian_norm_mean(matrix, temperature, step, seed, vis.at(0));
       },
-      "logits"_a, "temperature"_a, "step"_a, "seed"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "temperature"_a, "step"_a, "seed"_a,
+      "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       "One head (rows x cols logits): mean over query rows of the Alg. 5 estimate with a Gaussian unit direction.");
   m.def(
       "gradient_sensitivity",
-      [](const py::object& heads, double temperature, double step, std::uint64_t seed, const py::object& causal,
-         const py::object& mask) {
+      [](const py::object& heads, double temperature, double step, std::uint64_t seed, const py::object& causal_flag,
+         const py::object& mask, std::optional<Index> causal_offset) {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const CArray<double> array = carray<double>(heads, "capacity.gradient_sensitivity", "heads");
         const auto list = head_list<double>(array, "capacity.gradient_sensitivity");
         const VisibilitySpec vis =
@@ -365,14 +373,17 @@ void bind_capacity(py::module_& parent) {
         fields["value"] = g.value;
         fields["head"] = g.head;
         fields["per_head"] = py::array(py::cast(g.per_head));
-        return make_namespace(fields);
+        return make_result("GradientSensitivity", fields);
       },
-      "heads"_a, "temperature"_a, "step"_a, "seed"_a, "causal"_a = false, "mask"_a = py::none(),
+      "heads"_a, "temperature"_a, "step"_a, "seed"_a,
+      "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       "g(T, eps) = max over heads (H, rows, cols) of the per-head mean finite-difference norm; fields value, head,\n"
       "per_head.");
   m.def(
       "exact_jacobian_norm",
-      [](const py::object& heads, double temperature, const py::object& causal, const py::object& mask) {
+      [](const py::object& heads, double temperature, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const py::array array = as_array(heads, "capacity.exact_jacobian_norm", "heads");
         return dispatch(array, [&](auto tag) -> py::object {
           using T = decltype(tag);
@@ -388,23 +399,25 @@ void bind_capacity(py::module_& parent) {
           fields["max_of_head_means"] = e.max_of_head_means;
           fields["max_over_rows"] = e.max_over_rows;
           fields["per_head_mean"] = py::array(py::cast(e.per_head_mean));
-          return make_namespace(fields);
+          return make_result("ExactJacobianNorm", fields);
         });
       },
-      "heads"_a, "temperature"_a, "causal"_a = false, "mask"_a = py::none(),
+      "heads"_a, "temperature"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       "Exact ||(1/T)(diag alpha - alpha alpha^T)||_2 of softmax(logits/T) per row of heads (H, rows, cols) of\n"
       "logits: max_of_head_means, max_over_rows, per_head_mean.");
   m.def("two_logit_jacobian_norm", &capacity::two_logit_jacobian_norm, "gap"_a, "temperature"_a,
         "[derived] ||J||_2 of softmax(z/T) for two logits with gap g: 1/(2T cosh^2(g/(2T))).");
   m.def(
       "top_two_gaps",
-      [](const py::object& logits, const py::object& causal, const py::object& mask) {
+      [](const py::object& logits, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const CArray<double> l = carray<double>(logits, "capacity.top_two_gaps", "logits");
         const auto matrix = matrix_of(l, "capacity.top_two_gaps", "logits");
         const VisibilitySpec vis = matrix_visibility(causal, mask, matrix.rows(), matrix.cols(), "capacity.top_two_gaps");
         return py::array(py::cast(capacity::top_two_gaps(matrix, vis.at(0))));
       },
-      "logits"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       "Per query row l_(1) - l_(2) over the visible keys (inf for one visible key); float64 array.");
 
   // ---- tests: KS, Wilcoxon, critical N, power laws --------------------------------------------------------------
@@ -416,7 +429,7 @@ void bind_capacity(py::module_& parent) {
         fields["statistic"] = r.statistic;
         fields["p_value"] = r.p_value;
         fields["exact"] = r.exact;
-        return make_namespace(fields);
+        return make_result("KsTest", fields);
       },
       "a"_a, "b"_a, "method"_a = "automatic",
       "Two-sample Kolmogorov-Smirnov test (scipy ks_2samp): statistic D, two-sided p_value, exact.\n"
@@ -433,7 +446,7 @@ void bind_capacity(py::module_& parent) {
         fields["critical_n"] = r.critical_n;
         fields["statistics"] = r.statistics;
         fields["p_values"] = r.p_values;
-        return make_namespace(fields);
+        return make_result("CriticalTopN", fields);
       },
       "n_grid"_a, "true_samples"_a, "expected_samples"_a, "level"_a, "method"_a = "automatic",
       "Alg. 3: the first N of the grid whose KS p-value > level (-1 if none), with statistics and p_values.");
@@ -458,7 +471,7 @@ void bind_capacity(py::module_& parent) {
         fields["nonzero"] = r.nonzero;
         fields["p_value"] = r.p_value;
         fields["exact"] = r.exact;
-        return make_namespace(fields);
+        return make_result("WilcoxonTest", fields);
       },
       "a"_a, "b"_a, "method"_a = "automatic",
       "Paired two-sided Wilcoxon signed-rank test (scipy wilcoxon, zero_method='wilcox', correction=False).");
@@ -470,7 +483,7 @@ void bind_capacity(py::module_& parent) {
         fields["exponent"] = f.exponent;
         fields["prefactor"] = f.prefactor;
         fields["r_squared"] = f.r_squared;
-        return make_namespace(fields);
+        return make_result("PowerLawFit", fields);
       },
       "x"_a, "y"_a, "y ~ c x^b by least squares in log-log: exponent b, prefactor c, r_squared.");
 }

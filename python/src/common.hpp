@@ -6,9 +6,11 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +36,9 @@ template <class T>
 using CArray = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
 using Shape = std::vector<py::ssize_t>;
+
+/// A file or folder argument: str, bytes or os.PathLike (pathlib.Path), through pybind11's std::filesystem caster.
+using PathArgument = std::filesystem::path;
 
 /// ValueError with the message "attnscope.<function>: <text>" (the C++ errors read "attnscope::<function>: ...").
 [[noreturn]] inline void throw_value_error(const std::string& function, const std::string& text) {
@@ -180,19 +185,49 @@ struct VisibilitySpec {
   }
 };
 
+/// The `causal` and `causal_offset` keywords of a binding as the one object make_visibility reads.
+inline py::object causal_argument(const py::object& causal, std::optional<Index> causal_offset) {
+  return py::make_tuple(causal, causal_offset ? py::object(py::int_(*causal_offset)) : py::object(py::none()));
+}
+
+/// True for Python's and numpy's booleans (an int, even 0 or 1, is not one).
+inline bool is_boolean(const py::handle& object) {
+  return py::isinstance<py::bool_>(object) || py::isinstance(object, py::module_::import("numpy").attr("bool_"));
+}
+
+/// `causal` is a bool; `causal_offset` k (with causal=True) lets query i see keys 0..i+k. causal=True without an
+/// offset on a non-square input is refused: top-left (k = 0) and bottom-right (k = cols - rows) alignment differ.
 inline VisibilitySpec make_visibility(const py::object& causal, const py::object& mask, const Layout& layout,
                                       const std::string& function) {
   VisibilitySpec spec;
+  py::object flag = causal, offset = py::none();
+  if (py::isinstance<py::tuple>(causal)) {
+    const py::tuple pair = py::reinterpret_borrow<py::tuple>(causal);
+    flag = pair[0];
+    offset = pair[1];
+  }
   bool is_causal = false;
-  if (!causal.is_none()) {
-    if (py::isinstance<py::bool_>(causal)) {
-      is_causal = causal.cast<bool>();
-    } else if (py::isinstance<py::int_>(causal)) {
-      is_causal = true;
-      spec.offset = causal.cast<Index>();
-    } else {
-      throw_value_error(function, "causal must be a bool or an int offset");
+  if (!flag.is_none()) {
+    if (!is_boolean(flag)) {
+      const std::string text = py::repr(flag).cast<std::string>();
+      throw_type_error(function, "causal must be True or False, got " + text +
+                                     (py::isinstance<py::int_>(flag)
+                                          ? "; an offset is its own keyword: causal=True, causal_offset=" + text
+                                          : std::string()));
     }
+    is_causal = flag.cast<bool>();
+  }
+  if (!offset.is_none()) {
+    if (!is_causal)
+      throw_value_error(function, "causal_offset=" + py::repr(offset).cast<std::string>() + " needs causal=True");
+    spec.offset = offset.cast<Index>();
+  } else if (is_causal && layout.rows != layout.cols) {
+    const std::string rows = std::to_string(layout.rows), cols = std::to_string(layout.cols);
+    throw_value_error(function,
+                      "causal=True on " + rows + " queries x " + cols + " keys is ambiguous: top-left alignment "
+                      "(query i sees keys 0..i, as torch.tril and is_causal) is causal_offset=0, bottom-right "
+                      "alignment (the queries are the last " + rows + " positions, as with a KV cache) is "
+                      "causal_offset=" + std::to_string(layout.cols - layout.rows) + "; pass causal_offset");
   }
   if (is_causal) spec.kind = VisibilitySpec::Kind::causal;
   if (mask.is_none()) return spec;
@@ -258,10 +293,10 @@ py::array map_slices(const Layout& layout, const VisibilitySpec& visibility, Fn&
   return take_as_array(std::move(out), shape);
 }
 
-/// C++ struct results are returned as a types.SimpleNamespace of their fields, so that fields read as attributes
-/// with the C++ names.
-inline py::object make_namespace(const py::dict& fields) {
-  return py::module_::import("types").attr("SimpleNamespace")(**fields);
+/// A C++ struct result as an object of the typed class attnscope.results.<type>: a dataclass of the struct's fields
+/// (same names as the C++ members) with a repr, to_dict() and to_pandas().
+inline py::object make_result(const char* type, const py::dict& fields) {
+  return py::module_::import("attnscope.results").attr(type)(**fields);
 }
 
 /// A 2-D C-contiguous matrix argument (embeddings, a head's attention, ...), without copy when possible.

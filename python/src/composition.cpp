@@ -31,11 +31,11 @@ composition::Metric metric_of(const std::string& name, const char* function) {
 }
 
 /// Struct-valued splits of one attention operand (second = None) or of two of one shape: call(a, b, visibility) per
-/// slice (b = a for one operand), then fields(results, dict) names the per-row fields of the returned namespace.
+/// slice (b = a for one operand), then fields(results, dict) names the per-row fields of the returned result.
 template <class Call, class Fields>
-py::object split(const char* function, const char* first_name, const char* second_name, const py::object& first,
-                 const py::object& second, const py::object& causal, const py::object& mask, Call&& call,
-                 Fields&& fields) {
+py::object split(const char* result_type, const char* function, const char* first_name, const char* second_name,
+                 const py::object& first, const py::object& second, const py::object& causal, const py::object& mask,
+                 Call&& call, Fields&& fields) {
   const py::array array = as_array(first, function, first_name);
   return dispatch(array, [&](auto tag) -> py::object {
     using T = decltype(tag);
@@ -47,7 +47,7 @@ py::object split(const char* function, const char* first_name, const char* secon
     });
     py::dict out;
     fields(results, out);
-    return make_namespace(out);
+    return make_result(result_type, out);
   });
 }
 
@@ -80,12 +80,14 @@ void bind_composition(py::module_& parent) {
 #define ATTNSCOPE_UNARY(name, text)                                                                                 \
   m.def(                                                                                                           \
       #name,                                                                                                       \
-      [](const py::object& x, const py::object& causal, const py::object& mask) {                                  \
+      [](const py::object& x, const py::object& causal_flag, const py::object& mask,                                 \
+         std::optional<Index> causal_offset) {                                                                       \
+        const py::object causal = causal_argument(causal_flag, causal_offset);                                       \
         return rowwise_matrix(#name, x, causal, mask,                                                              \
                               [&](const auto& rows, const Visibility& v) { return composition::name(rows, v); }, \
                               "x");                                                                                \
       },                                                                                                           \
-      "x"_a, "causal"_a = false, "mask"_a = py::none(), with(text, rows_doc).c_str())
+      "x"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(), with(text, rows_doc).c_str())
   ATTNSCOPE_UNARY(closure, "Closure C(x) = x / sum x over each row's visible parts (skbio closure).");
   ATTNSCOPE_UNARY(clr, "Centred log-ratio clr(x) = ln x - mean(ln x) (Aitchison 1986); parts must be > 0.");
   ATTNSCOPE_UNARY(clr_from_logits, "clr(softmax(z)) = z - mean(z), computed from logits (no logs).");
@@ -95,13 +97,16 @@ void bind_composition(py::module_& parent) {
 #define ATTNSCOPE_ILR(name, text)                                                                                    \
   m.def(                                                                                                            \
       #name,                                                                                                        \
-      [](const py::object& x, const py::object& causal, const py::object& mask, const std::string& sign) {          \
+      [](const py::object& x, const py::object& causal_flag, const py::object& mask,                                 \
+         std::optional<Index> causal_offset, const std::string& sign) {                                              \
+        const py::object causal = causal_argument(causal_flag, causal_offset);                                       \
         const composition::IlrSign parsed = ilr_sign(sign);                                                         \
         return rowwise_matrix(                                                                                      \
             #name, x, causal, mask,                                                                                 \
             [&](const auto& rows, const Visibility& v) { return composition::name(rows, v, parsed); }, "x");        \
       },                                                                                                            \
-      "x"_a, "causal"_a = false, "mask"_a = py::none(), "sign"_a = "scikit_bio", with(text, rows_doc).c_str())
+      "x"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),                              \
+      "sign"_a = "scikit_bio", with(text, rows_doc).c_str())
   ATTNSCOPE_ILR(ilr, "Isometric log-ratio coordinates (Egozcue 2003), O(D) per row; (..., D) -> (..., D - 1) with all\n"
                      "keys visible (masked rows: left-aligned, zeros after). sign: 'scikit_bio' (default) or\n"
                      "'r_compositions' (= minus).");
@@ -116,86 +121,103 @@ void bind_composition(py::module_& parent) {
         "parts"_a, "sign"_a = "scikit_bio", "The explicit (D-1) x D ilr basis (float64). Raises ValueError for D < 2.");
   m.def(
       "alr",
-      [](const py::object& x, Index reference, const py::object& causal, const py::object& mask) {
+      [](const py::object& x, Index reference, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix("alr", x, causal, mask,
                               [&](const auto& rows, const Visibility& v) { return composition::alr(rows, reference, v); },
                               "x");
       },
-      "x"_a, "reference"_a = 0, "causal"_a = false, "mask"_a = py::none(),
+      "x"_a, "reference"_a = 0, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       with("Additive log-ratio ln(x_j / x_ref), j != ref: (..., D) -> (..., D - 1).", rows_doc).c_str());
   m.def(
       "alr_inv",
-      [](const py::object& values, Index reference, const py::object& causal, const py::object& mask) {
+      [](const py::object& values, Index reference, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix(
             "alr_inv", values, causal, mask,
             [&](const auto& rows, const Visibility& v) { return composition::alr_inv(rows, reference, v); }, "values");
       },
-      "values"_a, "reference"_a = 0, "causal"_a = false, "mask"_a = py::none(),
+      "values"_a, "reference"_a = 0, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       with("Inverse alr: C(exp(y) with 0 at the reference).", rows_doc).c_str());
   m.def(
       "power",
-      [](const py::object& x, double alpha, const py::object& causal, const py::object& mask) {
+      [](const py::object& x, double alpha, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix("power", x, causal, mask, [&](const auto& rows, const Visibility& v) {
           using T = typename std::decay_t<decltype(rows)>::Scalar;
           return composition::power(rows, static_cast<T>(alpha), v);
         }, "x");
       },
-      "x"_a, "alpha"_a, "causal"_a = false, "mask"_a = py::none(),
+      "x"_a, "alpha"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       with("Powering C(x^alpha) (computed in logs).", rows_doc).c_str());
   m.def(
       "multiplicative_replacement",
-      [](const py::object& x, double delta, const py::object& causal, const py::object& mask) {
+      [](const py::object& x, double delta, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix("multiplicative_replacement", x, causal, mask, [&](const auto& rows, const Visibility& v) {
           using T = typename std::decay_t<decltype(rows)>::Scalar;
           return composition::multiplicative_replacement(rows, static_cast<T>(delta), v);
         }, "x");
       },
-      "x"_a, "delta"_a = 0.0, "causal"_a = false, "mask"_a = py::none(),
+      "x"_a, "delta"_a = 0.0, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       with("Zeros -> delta (default 1/D^2), other parts scaled by (1 - z delta) (Martin-Fernandez 2003).", rows_doc)
           .c_str());
 
 #define ATTNSCOPE_BINARY_MATRIX(name, text)                                                                        \
   m.def(                                                                                                          \
       #name,                                                                                                      \
-      [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask) {            \
+      [](const py::object& x, const py::object& y, const py::object& causal_flag, const py::object& mask,            \
+         std::optional<Index> causal_offset) {                                                                       \
+        const py::object causal = causal_argument(causal_flag, causal_offset);                                       \
         return rowwise_pair(                                                                                      \
             #name, "x", "y", x, y, causal, mask,                                                                  \
             [&](const auto& a, const auto& b, const Visibility& v) { return composition::name(a, b, v); });       \
       },                                                                                                          \
-      "x"_a, "y"_a, "causal"_a = false, "mask"_a = py::none(), with(text, rows_doc).c_str())
+      "x"_a, "y"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),                       \
+      with(text, rows_doc).c_str())
   ATTNSCOPE_BINARY_MATRIX(perturb, "Perturbation C(x * y), row by row (y has x's shape).");
   ATTNSCOPE_BINARY_MATRIX(perturb_inv, "Inverse perturbation C(x / y).");
 #undef ATTNSCOPE_BINARY_MATRIX
 
   m.def(
       "inner",
-      [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask) {
+      [](const py::object& x, const py::object& y, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_pair("inner", "x", "y", x, y, causal, mask, [&](const auto& a, const auto& b,
                                                                               const Visibility& v) {
           return composition::inner(a, b, v);
         });
       },
-      "x"_a, "y"_a, "causal"_a = false, "mask"_a = py::none(),
+      "x"_a, "y"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       with("Aitchison inner product <clr x, clr y> per row pair; shape x.shape[:-1].", rows_doc).c_str());
   m.def(
       "aitchison_distance",
-      [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask) {
+      [](const py::object& x, const py::object& y, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_pair("aitchison_distance", "x", "y", x, y, causal, mask,
                                    [&](const auto& a, const auto& b, const Visibility& v) {
                                      return composition::aitchison_distance(a, b, v);
                                    });
       },
-      "x"_a, "y"_a, "causal"_a = false, "mask"_a = py::none(),
+      "x"_a, "y"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       with("Aitchison distance ||clr x - clr y|| per row pair (parts > 0); shape x.shape[:-1].", rows_doc).c_str());
   m.def(
       "aitchison_distance_from_logits",
-      [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask) {
+      [](const py::object& x, const py::object& y, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_pair("aitchison_distance_from_logits", "logits_x", "logits_y", x, y, causal, mask,
                                    [&](const auto& a, const auto& b, const Visibility& v) {
                                      return composition::aitchison_distance_from_logits(a, b, v);
                                    });
       },
-      "logits_x"_a, "logits_y"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits_x"_a, "logits_y"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       with("Aitchison distance of softmax(z) and softmax(z') from the logits (exact with underflow).", rows_doc)
           .c_str());
 
@@ -203,11 +225,13 @@ void bind_composition(py::module_& parent) {
   const double tolerance = composition::detail::default_row_sum_tolerance;
   m.def(
       "split_sink",
-      [](const py::object& attention, const py::object& causal, const py::object& mask, const py::object& sinks,
+      [](const py::object& attention, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset, const py::object& sinks,
          double tol) {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const composition::SinkSet set = sink_set(sinks);
         return split(
-            "composition.split_sink", "attention", "", attention, py::none(), causal, mask,
+            "SinkSplit", "composition.split_sink", "attention", "", attention, py::none(), causal, mask,
             [&](const auto& a, const auto&, const Visibility& v) { return composition::split_sink(a, v, set, tol); },
             [](const auto& results, py::dict& fields) {
               using Split = SplitOf<decltype(results)>;
@@ -215,18 +239,21 @@ void bind_composition(py::module_& parent) {
               fields["content"] = results.field(&Split::content);
             });
       },
-      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
+      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "sinks"_a = py::none(), "tolerance"_a = tolerance,
       with("Splits each row a = (s, (1 - s) c): fields sink_mass (shape [...]) and content (the content composition\n"
            "c = C(a_j, j not in S), the attention's shape, 0 at sinks and masked keys).",
            attention_doc)
           .c_str());
   m.def(
       "entropy_split",
-      [](const py::object& attention, const py::object& causal, const py::object& mask, const py::object& sinks,
+      [](const py::object& attention, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset, const py::object& sinks,
          double tol) {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const composition::SinkSet set = sink_set(sinks);
         return split(
-            "composition.entropy_split", "attention", "", attention, py::none(), causal, mask,
+            "EntropySplit", "composition.entropy_split", "attention", "", attention, py::none(), causal, mask,
             [&](const auto& a, const auto&, const Visibility& v) { return composition::entropy_split(a, v, set, tol); },
             [](const auto& results, py::dict& fields) {
               using Split = SplitOf<decltype(results)>;
@@ -240,7 +267,8 @@ void bind_composition(py::module_& parent) {
               fields["sink_term"] = fields["binary"].attr("__add__")(fields["sink_mass"].attr("__mul__")(fields["within_sink"]));
             });
       },
-      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
+      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "sinks"_a = py::none(), "tolerance"_a = tolerance,
       with("Exact entropy split H(a) = H_b(s) + s H(a_S/s) + (1 - s) H(c) (Shannon grouping). Fields: entropy,\n"
            "sink_mass, binary (H_b(s)), within_sink, content_entropy (H(c), the drop convention), content_term\n"
            "((1 - s) H(c)) and sink_term (binary + sink_mass * within_sink).",
@@ -250,12 +278,15 @@ void bind_composition(py::module_& parent) {
 #define ATTNSCOPE_SINK_VECTOR(name, argument, text)                                                              \
   m.def(                                                                                                        \
       #name,                                                                                                    \
-      [](const py::object& input, const py::object& causal, const py::object& mask, const py::object& sinks) {  \
+      [](const py::object& input, const py::object& causal_flag, const py::object& mask,                             \
+         std::optional<Index> causal_offset, const py::object& sinks) {                                              \
+        const py::object causal = causal_argument(causal_flag, causal_offset);                                       \
         const composition::SinkSet set = sink_set(sinks);                                                       \
         return rowwise("composition." #name, argument, input, causal, mask,                              \
                               [&](const auto& a, const Visibility& v) { return composition::name(a, v, set); }); \
       },                                                                                                        \
-      py::arg(argument), "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(),                    \
+      py::arg(argument), "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),                  \
+      "sinks"_a = py::none(),                                                                                        \
       with(text, attention_doc).c_str())
   ATTNSCOPE_SINK_VECTOR(sink_balance, "attention",
                         "Balance b_S = sqrt(|S||C|/(|S|+|C|)) ln(g(a_S)/g(a_C)) per row (parts > 0).");
@@ -263,25 +294,30 @@ void bind_composition(py::module_& parent) {
 #undef ATTNSCOPE_SINK_VECTOR
   m.def(
       "sink_share_of_entropy",
-      [](const py::object& attention, const py::object& causal, const py::object& mask, const py::object& sinks,
+      [](const py::object& attention, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset, const py::object& sinks,
          double tol) {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const composition::SinkSet set = sink_set(sinks);
         return rowwise("composition.sink_share_of_entropy", "attention", attention, causal, mask,
                               [&](const auto& a, const Visibility& v) {
                                 return composition::sink_share_of_entropy(a, v, set, tol);
                               });
       },
-      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
+      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "sinks"_a = py::none(), "tolerance"_a = tolerance,
       with("(H_b(s) + s H_S) / H(a) per row (0 where H(a) = 0).", attention_doc).c_str());
 
 #define ATTNSCOPE_PAIR_SPLIT(name, first, second, text)                                                          \
   m.def(                                                                                                        \
       #name,                                                                                                    \
-      [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask,            \
-         const py::object& sinks) {                                                                             \
+      [](const py::object& x, const py::object& y, const py::object& causal_flag, const py::object& mask,            \
+         std::optional<Index> causal_offset,                                                                         \
+         const py::object& sinks) {                                                                                  \
+        const py::object causal = causal_argument(causal_flag, causal_offset);                                       \
         const composition::SinkSet set = sink_set(sinks);                                                       \
         return split(                                                                                           \
-            "composition." #name, first, second, x, y, causal, mask,                                            \
+            "AitchisonSplit", "composition." #name, first, second, x, y, causal, mask,                               \
             [&](const auto& a, const auto& b, const Visibility& v) { return composition::name(a, b, v, set); }, \
             [](const auto& results, py::dict& fields) {                                                         \
               using Split = SplitOf<decltype(results)>;                                                         \
@@ -291,7 +327,8 @@ void bind_composition(py::module_& parent) {
               fields["content_term"] = results.field(&Split::content_term);                                     \
             });                                                                                                 \
       },                                                                                                        \
-      py::arg(first), py::arg(second), "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(),      \
+      py::arg(first), py::arg(second), "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),    \
+      "sinks"_a = py::none(),                                                                                        \
       with(text, attention_doc).c_str())
   ATTNSCOPE_PAIR_SPLIT(aitchison_split, "a", "b",
                        "Orthogonal split d_A(a, b)^2 = (b_S(a) - b_S(b))^2 + d_A(a_S, b_S)^2 + d_A(c, c')^2 (parts\n"
@@ -302,31 +339,39 @@ void bind_composition(py::module_& parent) {
 
   m.def(
       "jensen_shannon",
-      [](const py::object& a, const py::object& b, const py::object& causal, const py::object& mask, double tol) {
+      [](const py::object& a, const py::object& b, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset, double tol) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_pair("composition.jensen_shannon", "a", "b", a, b, causal, mask,
                                    [&](const auto& x, const auto& y, const Visibility& v) {
                                      return composition::jensen_shannon(x, y, v, tol);
                                    });
       },
-      "a"_a, "b"_a, "causal"_a = false, "mask"_a = py::none(), "tolerance"_a = tolerance,
+      "a"_a, "b"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "tolerance"_a = tolerance,
       with("Jensen-Shannon divergence (nats) per row pair.", attention_doc).c_str());
   m.def(
       "cosine",
-      [](const py::object& a, const py::object& b, const py::object& causal, const py::object& mask, double tol) {
+      [](const py::object& a, const py::object& b, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset, double tol) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_pair("composition.cosine", "a", "b", a, b, causal, mask,
                                    [&](const auto& x, const auto& y, const Visibility& v) {
                                      return composition::cosine(x, y, v, tol);
                                    });
       },
-      "a"_a, "b"_a, "causal"_a = false, "mask"_a = py::none(), "tolerance"_a = tolerance,
+      "a"_a, "b"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "tolerance"_a = tolerance,
       with("Cosine similarity per row pair.", attention_doc).c_str());
   m.def(
       "js_split",
-      [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask,
+      [](const py::object& x, const py::object& y, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset,
          const py::object& sinks, double tol) {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const composition::SinkSet set = sink_set(sinks);
         return split(
-            "composition.js_split", "a", "b", x, y, causal, mask,
+            "JsSplit", "composition.js_split", "a", "b", x, y, causal, mask,
             [&](const auto& a, const auto& b, const Visibility& v) { return composition::js_split(a, b, v, set, tol); },
             [](const auto& results, py::dict& fields) {
               using Split = SplitOf<decltype(results)>;
@@ -337,18 +382,21 @@ void bind_composition(py::module_& parent) {
               fields["content_divergence"] = results.field(&Split::content_divergence);
             });
       },
-      "a"_a, "b"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
+      "a"_a, "b"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "sinks"_a = py::none(), "tolerance"_a = tolerance,
       with("Exact split JS = JS_b(s, s') + s_bar JS_wS(...) + (1 - s_bar) JS_w(c, c'). Fields divergence, sink_term,\n"
            "within_sink_term, content_term, content_divergence (JS(c, c')).",
            attention_doc)
           .c_str());
   m.def(
       "cosine_conventions",
-      [](const py::object& x, const py::object& y, const py::object& causal, const py::object& mask,
+      [](const py::object& x, const py::object& y, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset,
          const py::object& sinks, double tol) {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const composition::SinkSet set = sink_set(sinks);
         return split(
-            "composition.cosine_conventions", "a", "b", x, y, causal, mask,
+            "CosineConventions", "composition.cosine_conventions", "a", "b", x, y, causal, mask,
             [&](const auto& a, const auto& b, const Visibility& v) {
               return composition::cosine_conventions(a, b, v, set, tol);
             },
@@ -358,13 +406,16 @@ void bind_composition(py::module_& parent) {
               fields["drop"] = results.field(&Split::drop);
             });
       },
-      "a"_a, "b"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
+      "a"_a, "b"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "sinks"_a = py::none(), "tolerance"_a = tolerance,
       with("Cosine under both conventions: keep = cos(a, b), drop = cos(c, c').", attention_doc).c_str());
 
   // ---- per-head summaries, verdict flips -------------------------------------------------------------------------
   m.def(
       "argmax_mass_sink",
-      [](const py::object& attention, const py::object& causal, const py::object& mask, double tol) -> py::object {
+      [](const py::object& attention, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset, double tol) -> py::object {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const py::array array = as_array(attention, "composition.argmax_mass_sink", "attention");
         return dispatch(array, [&](auto tag) -> py::object {
           using T = decltype(tag);
@@ -374,13 +425,16 @@ void bind_composition(py::module_& parent) {
           return py::cast(composition::argmax_mass_sink(a, vis.at(0), tol).columns());
         });
       },
-      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "tolerance"_a = tolerance,
+      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "tolerance"_a = tolerance,
       "The column with the largest total weight among columns visible in every row (one head, 2-D); returns the\n"
       "sink columns as a list of ints (pass as sinks=...).");
   m.def(
       "channel_summary",
-      [](const py::object& attention, const py::object& causal, const py::object& mask, const py::object& sinks,
+      [](const py::object& attention, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset, const py::object& sinks,
          double tol) -> py::object {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const composition::SinkSet set = sink_set(sinks);
         const py::array array = as_array(attention, "composition.channel_summary", "attention");
         return dispatch(array, [&](auto tag) -> py::object {
@@ -398,16 +452,19 @@ void bind_composition(py::module_& parent) {
           fields["mean_entropy"] = summary.mean_entropy;
           fields["mean_content_entropy"] = summary.mean_content_entropy;
           fields["sink_share_of_entropy"] = summary.sink_share_of_entropy;
-          return make_namespace(fields);
+          return make_result("ChannelSummary", fields);
         });
       },
-      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
+      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "sinks"_a = py::none(), "tolerance"_a = tolerance,
       "One head (2-D attention): mean_sink_mass, mean_entropy (keep), mean_content_entropy (drop) and\n"
       "sink_share_of_entropy (ratio of sums), as floats.");
   m.def(
       "head_scores",
-      [](const py::object& heads, const py::object& causal, const py::object& mask, const py::object& sinks,
+      [](const py::object& heads, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset, const py::object& sinks,
          double tol) -> py::object {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const composition::SinkSet set = sink_set(sinks);
         const py::array array = as_array(heads, "composition.head_scores", "heads");
         return dispatch(array, [&](auto tag) -> py::object {
@@ -425,16 +482,19 @@ void bind_composition(py::module_& parent) {
           fields["content_entropy"] = vector_array(std::move(scores.content_entropy));
           fields["raw_entropy"] = vector_array(std::move(scores.raw_entropy));
           fields["content_redundancy"] = vector_array(std::move(scores.content_redundancy));
-          return make_namespace(fields);
+          return make_result("HeadScores", fields);
         });
       },
-      "heads"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(), "tolerance"_a = tolerance,
+      "heads"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "sinks"_a = py::none(), "tolerance"_a = tolerance,
       "Per-head channel scores of heads (H, rows, cols), H >= 2: sink_mass (mean s), content_entropy (mean H(c)),\n"
       "raw_entropy (mean H(a)), content_redundancy; float64 arrays of length H.");
   m.def(
       "pair_metric_matrices",
-      [](const py::object& heads, const std::string& metric, const py::object& causal, const py::object& mask,
+      [](const py::object& heads, const std::string& metric, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset,
          const py::object& sinks, double tol) -> py::object {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const composition::SinkSet set = sink_set(sinks);
         const composition::Metric parsed = metric_of(metric, "composition.pair_metric_matrices");
         const py::array array = as_array(heads, "composition.pair_metric_matrices", "heads");
@@ -451,18 +511,21 @@ void bind_composition(py::module_& parent) {
           py::dict fields;
           fields["keep"] = matrix_array(std::move(matrices.keep));
           fields["drop"] = matrix_array(std::move(matrices.drop));
-          return make_namespace(fields);
+          return make_result("PairMetricMatrices", fields);
         });
       },
-      "heads"_a, "metric"_a, "causal"_a = false, "mask"_a = py::none(), "sinks"_a = py::none(),
+      "heads"_a, "metric"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "sinks"_a = py::none(),
       "tolerance"_a = tolerance,
       "H x H matrices (float64) of the row-averaged metric ('cosine', 'js', 'aitchison') between heads (H, rows, cols)\n"
       "under the keep and drop conventions: fields keep, drop.");
   m.def(
       "flip_rate",
-      [](const py::object& heads, const std::string& metric, const py::object& causal, const py::object& mask,
+      [](const py::object& heads, const std::string& metric, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset,
          const std::string& sampler, double tie_tolerance, Index samples, std::uint64_t seed, const py::object& sinks,
          double tol) -> py::object {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const composition::SinkSet set = sink_set(sinks);
         const composition::Metric parsed = metric_of(metric, "composition.flip_rate");
         composition::FlipOptions options;
@@ -491,10 +554,11 @@ void bind_composition(py::module_& parent) {
           fields["ties"] = result.ties;
           fields["flips"] = result.flips;
           fields["rate"] = result.rate();
-          return make_namespace(fields);
+          return make_result("FlipRate", fields);
         });
       },
-      "heads"_a, "metric"_a, "causal"_a = false, "mask"_a = py::none(), "sampler"_a = "triples",
+      "heads"_a, "metric"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "sampler"_a = "triples",
       "tie_tolerance"_a = 1e-12, "samples"_a = 0, "seed"_a = 0, "sinks"_a = py::none(), "tolerance"_a = tolerance,
       "Verdict flip rate between the keep and drop conventions over heads (H >= 3, shape (H, rows, cols)):\n"
       "units, ties, flips and rate = flips / (units - ties). samples = 0 enumerates every unit.");

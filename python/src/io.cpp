@@ -87,31 +87,31 @@ void bind_io(py::module_& parent) {
   py::module_ m = parent.def_submodule(
       "io", "attnscope::io: NPY, NPZ and safetensors files (OSError on missing, truncated or corrupt files).");
 
-  m.def("read_npy", [](const std::string& path) { return to_numpy(io::read_npy(path)); }, "path"_a,
+  m.def("read_npy", [](const PathArgument& path) { return to_numpy(io::read_npy(path.string())); }, "path"_a,
         "Reads a .npy file (versions 1-3, C or Fortran order; <f4 <f8 <i4 <i8 |b1 <f2) into a new numpy array.\n"
         "Raises OSError naming the file and the problem.");
   m.def(
       "write_npy",
-      [](const std::string& path, const py::object& array, bool fortran_order) {
-        io::write_npy(path, from_numpy(array, "io.write_npy"), fortran_order);
+      [](const PathArgument& path, const py::object& array, bool fortran_order) {
+        io::write_npy(path.string(), from_numpy(array, "io.write_npy"), fortran_order);
       },
       "path"_a, "array"_a, "fortran_order"_a = false,
       "Writes what numpy's np.save writes (byte for byte, version 1.0). Raises ValueError for unsupported dtypes,\n"
       "OSError when the file cannot be written.");
-  m.def("read_npz", [](const std::string& path) { return to_dict(io::read_npz_ordered(path)); }, "path"_a,
+  m.def("read_npz", [](const PathArgument& path) { return to_dict(io::read_npz_ordered(path.string())); }, "path"_a,
         "Reads a .npz archive (stored or deflated members, CRC-checked) into a dict name -> array, in archive order.");
   m.def(
       "write_npz",
-      [](const std::string& path, const py::dict& arrays, bool compressed) {
-        io::write_npz(path, named_arrays(arrays, "io.write_npz"),
+      [](const PathArgument& path, const py::dict& arrays, bool compressed) {
+        io::write_npz(path.string(), named_arrays(arrays, "io.write_npz"),
                       compressed ? io::Compression::deflated : io::Compression::stored);
       },
       "path"_a, "arrays"_a, "compressed"_a = true,
       "Writes a dict name -> array as .npz (deflated like np.savez_compressed, or stored like np.savez).");
   m.def(
       "read_safetensors",
-      [](const std::string& path) {
-        io::SafetensorsContents contents = io::read_safetensors_contents(path);
+      [](const PathArgument& path) {
+        io::SafetensorsContents contents = io::read_safetensors_contents(path.string());
         return py::make_tuple(to_dict(std::move(contents.tensors)), contents.metadata);
       },
       "path"_a,
@@ -119,8 +119,8 @@ void bind_io(py::module_& parent) {
       "widened to float32, F16 stays float16), metadata a dict of strings.");
   m.def(
       "write_safetensors",
-      [](const std::string& path, const py::dict& tensors, const std::map<std::string, std::string>& metadata) {
-        io::write_safetensors(path, named_arrays(tensors, "io.write_safetensors"), metadata);
+      [](const PathArgument& path, const py::dict& tensors, const std::map<std::string, std::string>& metadata) {
+        io::write_safetensors(path.string(), named_arrays(tensors, "io.write_safetensors"), metadata);
       },
       "path"_a, "tensors"_a, "metadata"_a = std::map<std::string, std::string>(),
       "Writes a dict name -> array (and optional string metadata) as safetensors.");

@@ -83,7 +83,7 @@ py::object fit_result(const logits::FitResult<double>& fit) {
   fields["parameters"] = parameters;
   fields["reached_target"] = fit.reached_target;
   fields["diverged"] = fit.diverged;
-  return make_namespace(fields);
+  return make_result("FitResult", fields);
 }
 
 }  // namespace
@@ -116,12 +116,14 @@ void bind_logits(py::module_& parent) {
         "n"_a, "w"_a, "eps"_a = 0.0, "P_ij = 1/w_i for i - w < j <= i (eps > 0: floored); float64 (n, n).");
   m.def(
       "floored_target",
-      [](const py::object& target, double eps, const py::object& causal, const py::object& mask) {
+      [](const py::object& target, double eps, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const MatrixArgument p(target, "logits.floored_target", "target");
         const VisibilitySpec vis = matrix_visibility(causal, mask, p.matrix.rows(), p.matrix.cols(), "logits.floored_target");
         return matrix_array(logits::floored_target(p.matrix, eps, vis.at(0)));
       },
-      "target"_a, "eps"_a, "causal"_a = false, "mask"_a = py::none(),
+      "target"_a, "eps"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       "(1 - eps) P + eps/|visible(i)| on visible keys, 0 elsewhere.");
   m.def("bidirectional_band_target", [](Index n, Index k) { return matrix_array(logits::bidirectional_band_target(n, k)); },
         "n"_a, "k"_a, "Uniform over |i - j| <= k.");
@@ -201,7 +203,9 @@ void bind_logits(py::module_& parent) {
         "out_of_band_mass"_a, "log((1 - eps) m / (eps w)) (F2).");
   m.def(
       "logit_gap_rows",
-      [](const py::object& scores, const py::object& band_target, const py::object& causal, const py::object& mask) {
+      [](const py::object& scores, const py::object& band_target, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const MatrixArgument s(scores, "logits.logit_gap_rows", "logits");
         const MatrixArgument p(band_target, "logits.logit_gap_rows", "band_target");
         const VisibilitySpec vis =
@@ -220,9 +224,9 @@ void bind_logits(py::module_& parent) {
         fields["gap"] = py::array(py::cast(gap));
         fields["out_of_band_mass"] = py::array(py::cast(mass));
         fields["lower_bound"] = py::array(py::cast(bound));
-        return make_namespace(fields);
+        return make_result("LogitGapRows", fields);
       },
-      "logits"_a, "band_target"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "band_target"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       "Per row with in- and out-of-band visible keys: row, gap (max band S - min out S), out_of_band_mass, lower_bound\n"
       "(F2); arrays.");
 
@@ -241,14 +245,16 @@ void bind_logits(py::module_& parent) {
         "queries"_a, "keys"_a, "scale"_a, "S = scale Q K^T (float64; Q n x d, K m x d).");
   m.def(
       "attention_backward",
-      [](const py::object& attention, const py::object& gradient, const py::object& causal, const py::object& mask) {
+      [](const py::object& attention, const py::object& gradient, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const MatrixArgument a(attention, "logits.attention_backward", "attention");
         const MatrixArgument g(gradient, "logits.attention_backward", "attention_gradient");
         const VisibilitySpec vis =
             matrix_visibility(causal, mask, a.matrix.rows(), a.matrix.cols(), "logits.attention_backward");
         return matrix_array(logits::attention_backward(a.matrix, g.matrix, vis.at(0)));
       },
-      "attention"_a, "attention_gradient"_a, "causal"_a = false, "mask"_a = py::none(),
+      "attention"_a, "attention_gradient"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       "Softmax VJP dS = A o (dA - rowsum(dA o A)) on visible keys, 0 elsewhere.");
 
   // ---- fitting -----------------------------------------------------------------------------------------------------
@@ -299,7 +305,9 @@ void bind_logits(py::module_& parent) {
       "top_band_accuracy, max_visible_logit, ..., head_weight); parameters; reached_target; diverged. float64.";
   m.def(
       "fit_qk",
-      [](const py::object& target, const py::object& causal, const py::object& mask, const logits::FitOptions& options) {
+      [](const py::object& target, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset, const logits::FitOptions& options) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const MatrixArgument p(target, "logits.fit_qk", "target");
         const VisibilitySpec vis = matrix_visibility(causal, mask, p.matrix.rows(), p.matrix.cols(), "logits.fit_qk");
         logits::FitResult<double> fit;
@@ -309,7 +317,8 @@ void bind_logits(py::module_& parent) {
         }
         return fit_result(fit);
       },
-      "target"_a, "causal"_a = true, "mask"_a = py::none(), "options"_a = logits::FitOptions(),
+      "target"_a, "causal"_a = true, "mask"_a = py::none(), "causal_offset"_a = py::none(),
+      "options"_a = logits::FitOptions(),
       (std::string("Fits one rank-d head S = Q K^T / sqrt(d) to a target attention (n x n rows of distributions)\n"
                    "with Adam. ") + fit_doc).c_str());
   m.def(
@@ -361,12 +370,14 @@ void bind_logits(py::module_& parent) {
         fields["max_absolute"] = e.max_absolute;
         fields["max_relative"] = e.max_relative;
         fields["overflow_count"] = e.overflow_count;
-        return make_namespace(fields);
+        return make_result("RoundingError", fields);
       },
       "matrix"_a, "format"_a, "max_absolute, max_relative rounding error and overflow_count of a float32 matrix.");
   m.def(
       "visible_logit_extremes",
-      [](const py::object& scores, const py::object& causal, const py::object& mask) {
+      [](const py::object& scores, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const MatrixArgument s(scores, "logits.visible_logit_extremes", "scores");
         const VisibilitySpec vis =
             matrix_visibility(causal, mask, s.matrix.rows(), s.matrix.cols(), "logits.visible_logit_extremes");
@@ -374,9 +385,9 @@ void bind_logits(py::module_& parent) {
         py::dict fields;
         fields["max_logit"] = e.max_logit;
         fields["max_abs_logit"] = e.max_abs_logit;
-        return make_namespace(fields);
+        return make_result("LogitExtremes", fields);
       },
-      "scores"_a, "causal"_a = false, "mask"_a = py::none(),
+      "scores"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       "Signed max and max |S| over visible entries (masked entries may hold -inf).");
   py::class_<logits::RollingMedianSpikeDetector>(m, "RollingMedianSpikeDetector",
                                                  "Loss-spike detector: loss > median(previous <= window) + margin.")

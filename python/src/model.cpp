@@ -158,7 +158,7 @@ void bind_model(py::module_& parent) {
             fields["row_statistics"] = stacked_row_statistics(result.row_statistics);
             fields["trained_positions"] = result.trained_positions;
             fields["beyond_trained_positions"] = result.beyond_trained_positions;
-            return make_namespace(fields);
+            return make_result("ForwardRowStatistics", fields);
           },
           "tokens"_a, "sink_keys"_a = std::vector<Index>{0}, "top_k"_a = std::vector<Index>{},
           "jacobian_norm"_a = true, "max_weight_excludes_sinks"_a = false, "allow_beyond_trained_positions"_a = false,
@@ -204,10 +204,12 @@ void bind_model(py::module_& parent) {
           "ablation_mode"_a = "zero",
           (std::string("Teacher-forced mean -log p(token[p+1] | ..) in nats per token.") + options_doc).c_str());
 
-  m.def("load_model", &model::load_model<>, "path"_a,
+  m.def("load_model", [](const PathArgument& path) { return model::load_model<>(path.string()); }, "path"_a,
         "A directory is a Hugging Face folder (load_huggingface_model), anything else a llama2.c checkpoint.\n"
         "Raises OSError naming the file and the problem.");
-  m.def("load_huggingface_model", &model::load_huggingface_model<>, "folder"_a,
+  m.def(
+      "load_huggingface_model",
+      [](const PathArgument& folder) { return model::load_huggingface_model<>(folder.string()); }, "folder"_a,
         "config.json + safetensors (one file or sharded; F32/F16/BF16) of a model_type listed in docs/models.md.");
 }
 

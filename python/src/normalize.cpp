@@ -14,8 +14,10 @@ using namespace pybind11::literals;
 namespace {
 
 const char* const visibility_doc = R"(
-    causal: False (every key), True (row i sees keys 0..i) or an int offset k (row i sees keys 0..i+k); applies to
-        the last two axes (rows = queries, columns = keys) of every matrix of the batch.
+    causal: False (every key) or True (row i sees keys 0..i); applies to the last two axes (rows = queries, columns
+        = keys) of every matrix of the batch. causal_offset: with causal=True, row i sees keys 0..i+k. causal=True
+        on rows != cols needs causal_offset (0: top-left alignment, cols - rows: bottom-right, the queries are the
+        last positions); without it the call is refused, never guessed.
     mask: optional boolean array, True = visible; shape (rows, cols) shared by every matrix, or the logits' shape.
         Masked entries come out exactly 0 and do not count in n. Not together with causal.)";
 
@@ -109,87 +111,103 @@ void bind_normalize(py::module_& m) {
   // ---- the maps ------------------------------------------------------------------------------------------------
   m.def(
       "softmax",
-      [](const py::object& logits, double temperature, const py::object& causal, const py::object& mask) {
+      [](const py::object& logits, double temperature, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix("softmax", logits, causal, mask, [&](const auto& z, const Visibility& v) {
           using T = typename std::decay_t<decltype(z)>::Scalar;
           return attnscope::softmax(z, static_cast<T>(temperature), v);
         });
       },
-      "logits"_a, "temperature"_a = 1.0, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "temperature"_a = 1.0, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("softmax(logits / temperature) of every row over its visible keys (SIMD kernel).\n\n"
           "    temperature: T > 0.",
           matrix_result)
           .c_str());
   m.def(
       "sparsemax",
-      [](const py::object& logits, const py::object& causal, const py::object& mask) {
+      [](const py::object& logits, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix("sparsemax", logits, causal, mask,
                               [&](const auto& z, const Visibility& v) { return attnscope::sparsemax(z, v); });
       },
-      "logits"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("sparsemax: the Euclidean projection of each row onto the simplex (Martins & Astudillo 2016), expected\n"
           "O(n) per row.\n",
           matrix_result)
           .c_str());
   m.def(
       "entmax15",
-      [](const py::object& logits, const py::object& causal, const py::object& mask) {
+      [](const py::object& logits, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix("entmax15", logits, causal, mask,
                               [&](const auto& z, const Visibility& v) { return attnscope::entmax15(z, v); });
       },
-      "logits"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("exact 1.5-entmax (Peters et al. 2019): p_i = [z_i/2 - tau]_+^2, sum p = 1.\n", matrix_result).c_str());
   m.def(
       "entmax_bisect",
-      [](const py::object& logits, double alpha, const py::object& causal, const py::object& mask) {
+      [](const py::object& logits, double alpha, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix("entmax_bisect", logits, causal, mask, [&](const auto& z, const Visibility& v) {
           using T = typename std::decay_t<decltype(z)>::Scalar;
           return attnscope::entmax_bisect(z, static_cast<T>(alpha), v);
         });
       },
-      "logits"_a, "alpha"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "alpha"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("alpha-entmax by bisection (deep-spin EntmaxBisectFunction), rows renormalized.\n\n    alpha: > 1.",
           matrix_result)
           .c_str());
   m.def(
       "ssmax",
-      [](const py::object& logits, double s, const py::object& causal, const py::object& mask) {
+      [](const py::object& logits, double s, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix("ssmax", logits, causal, mask, [&](const auto& z, const Visibility& v) {
           using T = typename std::decay_t<decltype(z)>::Scalar;
           return attnscope::ssmax(z, static_cast<T>(s), v);
         });
       },
-      "logits"_a, "s"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "s"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("Scalable-Softmax: softmax((s log n) z), n = visible keys of the row (Nakanishi 2025).\n\n    s: > 0.",
           matrix_result)
           .c_str());
   m.def(
       "sa_softmax",
-      [](const py::object& logits, SelfAdjustVariant variant, const py::object& causal, const py::object& mask) {
+      [](const py::object& logits, SelfAdjustVariant variant, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix("sa_softmax", logits, causal, mask,
                               [&](const auto& z, const Visibility& v) { return attnscope::sa_softmax(z, variant, v); });
       },
-      "logits"_a, "variant"_a = SelfAdjustVariant::basic, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "variant"_a = SelfAdjustVariant::basic,
+      "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("Self-Adjust Softmax (Zheng et al. 2025): basic z * softmax(z); normalized (z - a)/(b - a) * softmax(z).\n"
           "Rows are not distributions.\n\n    variant: SelfAdjustVariant.basic or .normalized.",
           matrix_result)
           .c_str());
   m.def(
       "softmax_with_sink",
-      [](const py::object& logits, double sink_logit, const py::object& causal, const py::object& mask) {
+      [](const py::object& logits, double sink_logit, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise_matrix("softmax_with_sink", logits, causal, mask, [&](const auto& z, const Visibility& v) {
           using T = typename std::decay_t<decltype(z)>::Scalar;
           return attnscope::softmax_with_sink(z, static_cast<T>(sink_logit), v);
         });
       },
-      "logits"_a, "sink_logit"_a = 0.0, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "sink_logit"_a = 0.0, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("p_i = e^{z_i} / (e^k + sum_j e^{z_j}) (k = sink_logit; k = 0 is the off-by-one softmax). Rows sum to < 1.",
           matrix_result)
           .c_str());
   m.def(
       "normalize",
       [](const py::object& logits, const py::function& function, const py::function& derivative,
-         const py::object& causal, const py::object& mask) -> py::object {
+         const py::object& causal_flag, const py::object& mask, std::optional<Index> causal_offset) -> py::object {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const py::array array = as_array(logits, "normalize", "logits");
         return dispatch(array, [&](auto tag) -> py::object {
           using T = decltype(tag);
@@ -209,7 +227,8 @@ void bind_normalize(py::module_& m) {
           return take_as_array(std::move(out), rows.layout.shape);
         });
       },
-      "logits"_a, "function"_a, "derivative"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "function"_a, "derivative"_a,
+      "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("Generalized normalization alpha_i = F(z_i) / sum_j F(z_j) for a user F > 0 (arXiv:2508.17821 Eq. 3).\n\n"
           "    function: F, a Python callable float -> float (called once per visible entry, serially, with the GIL\n"
           "        held: slow; use it for experiments).\n"
@@ -218,12 +237,14 @@ void bind_normalize(py::module_& m) {
           .c_str());
   m.def(
       "apply_map",
-      [](const py::object& map, const py::object& logits, const py::object& causal, const py::object& mask) {
+      [](const py::object& map, const py::object& logits, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const NormalizationMap parsed = to_map(map);
         return rowwise_matrix("apply_map", logits, causal, mask,
                               [&](const auto& z, const Visibility& v) { return attnscope::apply_map(parsed, z, v); });
       },
-      "map"_a, "logits"_a, "causal"_a = false, "mask"_a = py::none(),
+      "map"_a, "logits"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("Runs a map given as an object (SoftmaxMap(0.5), ...) or text ('temperature:0.5', 'entmax:1.5', ...);\n"
           "bit for bit the named function.",
           matrix_result)
@@ -232,15 +253,16 @@ void bind_normalize(py::module_& m) {
   // ---- Jacobians -----------------------------------------------------------------------------------------------
   m.def(
       "jacobian_vector_product",
-      [](const py::object& logits, const py::object& map, const py::object& tangent, const py::object& causal,
-         const py::object& mask) {
+      [](const py::object& logits, const py::object& map, const py::object& tangent, const py::object& causal_flag,
+         const py::object& mask, std::optional<Index> causal_offset) {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const NormalizationMap parsed = to_map(map);
         return rowwise_pair("jacobian_vector_product", "logits", "tangent", logits, tangent, causal, mask,
                             [&](const auto& z, const auto& v, const Visibility& vis) {
                               return attnscope::jacobian_vector_product(z, parsed, v, vis);
                             });
       },
-      "logits"_a, "map"_a, "tangent"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "map"_a, "tangent"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("Row i = J_i v_i, J_i the Jacobian of the map at row i over its visible keys; O(n) per row.\n\n"
           "    map: a map object or its text ('softmax', 'sparsemax', 'entmax:1.3', ...).\n"
           "    tangent: same shape as logits (converted to the logits' dtype).",
@@ -248,15 +270,16 @@ void bind_normalize(py::module_& m) {
           .c_str());
   m.def(
       "vector_jacobian_product",
-      [](const py::object& logits, const py::object& map, const py::object& cotangent, const py::object& causal,
-         const py::object& mask) {
+      [](const py::object& logits, const py::object& map, const py::object& cotangent, const py::object& causal_flag,
+         const py::object& mask, std::optional<Index> causal_offset) {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const NormalizationMap parsed = to_map(map);
         return rowwise_pair("vector_jacobian_product", "logits", "cotangent", logits, cotangent, causal, mask,
                             [&](const auto& z, const auto& g, const Visibility& vis) {
                               return attnscope::vector_jacobian_product(z, parsed, g, vis);
                             });
       },
-      "logits"_a, "map"_a, "cotangent"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "map"_a, "cotangent"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("Row i = J_i^T g_i (the backward pass); O(n) per row.\n\n"
           "    map: a map object or its text.\n    cotangent: same shape as logits.",
           matrix_result)
@@ -285,8 +308,9 @@ void bind_normalize(py::module_& m) {
       "the row's dtype.");
   m.def(
       "jacobian",
-      [](const py::object& logits, Index row, const py::object& map, const py::object& causal,
-         const py::object& mask) -> py::object {
+      [](const py::object& logits, Index row, const py::object& map, const py::object& causal_flag,
+         const py::object& mask, std::optional<Index> causal_offset) -> py::object {
+           const py::object causal = causal_argument(causal_flag, causal_offset);
         const NormalizationMap parsed = to_map(map);
         const py::array array = as_array(logits, "jacobian", "logits");
         return dispatch(array, [&](auto tag) -> py::object {
@@ -304,19 +328,21 @@ void bind_normalize(py::module_& m) {
           return take_as_array(std::move(out), shape);
         });
       },
-      "logits"_a, "row"_a, "map"_a, "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "row"_a, "map"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       "Dense cols x cols Jacobian of row `row` of a 2-D logits matrix (rows x cols), zero rows/columns at masked\n"
       "keys. causal/mask as in softmax. Raises ValueError when row is out of range.");
   m.def(
       "jacobian_spectral_norm",
-      [](const py::object& logits, const py::object& map, const py::object& causal, const py::object& mask) {
+      [](const py::object& logits, const py::object& map, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         const NormalizationMap parsed = to_map(map);
         return rowwise("jacobian_spectral_norm", "logits", logits, causal, mask,
                               [&](const auto& z, const Visibility& v) {
                                 return attnscope::jacobian_spectral_norm(z, parsed, v);
                               });
       },
-      "logits"_a, "map"_a = "softmax", "causal"_a = false, "mask"_a = py::none(),
+      "logits"_a, "map"_a = "softmax", "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("||J_i||_2 of every row: exact and O(n) per row for the symmetric maps (softmax with T, SSMax, sink\n"
           "softmax, sparsemax, entmax) by the secular equation; matrix-free Lanczos for SA-Softmax.\n\n"
           "    map: a map object or its text (default 'softmax').",
@@ -326,52 +352,62 @@ void bind_normalize(py::module_& m) {
   // ---- spectral norms from probabilities -----------------------------------------------------------------------
   m.def(
       "softmax_jacobian_spectral_norm",
-      [](const py::object& probabilities, double scale, const py::object& causal, const py::object& mask) {
+      [](const py::object& probabilities, double scale, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise("softmax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
                               [&](const auto& p, const Visibility& v) {
                                 using T = typename std::decay_t<decltype(p)>::Scalar;
                                 return attnscope::softmax_jacobian_spectral_norm(p, static_cast<T>(scale), v);
                               });
       },
-      "probabilities"_a, "scale"_a = 1.0, "causal"_a = false, "mask"_a = py::none(),
+      "probabilities"_a, "scale"_a = 1.0, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("||scale (diag p - p p^T)||_2 of every row p (softmax output; scale = 1/T), exact, O(n).",
           vector_result)
           .c_str());
   m.def(
       "sink_softmax_jacobian_spectral_norm",
-      [](const py::object& probabilities, const py::object& causal, const py::object& mask) {
+      [](const py::object& probabilities, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise("sink_softmax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
                               [&](const auto& p, const Visibility& v) {
                                 return attnscope::sink_softmax_jacobian_spectral_norm(p, v);
                               });
       },
-      "probabilities"_a, "causal"_a = false, "mask"_a = py::none(),
+      "probabilities"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("||diag p - p p^T||_2 for rows summing to <= 1 (softmax with a sink), exact.", vector_result).c_str());
   m.def(
       "entmax_jacobian_spectral_norm",
-      [](const py::object& probabilities, double alpha, const py::object& causal, const py::object& mask) {
+      [](const py::object& probabilities, double alpha, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise("entmax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
                               [&](const auto& p, const Visibility& v) {
                                 using T = typename std::decay_t<decltype(p)>::Scalar;
                                 return attnscope::entmax_jacobian_spectral_norm(p, static_cast<T>(alpha), v);
                               });
       },
-      "probabilities"_a, "alpha"_a, "causal"_a = false, "mask"_a = py::none(),
+      "probabilities"_a, "alpha"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("||diag g - g g^T / sum g||_2, g = p^(2 - alpha) on the support (alpha-entmax output p).", vector_result)
           .c_str());
   m.def(
       "sparsemax_jacobian_spectral_norm",
-      [](const py::object& probabilities, const py::object& causal, const py::object& mask) {
+      [](const py::object& probabilities, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise("sparsemax_jacobian_spectral_norm", "probabilities", probabilities, causal, mask,
                               [&](const auto& p, const Visibility& v) {
                                 return attnscope::sparsemax_jacobian_spectral_norm(p, v);
                               });
       },
-      "probabilities"_a, "causal"_a = false, "mask"_a = py::none(),
+      "probabilities"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("1 if the sparsemax output row has >= 2 non-zeros, else 0.", vector_result).c_str());
   m.def(
       "softmax_jacobian_norm_bounds",
-      [](const py::object& probabilities, double scale, const py::object& causal, const py::object& mask) {
+      [](const py::object& probabilities, double scale, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         py::object lower = rowwise("softmax_jacobian_norm_bounds", "probabilities", probabilities, causal, mask,
                                           [&](const auto& p, const Visibility& v) {
                                             using T = typename std::decay_t<decltype(p)>::Scalar;
@@ -387,9 +423,9 @@ void bind_normalize(py::module_& m) {
         py::dict fields;
         fields["lower"] = lower;
         fields["upper"] = upper;
-        return make_namespace(fields);
+        return make_result("JacobianNormBounds", fields);
       },
-      "probabilities"_a, "scale"_a = 1.0, "causal"_a = false, "mask"_a = py::none(),
+      "probabilities"_a, "scale"_a = 1.0, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("Cheap one-pass bounds of the softmax Jacobian norm: scale max(p_(2), max d_i) <= ||J||_2 <=\n"
           "scale min(p_(1), 2 max d_i). Returns an object with fields lower and upper (shape input.shape[:-1]).",
           vector_result)
@@ -402,13 +438,15 @@ void bind_normalize(py::module_& m) {
         "1/(2T): the supremum of ||J||_2 of softmax(z/T) over all logit vectors (two tied top logits).");
   m.def(
       "row_entropy",
-      [](const py::object& attention, const py::object& causal, const py::object& mask) {
+      [](const py::object& attention, const py::object& causal_flag, const py::object& mask,
+         std::optional<Index> causal_offset) {
+        const py::object causal = causal_argument(causal_flag, causal_offset);
         return rowwise("row_entropy", "attention", attention, causal, mask, [&](const auto& a, const Visibility& v) {
           check_rows_are_distributions(a, v);
           return attnscope::row_entropy(a, v);
         });
       },
-      "attention"_a, "causal"_a = false, "mask"_a = py::none(),
+      "attention"_a, "causal"_a = false, "mask"_a = py::none(), "causal_offset"_a = py::none(),
       doc("Shannon entropy -sum A log A (nats, 0 log 0 = 0) of every row as given (not re-closed). Raises ValueError\n"
           "on a negative or non-finite visible weight, and on a row whose visible weights do not sum to 1 within\n"
           "2u + k*2^-24 (u = unit roundoff of the dtype, k = visible keys): the entropy of a non-distribution means\n"

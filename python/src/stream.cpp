@@ -44,7 +44,7 @@ py::object row_statistics_object(const stream::RowStatistics& statistics) {
   fields["top_k_mass"] = matrix_array(Eigen::MatrixXd(statistics.top_k_mass));
   fields["top_k"] = statistics.top_k;
   fields["visible_keys"] = vector_array(Eigen::Matrix<Index, Eigen::Dynamic, 1>(statistics.visible_keys));
-  return make_namespace(fields);
+  return make_result("RowStatistics", fields);
 }
 
 py::object stacked_row_statistics(const std::vector<std::vector<stream::RowStatistics>>& statistics) {
@@ -71,7 +71,7 @@ py::object stacked_row_statistics(const std::vector<std::vector<stream::RowStati
   py::array_t<Index> visible(Shape{length});
   if (heads) std::copy_n(statistics[0][0].visible_keys.data(), length, visible.mutable_data());
   fields["visible_keys"] = visible;
-  return make_namespace(fields);
+  return make_result("RowStatistics", fields);
 }
 
 void bind_stream(py::module_& parent) {
@@ -158,7 +158,7 @@ void bind_stream(py::module_& parent) {
         fields["max"] = s.max;
         fields["probabilities"] = s.probabilities;
         fields["quantiles"] = s.quantiles;
-        return make_namespace(fields);
+        return make_result("Summary", fields);
       },
       "values"_a, "levels"_a = stream::default_quantile_levels(),
       "count, mean, min, max and quantiles (numpy's default linear interpolation) at `levels`.");
@@ -175,7 +175,7 @@ void bind_stream(py::module_& parent) {
         fields["end_row"] = curve.end_row;
         fields["position"] = py::array(py::cast(curve.position));
         fields["mean"] = py::array(py::cast(curve.mean));
-        return make_namespace(fields);
+        return make_result("PositionCurve", fields);
       },
       "values"_a, "bins"_a, "spacing"_a = "logarithmic",
       "Mean of a per-row statistic over bins of rows (position n = row + 1): first_row, end_row, position, mean.");
@@ -187,15 +187,28 @@ void bind_stream(py::module_& parent) {
   py::class_<text::ByteLevelBpeTokenizer>(t, "ByteLevelBpeTokenizer",
                                           "BPE tokenizer, byte-level or SentencePiece-style (tokenizer.json,\n"
                                           "tokenizer.model, or vocab.json + merges.txt).")
-      .def_static("from_folder", &text::ByteLevelBpeTokenizer::from_folder, "folder"_a,
+      .def_static(
+          "from_folder",
+          [](const PathArgument& folder) { return text::ByteLevelBpeTokenizer::from_folder(folder.string()); },
+          "folder"_a,
                   "tokenizer.json, or tokenizer.model, or vocab.json + merges.txt, or encoder.json + vocab.bpe in a\n"
                   "folder (OSError if none or unsupported).")
-      .def_static("from_vocab_and_merges", &text::ByteLevelBpeTokenizer::from_vocab_and_merges, "vocab_json_path"_a,
+      .def_static(
+          "from_vocab_and_merges",
+          [](const PathArgument& vocab, const PathArgument& merges) {
+            return text::ByteLevelBpeTokenizer::from_vocab_and_merges(vocab.string(), merges.string());
+          },
+          "vocab_json_path"_a,
                   "merges_txt_path"_a, "GPT-2 style vocab.json (token -> id) and merges.txt (one merge per line).")
-      .def_static("from_tokenizer_json", &text::ByteLevelBpeTokenizer::from_tokenizer_json, "tokenizer_json_path"_a,
+      .def_static(
+          "from_tokenizer_json",
+          [](const PathArgument& path) { return text::ByteLevelBpeTokenizer::from_tokenizer_json(path.string()); },
+          "tokenizer_json_path"_a,
                   "A Hugging Face tokenizer.json with a BPE model, byte-level (GPT-2, Llama-3, Qwen2) or\n"
                   "SentencePiece-style (Llama-2, Mistral, Phi-3); OSError for other kinds (Unigram, WordPiece, ...).")
-      .def_static("from_sentencepiece_model", &text::ByteLevelBpeTokenizer::from_sentencepiece_model,
+      .def_static(
+          "from_sentencepiece_model",
+          [](const PathArgument& path) { return text::ByteLevelBpeTokenizer::from_sentencepiece_model(path.string()); },
                   "tokenizer_model_path"_a,
                   "SentencePiece's tokenizer.model (a BPE model: Llama-1/2, Mistral-7B v0.1, TinyLlama), read as\n"
                   "Hugging Face's LlamaConverter turns it into a tokenizer.json; OSError for Unigram models.")

@@ -35,7 +35,7 @@ def test_head_report_of_arrays_matches_numpy(rng):
     np.testing.assert_allclose(report["mean_jacobian_norm"], norms.mean(axis=1), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(report["max_jacobian_norm"], norms.max(axis=1), rtol=1e-9, atol=1e-12)
     # Without scores the column is NaN; a layers axis numbers the layers.
-    no_scores = attnscope.analysis.head_report(attention[None].repeat(2, axis=0), basic=True)
+    no_scores = attnscope.analysis.head_report(attention[None].repeat(2, axis=0), basic=True, layout="layers,heads,q,k")
     np.testing.assert_array_equal(no_scores["layer"], [0, 0, 0, 1, 1, 1])
     assert np.isnan(no_scores["max_scaled_logit"]).all()
 
@@ -50,8 +50,8 @@ def test_file_dict_and_arrays_give_the_same_report(rng, tmp_path):
         capture[f"layer{i}.v"] = v.astype(np.float32)
     path = tmp_path / "capture.npz"
     np.savez(path, **capture)
-    from_dict = attnscope.analysis.head_report(capture)
-    from_file = attnscope.analysis.head_report(path)
+    from_dict = attnscope.analysis.head_report(capture, columns="all")
+    from_file = attnscope.analysis.head_report(path, columns="all")
     from_str = attnscope.analysis.head_report(str(path), columns=["entropy", "sink"])
     assert list(from_file) == list(from_dict)
     for name in from_dict:
@@ -60,7 +60,7 @@ def test_file_dict_and_arrays_give_the_same_report(rng, tmp_path):
     assert list(from_str) == ["layer", "head", "bad_rows", "entropy", "sink_mass"]
     # Layer 1 as arrays is layer 0 of its own report, with the same values.
     one = attnscope.analysis.head_report(capture["layer1.attention"], scores=capture["layer1.scores"],
-                                         values=capture["layer1.v"])
+                                         values=capture["layer1.v"], columns="all")
     np.testing.assert_array_equal(one["gradient_sensitivity"], from_dict["gradient_sensitivity"][2:])
     # Selections.
     selected = attnscope.analysis.head_report(path, layers=[1], heads=[0], basic=True)
@@ -94,7 +94,7 @@ def test_write_html_and_glossary(rng, tmp_path):
         assert f'<dt id="glossary-{column["name"]}">' in text
         assert "".join(escape.get(c, c) for c in column["glossary"]["measures"]) in text, column["name"]
     np.testing.assert_array_equal(report["head"], [0, 1])
-    columns = attnscope.analysis.columns()
+    columns = attnscope.analysis.columns(all=True)
     assert len(columns) == 11
     assert [c["name"] for c in attnscope.analysis.columns(basic=True)] == [c["name"] for c in columns[:6]]
     for column in columns:
@@ -113,7 +113,7 @@ def test_errors(rng, tmp_path):
         attnscope.analysis.head_report(attention, columns=["nope"])
     with pytest.raises(ValueError, match="scores must have the attention's shape"):
         attnscope.analysis.head_report(attention, scores=np.zeros((1, 5, 4)))
-    with pytest.raises(ValueError, match="layout and batch_index apply to files"):
+    with pytest.raises(ValueError, match=r"batch_index applies to a \(batch, heads, q, k\) array"):
         attnscope.analysis.head_report(attention, batch_index=0)
     path = tmp_path / "future.npz"
     np.savez(path, **{"layer0.attention": attention.astype(np.float32),

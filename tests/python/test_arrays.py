@@ -49,13 +49,14 @@ def test_results_are_new_arrays_of_the_input_dtype(rng, dtype):
 
 def test_batch_dimensions_are_row_wise(rng):
     z = rng.standard_normal((2, 3, 4, 5))
-    p = attnscope.softmax(z, causal=True)
-    norms = attnscope.jacobian_spectral_norm(z, "sparsemax", causal=True)
+    p = attnscope.softmax(z, causal=True, causal_offset=0)  # 4 queries x 5 keys: top-left alignment
+    norms = attnscope.jacobian_spectral_norm(z, "sparsemax", causal=True, causal_offset=0)
     assert p.shape == z.shape and norms.shape == (2, 3, 4)
     for a in range(2):
         for b in range(3):
-            np.testing.assert_array_equal(p[a, b], attnscope.softmax(z[a, b], causal=True))
-            np.testing.assert_array_equal(norms[a, b], attnscope.jacobian_spectral_norm(z[a, b], "sparsemax", causal=True))
+            np.testing.assert_array_equal(p[a, b], attnscope.softmax(z[a, b], causal=True, causal_offset=0))
+            np.testing.assert_array_equal(norms[a, b], attnscope.jacobian_spectral_norm(z[a, b], "sparsemax", causal=True,
+                                                                                        causal_offset=0))
     one_row = attnscope.jacobian_spectral_norm(z[0, 0, 0])
     assert one_row.shape == () and one_row == attnscope.jacobian_spectral_norm(z[0, 0, :1])[0]
     assert attnscope.softmax(z.reshape(-1, 5)).reshape(z.shape).tolist() == attnscope.softmax(z).tolist()

@@ -72,7 +72,7 @@ def test_softmax_causal_and_mask(rng):
     r = attnscope.softmax(z, mask=per_matrix)
     np.testing.assert_array_equal(r[0], q[0])
     np.testing.assert_allclose(r[1], attnscope.softmax(z[1], mask=per_matrix[1]), rtol=0)
-    shifted = attnscope.softmax(z, causal=2)  # row i sees keys 0..i+2
+    shifted = attnscope.softmax(z, causal=True, causal_offset=2)  # row i sees keys 0..i+2
     assert np.all(shifted[:, 0, 3:] == 0) and np.all(shifted[:, 0, :3] > 0)
 
 
