@@ -210,12 +210,21 @@ documents=$(ls texts | wc -l)
 for ((task = 0; task < documents; task++)); do SLURM_ARRAY_TASK_ID=$task bash -e ../work/report-array.sh > /dev/null; done
 attnscope merge --out all.json reports/*.json
 for report in reports/*.json all.json; do check_identical "$tmp/work/$report" "$report"; done
-# all.json holds every document: one run record and every (layer, head) per document.
+# all.json says which document each row came from: row["run"] indexes "runs", whose record names the document
+# (text_file) whose own report holds exactly those rows.
 python3 - "$documents" all.json reports/*.json <<'EOF'
 import json, sys
 documents, merged = int(sys.argv[1]), json.load(open(sys.argv[2]))
-heads = sum(len(json.load(open(report))["heads"]) for report in sys.argv[3:])
+reports = [json.load(open(path)) for path in sys.argv[3:]]
 assert len(merged["runs"]) == documents, f"all.json: {len(merged['runs'])} runs for {documents} documents"
-assert len(merged["heads"]) == heads, f"all.json: {len(merged['heads'])} heads, the reports have {heads}"
+canonical = lambda rows: sorted(json.dumps(row, sort_keys=True) for row in rows)
+assert all("run" in row for row in merged["heads"]), "all.json: rows that do not say their run"
+for index, record in enumerate(merged["runs"]):
+    assert "text_file" in record, f"all.json: runs[{index}] does not name its document (no text_file): {record}"
+    [report] = [r for r in reports if r["runs"][0]["text_file"] == record["text_file"]]
+    assert record == report["runs"][0], f"all.json: runs[{index}] is not the record of {record['text_file']}'s report"
+    rows = [{k: v for k, v in row.items() if k != "run"} for row in merged["heads"] if row["run"] == index]
+    assert canonical(rows) == canonical(report["heads"]), f"all.json: the rows of run {index} are not those of {record['text_file']}"
+assert len(merged["heads"]) == sum(len(r["heads"]) for r in reports), "all.json: rows that belong to no run"
 EOF
 say "passed in $((SECONDS - start_time)) s: rows.npz and all.json (and $documents reports) byte-identical to runs without Slurm"
