@@ -9,7 +9,8 @@
 #
 # Usage: scripts/slurm-test.sh [FOLDER]   FOLDER holds the `attnscope` binary (default build/tools)
 # Needs the Debian packages slurm-wlm and munge (scripts/install-deps.sh), root (or password-less sudo), python3, and
-# the data folder ../shared/data (ATTNSCOPE_DATA names another). ATTNSCOPE_SLURM_KEEP=1 keeps the temporary folder.
+# the shared data (ATTNSCOPE_DATA, else the build's, else ../shared/data). ATTNSCOPE_SLURM_KEEP=1 keeps the temporary
+# folder.
 set -euo pipefail
 say() { echo "slurm-test: $*" >&2; }
 for tool in munged mungekey munge unmunge slurmctld slurmd sbatch scontrol squeue sinfo scancel python3 setpriv; do
@@ -24,7 +25,13 @@ fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/build/tools}" && pwd)
 [ -x "$bin/attnscope" ] || { say "error: no attnscope binary in $bin"; exit 1; }
-data=$(cd "${ATTNSCOPE_DATA:-$root/../shared/data}" && pwd)
+# The shared data as the tests find it: $ATTNSCOPE_DATA, else the build's ATTNSCOPE_DATA, else ../shared/data.
+data=${ATTNSCOPE_DATA:-$(sed -n 's/^ATTNSCOPE_DATA:PATH=//p' "$bin/../CMakeCache.txt" 2>/dev/null || true)}
+data=${data:-$root/../shared/data}
+for file in gpt2-wp-mini/model.safetensors war_and_peace.txt; do
+  [ -f "$data/$file" ] || { say "error: no $file in $data (the shared data folder; set ATTNSCOPE_DATA)"; exit 1; }
+done
+data=$(cd "$data" && pwd)
 recipes=$root/docs/cli.md
 start_time=$SECONDS
 
