@@ -89,18 +89,28 @@ std::vector<int> compare_tokens_argument(const Arguments& arguments, const std::
 }
 
 void print_comparison(const analysis::ModelComparison& comparison, std::size_t show) {
-  std::printf("%-5s %-6s %-5s %9s %9s %8s %10s %10s %10s %10s %10s %10s\n", "rank", "layer", "head", "js_keep",
+  std::printf("%-5s %-6s %-5s %9s %9s %8s %10s %10s %10s %10s %10s %10s", "rank", "layer", "head", "js_keep",
               "js_drop", "top_k", "d_sink", "d_entropy", "d_H_sink", "d_H_cont", "d_max_w", "d_J_mean");
+  if (comparison.learned_sinks) std::printf(" %10s", "d_sigma");  // the learned sink's share, B − A
+  std::printf("\n");
   const std::size_t rows = show == 0 ? comparison.heads.size() : std::min(show, comparison.heads.size());
   for (std::size_t r = 0; r < rows; ++r) {
     const analysis::HeadComparison& h = comparison.heads[r];
     const analysis::HeadAttentionSummary d = h.delta();
-    std::printf("%-5zu %-6d %-5d %9.3g %9.3g %8.4f %10.3g %10.3g %10.3g %10.3g %10.3g %10.3g\n", r + 1, h.layer, h.head,
+    std::printf("%-5zu %-6d %-5d %9.3g %9.3g %8.4f %10.3g %10.3g %10.3g %10.3g %10.3g %10.3g", r + 1, h.layer, h.head,
                 h.js_keep, h.js_drop, h.top_k_overlap, d.sink_mass, d.entropy, d.entropy_sink, d.entropy_content,
                 d.max_weight, d.jacobian_norm);
+    if (comparison.learned_sinks) std::printf(" %10.3g", d.learned_sink);
+    std::printf("\n");
   }
   if (rows < comparison.heads.size())
     std::printf("... %zu more heads (--show 0 prints all; --csv writes all)\n", comparison.heads.size() - rows);
+  if (comparison.learned_sinks)
+    std::printf("# learned sink logits: rows compared as the composition of the keys' weights and sigma, sigma part "
+                "of the sink channel\n");
+  for (const analysis::LayerRoutingChange& layer : comparison.routing)
+    std::printf("# layer %d experts: %.4g of the tokens chose a different set of experts\n", layer.layer,
+                layer.expert_set_change);
 }
 
 int command_compare(int argc, char** argv) {

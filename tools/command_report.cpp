@@ -30,7 +30,7 @@ namespace {
 const char* report_usage() {
   static const std::string usage =
       R"(usage: attnscope report (INPUT | --model DIR) [--csv FILE] [--json FILE] [--html FILE] [--basic] [--columns LIST]
-                        [--sort COLUMN[:asc]] [--sink-keys LIST] [--lenient] [--map NAME]
+                        [--sort COLUMN[:asc]] [--sink-keys LIST] [--sink-channel C] [--lenient] [--map NAME]
                         [--layout layers,heads,q,k | --layout batch,heads,q,k] [--batch-index N] [--width N]
                         [--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE]
                         [--from TEXT] [--skip-tokens N] [--max-tokens N] [--special-tokens]
@@ -72,6 +72,9 @@ Options:
                     and gradient_sensitivity (off by default)
   --sort COLUMN     order the heads by a column, largest first (COLUMN:asc for smallest first; "-" last)
   --sink-keys LIST  keys counted as the sink (default: 0), e.g. 0,1 or a register token
+  --sink-channel C  for a model with learned sink logits (gpt-oss): the sink channel of content_entropy and
+                    sink_entropy_share: both (default: the learned sink and the sink keys), learned, or keys (the
+                    real keys' rows renormalised, split at the sink keys)
   --lenient         analyse rows that are not distributions anyway: a warning counts them, values computed from
                     them are marked "*"
   --map NAME        for an array INPUT: the map that produced it (sink, sa_softmax, ... relax the row check);
@@ -134,6 +137,7 @@ int command_report(int argc, char** argv) {
   Arguments arguments;
   arguments.value_option("csv").value_option("json").value_option("html").value_option("model").flag("basic").flag("lenient");
   arguments.value_option("columns").value_option("sort").value_option("sink-keys").value_option("layout");
+  arguments.value_option("sink-channel");
   arguments.value_option("batch-index").value_option("width").value_option("layers").value_option("heads");
   add_model_options(arguments);
   if (parse_subcommand(arguments, argc, argv, report_usage())) return 0;
@@ -151,6 +155,13 @@ int command_report(int argc, char** argv) {
       sink_keys.push_back(key);
     }
   }
+  analysis::SinkChannel sink_channel = analysis::SinkChannel::both;
+  if (arguments.has("sink-channel")) {
+    const std::string text = arguments.get("sink-channel");
+    if (text == "keys") sink_channel = analysis::SinkChannel::keys;
+    else if (text == "learned") sink_channel = analysis::SinkChannel::learned;
+    else if (text != "both") throw usage_error("--sink-channel: expected both, learned or keys, got '" + text + "'");
+  }
   analysis::AttentionFileOptions file_options;
   if (arguments.has("layout")) {
     const std::string text = arguments.get("layout");
@@ -162,13 +173,14 @@ int command_report(int argc, char** argv) {
   const std::size_t width =
       static_cast<std::size_t>(parse_integer(arguments.get("width", "100"), "--width", 20, 100000));
   std::vector<analysis::ReportColumn> columns =
-      arguments.has("basic") ? analysis::default_report_columns(sink_keys) : analysis::fast_report_columns(sink_keys);
+      arguments.has("basic") ? analysis::default_report_columns(sink_keys)
+                             : analysis::fast_report_columns(sink_keys, sink_channel);
   if (arguments.has("basic") && arguments.has("columns")) throw usage_error("give either --basic or --columns");
   if (arguments.get("columns") == "all") {
-    columns = analysis::all_report_columns(sink_keys);
+    columns = analysis::all_report_columns(sink_keys, sink_channel);
   } else if (arguments.has("columns")) {
     try {
-      columns = analysis::select_report_columns(analysis::all_report_columns(sink_keys),
+      columns = analysis::select_report_columns(analysis::all_report_columns(sink_keys, sink_channel),
                                                 split_list(arguments.get("columns")));
     } catch (const attnscope::invalid_argument& error) {
       throw usage_error(std::string("--columns: ") + error.what());
@@ -258,6 +270,19 @@ int command_report(int argc, char** argv) {
     for (const auto& layer : run->result.layers) learned_sinks = learned_sinks || !layer.learned_sink.empty();
   if (learned_sinks && !arguments.has("columns"))
     for (analysis::ReportColumn& column : analysis::learned_sink_report_columns(sink_keys)) columns.push_back(column);
+  // the composition columns state their sink channel (a learned-sink head's choice of --sink-channel)
+  const std::string channel_note = learned_sinks ? std::string("sink channel: ") +
+                                                       analysis::sink_channel_name(sink_channel) +
+                                                       (sink_channel == analysis::SinkChannel::keys
+                                                            ? " (the sink keys of the real keys' renormalised rows)"
+                                                        : sink_channel == analysis::SinkChannel::learned
+                                                            ? " (the learned sink)"
+                                                            : " (the learned sink and the sink keys)")
+                                                 : std::string();
+  if (learned_sinks)
+    for (analysis::ReportColumn& column : columns)
+      if (column.name == "content_entropy" || column.name == "sink_entropy_share")
+        column.description += "; " + channel_note;
   const auto start = std::chrono::steady_clock::now();
   analysis::HeadReportBuilder builder(columns, options);
   std::optional<analysis::HtmlReportBuilder> page;
@@ -271,7 +296,8 @@ int command_report(int argc, char** argv) {
   // every head goes to the table and, with --html, to the page (which keeps only its downsampled images)
   const analysis::HeadVisitor visit = [&](const analysis::HeadInput& head) {
     builder.add(head);
-    if (page) page->add_head(head.layer, head.head, head.attention);
+    if (page && head.learned_sink.size()) page->add_head(head.layer, head.head, head.attention, head.learned_sink);
+    else if (page) page->add_head(head.layer, head.head, head.attention);
   };
   try {
     ProgressBar bar("report");
@@ -302,8 +328,9 @@ int command_report(int argc, char** argv) {
   std::cout << "# " << input << ": " << report.rows.size() << " heads, "
             << (query_rows == keys ? "L = " + std::to_string(keys)
                                    : "q = " + std::to_string(query_rows) + ", k = " + std::to_string(keys))
-            << " (report " << three_significant_digits(milliseconds_since(start)) << " ms)\n"
-            << analysis::head_report_table(report, width);
+            << " (report " << three_significant_digits(milliseconds_since(start)) << " ms)\n";
+  if (learned_sinks) std::cout << "# learned sink logits; content_entropy and sink_entropy_share: " << channel_note << "\n";
+  std::cout << analysis::head_report_table(report, width);
   // Mixture-of-Experts layers: what the router did (tokens per expert, mean entropy of its distribution)
   if (run)
     for (std::size_t l = 0; l < run->result.layers.size(); ++l) {
@@ -314,6 +341,7 @@ int command_report(int argc, char** argv) {
       for (const Index load : summary.load) std::cout << " " << load;
       std::cout << "; mean routing entropy " << three_significant_digits(summary.mean_entropy) << " nats (ln E = "
                 << three_significant_digits(summary.max_entropy) << ")\n";
+      if (page) page->add_routing(static_cast<int>(l), summary);
     }
   if (arguments.has("csv")) io::write_file(arguments.get("csv"), analysis::head_report_csv(report), temporary_files());
   if (arguments.has("json")) {

@@ -104,6 +104,11 @@ def main():
         "the glossary": '<dt id="glossary-entropy">' in dom and "Typical:" in dom,
         "the downsampling note": "4 of 12 heads are larger than 256 pixels" in dom,
         "the non-finite note": "1 non-finite entries" in dom,
+        "the experts section: 2 layers of 8 load bars": dom.count('<span class="load"') == 16
+        and dom.count('<div class="experts-layer"') == 2,
+        "the busiest expert's bar is full height": 'title="expert 3: 20 tokens" style="display:inline-block;width:6px;'
+        'height:100%' in dom,
+        "the learned-sink head's bar has three parts": "learned sink 0.3" in dom and "#8c6bb1" in dom,
     }
     failed = [name for name, ok in checks.items() if not ok]
     if failed:

@@ -77,6 +77,7 @@ struct HeadAttentionSummary {
   double entropy_content = 0;  // (1 − s)·H(c): the content channel's part
   double max_weight = 0;       // max_j p_j
   double jacobian_norm = 0;    // exact ‖diag p − ppᵀ‖₂ of the softmax row (stream::RowStatistics::jacobian_norm)
+  double learned_sink = 0;     // σ, a learned sink logit's share of the row (0 for a model without learned sinks)
 };
 
 /// One head of the comparison: A's and B's summaries and what needs both rows at once.
@@ -95,7 +96,8 @@ struct HeadComparison {
   /// b − a of every summary field.
   HeadAttentionSummary delta() const {
     return {b.sink_mass - a.sink_mass,   b.entropy - a.entropy,       b.entropy_sink - a.entropy_sink,
-            b.entropy_content - a.entropy_content, b.max_weight - a.max_weight, b.jacobian_norm - a.jacobian_norm};
+            b.entropy_content - a.entropy_content, b.max_weight - a.max_weight, b.jacobian_norm - a.jacobian_norm,
+            b.learned_sink - a.learned_sink};
   }
 };
 
@@ -109,12 +111,50 @@ struct HeadComparisonImages {
 /// The result: heads ordered by js_keep, largest first (ties: lower layer, then lower head), and the images asked for
 /// (those of CompareOptions::image_heads in their order, then those of the image_most_changed heads in the result's
 /// order, a head listed in both once).
+/// One Mixture-of-Experts layer routed in both models: the fraction of tokens whose set of chosen experts differs.
+struct LayerRoutingChange {
+  int layer = 0;
+  double expert_set_change = 0;  // (1/L) #{t : experts_A(t) ≠ experts_B(t) as sets}
+};
+
+/// The expert-set change of every layer that is sparse in both models (model::Routing::experts of each, [L, k]), in
+/// layer order; a layer routed in one model only is left out. Sets are compared whatever their sizes (a different k
+/// changes every token's set).
+inline std::vector<LayerRoutingChange> expert_set_changes(const std::vector<model::LayerCapture>& a,
+                                                          const std::vector<model::LayerCapture>& b) {
+  std::vector<LayerRoutingChange> changes;
+  for (std::size_t l = 0; l < std::min(a.size(), b.size()); ++l) {
+    const auto& experts_a = a[l].routing.experts;
+    const auto& experts_b = b[l].routing.experts;
+    if (experts_a.size() == 0 || experts_b.size() == 0) continue;
+    if (experts_a.rows() != experts_b.rows())
+      attnscope::detail::throw_invalid_argument("analysis::expert_set_changes", "layer ", l, " routes ",
+                                                experts_a.rows(), " tokens in A and ", experts_b.rows(), " in B");
+    Index changed = 0;
+    std::vector<int> set_a, set_b;
+    for (Index t = 0; t < experts_a.rows(); ++t) {
+      set_a.assign(experts_a.row(t).data(), experts_a.row(t).data() + experts_a.cols());
+      set_b.assign(experts_b.row(t).data(), experts_b.row(t).data() + experts_b.cols());
+      std::sort(set_a.begin(), set_a.end());
+      std::sort(set_b.begin(), set_b.end());
+      if (set_a != set_b) ++changed;
+    }
+    changes.push_back({static_cast<int>(l), static_cast<double>(changed) / static_cast<double>(experts_a.rows())});
+  }
+  return changes;
+}
+
 struct ModelComparison {
   Index tokens = 0;
   Index top_k = 0;
   std::vector<Index> sink_keys;
   std::vector<HeadComparison> heads;
   std::vector<HeadComparisonImages> images;
+  /// Either model has learned sink logits (gpt-oss): the rows were compared with their sink shares σ
+  /// (detail::compare_head), and HeadAttentionSummary::learned_sink holds the mean σ.
+  bool learned_sinks = false;
+  /// The Mixture-of-Experts layers routed in both models (expert_set_changes).
+  std::vector<LayerRoutingChange> routing;
 };
 
 namespace detail {
@@ -151,7 +191,7 @@ inline HeadComparison finish_head(const HeadSums& head, Index length) {
   HeadAttentionSummary* sides[2] = {&out.a, &out.b};
   for (int m = 0; m < 2; ++m)
     *sides[m] = {s.sink_mass[m] / n,       s.entropy[m] / n,    s.entropy_sink[m] / n,
-                 s.entropy_content[m] / n, s.max_weight[m] / n, s.jacobian_norm[m] / n};
+                 s.entropy_content[m] / n, s.max_weight[m] / n, s.jacobian_norm[m] / n, s.learned_sink[m] / n};
   out.js_keep = s.js_keep / n;
   out.drop_rows = s.drop_rows;
   out.js_drop = s.drop_rows > 0 ? s.js_drop / static_cast<double>(s.drop_rows)
@@ -192,12 +232,6 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
   const char* function = "analysis::compare_models";
   const model::TransformerConfig &config_a = a.config(), &config_b = b.config();
   if (tokens.empty()) attnscope::detail::throw_invalid_argument(function, "no tokens");
-  // the lock-step kernel forms plain softmax rows from the layers' q and k: a learned sink would be left out
-  if (config_a.learned_sinks || config_b.learned_sinks)
-    attnscope::detail::throw_invalid_argument(function, "model ", config_a.learned_sinks ? "A" : "B", " (",
-                                              config_a.learned_sinks ? config_a.architecture : config_b.architecture,
-                                              ") has learned sink logits, which this comparison does not implement; ",
-                                              "compare its captures or rowstats outputs instead");
   if (config_a.vocab_size != config_b.vocab_size)
     attnscope::detail::throw_invalid_argument(function, "the models have different vocabularies: ",
                                               config_a.vocab_size, " and ", config_b.vocab_size,
@@ -313,6 +347,7 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
       detail::CompareModelLayer& inputs = meeting.inputs[m];
       inputs.queries = &queries, inputs.keys = &keys, inputs.attention = attention;
       inputs.head_dim = config.head_dim, inputs.heads_per_kv = config.n_heads / config.n_kv_heads;
+      inputs.sink_logits = config.learned_sinks ? &(m == 0 ? a : b).weights().layers[std::size_t(layer)].sinks : nullptr;
       meeting.ready[m] = layer;
       meeting.changed.notify_all();
       meeting.changed.wait(lock, [&] { return meeting.ready[1 - m] >= layer || meeting.done[1 - m]; });
@@ -337,8 +372,10 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
     if (options.layer_progress) options.layer_progress(layer + 1, config_a.n_layers);
   };
   model::ForwardOptions forward[2];
+  model::StreamingForwardResult results[2];
   for (int m = 0; m < 2; ++m) {
     forward[m].logits = false;
+    forward[m].capture.routing = (m == 0 ? config_a : config_b).moe.experts > 0;  // which experts each token chose
     forward[m].matmul = options.matmul[m];
     forward[m].layer_attention_inputs = [&, m](int layer, const RowMatrixView<float>& queries,
                                                const RowMatrixView<float>& keys,
@@ -348,7 +385,7 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
   }
   auto run = [&](int m) {
     try {
-      (void)(m == 0 ? a : b).forward_row_statistics(tokens, forward[m], streaming);
+      results[m] = (m == 0 ? a : b).forward_row_statistics(tokens, forward[m], streaming);
     } catch (const detail::CompareStopped&) {
     } catch (...) {
       errors[m] = std::current_exception();
@@ -379,6 +416,8 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
   result.tokens = length;
   result.top_k = options.top_k;
   result.sink_keys = sinks;
+  result.learned_sinks = config_a.learned_sinks || config_b.learned_sinks;
+  result.routing = expert_set_changes(results[0].layers, results[1].layers);
   if (options.statistics) {
     for (const detail::HeadSums& sums : heads) result.heads.push_back(detail::finish_head(sums, length));
     std::stable_sort(result.heads.begin(), result.heads.end(), detail::compared_before);
@@ -395,12 +434,15 @@ ModelComparison compare_models(const model::BasicTransformer<Scalar>& a, const m
 }
 
 /// The comparison as CSV, one line per head in the result's order: rank, layer, head, js_keep, js_drop, drop_rows,
-/// top_k_overlap, then for sink_mass, entropy, entropy_sink, entropy_content, max_weight and jacobian_norm the
-/// columns <name>_a, <name>_b and delta_<name> (= b − a). NaN is written as "nan".
+/// top_k_overlap, then for sink_mass, entropy, entropy_sink, entropy_content, max_weight and jacobian_norm (and
+/// learned_sink when ModelComparison::learned_sinks) the columns <name>_a, <name>_b and delta_<name> (= b − a). NaN is
+/// written as "nan".
 inline void write_comparison_csv(std::ostream& out, const ModelComparison& comparison) {
   out << "rank,layer,head,js_keep,js_drop,drop_rows,top_k_overlap";
-  const char* names[] = {"sink_mass", "entropy", "entropy_sink", "entropy_content", "max_weight", "jacobian_norm"};
-  for (const char* name : names) out << ',' << name << "_a," << name << "_b,delta_" << name;
+  const char* names[] = {"sink_mass",  "entropy",       "entropy_sink", "entropy_content",
+                         "max_weight", "jacobian_norm", "learned_sink"};
+  const int fields = comparison.learned_sinks ? 7 : 6;
+  for (int k = 0; k < fields; ++k) out << ',' << names[k] << "_a," << names[k] << "_b,delta_" << names[k];
   out << '\n';
   auto number = [&](double value) -> std::ostream& {
     if (std::isnan(value)) return out << "nan";
@@ -416,11 +458,11 @@ inline void write_comparison_csv(std::ostream& out, const ModelComparison& compa
     const HeadAttentionSummary delta = head.delta();
     const HeadAttentionSummary* parts[] = {&head.a, &head.b, &delta};
     auto field = [](const HeadAttentionSummary& s, int k) {
-      const double values[] = {s.sink_mass, s.entropy, s.entropy_sink, s.entropy_content, s.max_weight,
-                               s.jacobian_norm};
+      const double values[] = {s.sink_mass,  s.entropy,       s.entropy_sink, s.entropy_content,
+                               s.max_weight, s.jacobian_norm, s.learned_sink};
       return values[k];
     };
-    for (int k = 0; k < 6; ++k)
+    for (int k = 0; k < fields; ++k)
       for (const HeadAttentionSummary* part : parts) {
         out << ',';
         number(field(*part, k));

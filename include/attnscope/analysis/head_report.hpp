@@ -90,8 +90,44 @@ double attention_sink_mass(const Eigen::MatrixBase<Derived>& attention, const st
   return total / static_cast<double>(attention.rows());
 }
 
+/// Per-row entropies of a head with learned-sink shares σ (gpt-oss), whose rows a_i sum to 1 − σ_i, from
+/// H_raw = −Σ_j a_ij ln a_ij (0 ln 0 = 0):
+/// - `real_keys`: H(a_i / c_i) = H_raw / c_i + ln c_i, c_i = 1 − σ_i, the entropy of the row renormalised over the real
+///   keys (what `rowstats` calls entropy) [derived];
+/// - `with_sink`: H(a_i, σ_i) = H_raw − σ_i ln σ_i, the entropy of the (n+1)-part composition with the sink
+///   (rowstats' entropy_with_sink) [derived].
+/// Both are empty when a weight is negative or not finite, or a share is outside [0, 1), or the sizes differ. O(L²).
+struct LearnedSinkEntropies {
+  Vector<double> real_keys, with_sink;
+};
+
+template <class Derived, class SinkDerived>
+LearnedSinkEntropies learned_sink_row_entropies(const Eigen::MatrixBase<Derived>& attention,
+                                                const Eigen::MatrixBase<SinkDerived>& sink_shares) {
+  LearnedSinkEntropies result;
+  const Index rows = attention.rows();
+  if (rows == 0 || sink_shares.size() != rows) return result;
+  Vector<double> real_keys(rows), with_sink(rows);
+  for (Index i = 0; i < rows; ++i) {
+    const double sigma = static_cast<double>(sink_shares(i));
+    if (!(sigma >= 0 && sigma < 1)) return result;
+    double raw = 0;
+    for (Index j = 0; j < attention.cols(); ++j) {
+      const double a = static_cast<double>(attention(i, j));
+      if (!(a >= 0) || !std::isfinite(a)) return result;
+      if (a > 0) raw -= a * std::log(a);
+    }
+    const double content = 1.0 - sigma;
+    real_keys(i) = raw / content + std::log(content);
+    with_sink(i) = raw - (sigma > 0 ? sigma * std::log(sigma) : 0.0);
+  }
+  result.real_keys = std::move(real_keys);
+  result.with_sink = std::move(with_sink);
+  return result;
+}
+
 /// The report columns of a model with learned sink logits (gpt-oss; HeadInput::learned_sink): the mean share σ of the
-/// sink logit, and the mean content mass 1 − σ − Σ_{j∈S} A(i, j) left for the keys that are not sinks. NaN for a head
+/// sink logit, the mean entropy with the sink as a part (learned_sink_row_entropies), and the mean content mass 1 − σ − Σ_{j∈S} A(i, j) left for the keys that are not sinks. NaN for a head
 /// without learned-sink shares.
 inline std::vector<ReportColumn> learned_sink_report_columns(const std::vector<Index>& sink_keys = {0}) {
   const auto reason = [](const HeadInput&) { return std::string("the model has no learned sink"); };
@@ -104,6 +140,17 @@ inline std::vector<ReportColumn> learned_sink_report_columns(const std::vector<I
        {"Mean share σ of the head's learned sink logit s (gpt-oss): p_ij = e^{z_ij}/(Σ_k e^{z_ik} + e^s), σ_i = 1 − Σ_j p_ij.",
         "The head parks its mass on the learned sink, outside every key.", "The learned sink takes little mass.",
         "tests/fixtures/hf/gpt_oss (random weights, L = 35): 0.017-0.42."}},
+      {"entropy_with_sink", "mean entropy of the composition of the real keys' weights and the learned sink (nats)",
+       [](const HeadInput& h) {
+         if (!h.learned_sink.size()) return std::numeric_limits<double>::quiet_NaN();
+         const LearnedSinkEntropies entropies = learned_sink_row_entropies(h.attention, h.learned_sink);
+         return entropies.with_sink.size() ? entropies.with_sink.mean() : std::numeric_limits<double>::quiet_NaN();
+       },
+       reason, "H_sink", true,
+       {"Mean entropy of the (n+1)-part composition (a_i0, ..., a_in, σ_i): H_raw − σ ln σ per row (nats). The "
+        "entropy column is that of the real keys' row renormalised, a_ij / (1 − σ_i).",
+        "Mass spread over the keys and the learned sink.", "The row concentrates on few keys or on the sink.",
+        "tests/fixtures/hf/gpt_oss (random weights, L = 35): 1.24-1.92."}},
       {"content_mass", "mean mass left for content keys: 1 - learned sink - sink keys",
        [sink_keys](const HeadInput& h) {
          if (!h.learned_sink.size()) return std::numeric_limits<double>::quiet_NaN();
@@ -128,6 +175,14 @@ double mean_attention_entropy(const Eigen::MatrixBase<Derived>& attention) {
   } catch (const attnscope::invalid_argument&) {  // a negative or non-finite entry
     return std::numeric_limits<double>::quiet_NaN();
   }
+}
+
+/// The `entropy` column's value for one head: mean_attention_entropy, or for a head with learned-sink shares the mean
+/// entropy of the real keys' renormalised rows (learned_sink_row_entropies). NaN when not defined.
+inline double head_mean_entropy(const HeadInput& head) {
+  if (!head.learned_sink.size()) return mean_attention_entropy(head.attention);
+  const LearnedSinkEntropies entropies = learned_sink_row_entropies(head.attention, head.learned_sink);
+  return entropies.real_keys.size() ? entropies.real_keys.mean() : std::numeric_limits<double>::quiet_NaN();
 }
 
 /// Largest finite entry (e.g. the max scaled logit of scores with −inf future entries); NaN when there is none.
@@ -166,21 +221,47 @@ Vector<double> attention_jacobian_norms(const Eigen::MatrixBase<Derived>& attent
   return softmax_jacobian_spectral_norm(a, Scalar(1)).template cast<double>();
 }
 
+/// Exact ‖diag p − ppᵀ‖₂ of every row p of a head with learned-sink shares σ (rows sum to 1 − σ_i): the Jacobian of
+/// the content weights with respect to their logits when a learned sink logit joins the softmax denominator, with the
+/// sink's mass r₀ = σ_i in the secular equation (docs/theory/normalization-maps.md §5.4). Empty when a weight is
+/// negative or not finite, a share is outside [0, 1], |Σp + σ − 1| > 1e-3, or the sizes differ. O(L²).
+template <class Derived, class SinkDerived>
+Vector<double> attention_jacobian_norms(const Eigen::MatrixBase<Derived>& attention,
+                                        const Eigen::MatrixBase<SinkDerived>& sink_shares) {
+  using Scalar = typename Derived::Scalar;
+  const RowMatrixView<Scalar> a(attention.derived());
+  if (a.size() == 0 || sink_shares.size() != a.rows() || !a.allFinite() || a.minCoeff() < 0) return {};
+  Vector<double> norms(a.rows());
+  for (Index i = 0; i < a.rows(); ++i) {
+    const double sigma = static_cast<double>(sink_shares(i));
+    if (!(sigma >= 0 && sigma <= 1) || std::abs(static_cast<double>(a.row(i).sum()) + sigma - 1.0) > 1e-3) return {};
+    const Vector<Scalar> row = a.row(i).transpose();
+    norms(i) = static_cast<double>(
+        attnscope::detail::sink_softmax_jacobian_norm_row(row.data(), row.size(), static_cast<Scalar>(sigma)));
+  }
+  return norms;
+}
+
 namespace detail {
 inline std::string reason_not_distributions(const HeadInput&) {
   return "rows are not probability distributions (sink or SA-softmax map, or --lenient input)";
 }
 
-/// attention_jacobian_norms of one head, computed once for the two Jacobian columns: the last head's attention is
-/// kept and compared by value (same_entries; far cheaper than the norms), so a stale result is never returned. A
+/// attention_jacobian_norms of one head (with its learned-sink shares when it has them), computed once for the two
+/// Jacobian columns: the last head's attention and shares are kept and compared by value (same_entries; far cheaper than the norms), so a stale result is never returned. A
 /// template, as the columns are, so that only programs building the columns compile the norms.
 template <class Scalar>
 class JacobianNormsCache {
  public:
   const Vector<double>& get(const HeadInput& head) {
-    if (!(have_ && same_entries(attention_, head.attention))) {
-      norms_ = attention_jacobian_norms(head.attention.template cast<Scalar>());
+    if (!(have_ && same_entries(attention_, head.attention) && learned_sink_.size() == head.learned_sink.size() &&
+          learned_sink_ == head.learned_sink)) {
+      norms_ = head.learned_sink.size()
+                   ? attention_jacobian_norms(head.attention.template cast<Scalar>(),
+                                              head.learned_sink.template cast<Scalar>())
+                   : attention_jacobian_norms(head.attention.template cast<Scalar>());
       attention_ = head.attention;
+      learned_sink_ = head.learned_sink;
       have_ = true;
     }
     return norms_;
@@ -188,6 +269,7 @@ class JacobianNormsCache {
 
  private:
   RowMatrix<double> attention_;
+  Vector<double> learned_sink_;
   bool have_ = false;
   Vector<double> norms_;
 };
@@ -216,8 +298,8 @@ std::vector<ReportColumn> default_report_columns(const std::vector<Index>& sink_
         "LMs typically have such heads.",
         "The head spreads its mass over content keys.",
         "stories260K: 0.006-0.10 (median 0.03); gpt2-wp-mini: 0.004-0.014. Neither small model has a strong sink."}},
-      {"entropy", "mean row entropy of the attention (nats)",
-       [](const HeadInput& h) { return mean_attention_entropy(h.attention); }, detail::reason_not_distributions, "H", true,
+      {"entropy", "mean row entropy of the attention (nats; over the real keys, renormalised, with learned sinks)",
+       [](const HeadInput& h) { return head_mean_entropy(h); }, detail::reason_not_distributions, "H", true,
        {"Mean Shannon entropy of the attention rows, in nats (a uniform row over n keys has ln n).",
         "Diffuse attention: many keys share the weight (causal rows over L keys: at most about ln L - 1 on average).",
         "Sharp attention: few keys take the weight (0 = one key per row).",

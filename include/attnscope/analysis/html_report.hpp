@@ -22,6 +22,7 @@
 #include "attnscope/analysis/detail/html_heatmap.hpp"
 #include "attnscope/analysis/detail/html_page.hpp"
 #include "attnscope/analysis/head_report.hpp"
+#include "attnscope/analysis/routing.hpp"
 #include "attnscope/core/error.hpp"
 #include "attnscope/core/types.hpp"
 #include "attnscope/io/file.hpp"
@@ -55,6 +56,7 @@ struct HtmlHead {
   Index block = 1, thumbnail_block = 1;  // downsampling factors of the large view and of the thumbnail
   HtmlImage image, thumbnail;
   double sink_mass = 0, content_mass = 0;  // mean over finite rows of Σ_{k ∈ sink} A(i,k) and of the rest
+  double learned_sink = -1;                // mean share σ of a learned sink logit (gpt-oss); < 0: the head has none
   Index nonfinite_entries = 0, out_of_range_entries = 0, finite_rows = 0;
 };
 
@@ -138,6 +140,41 @@ class HtmlReportBuilder {
     heads_.push_back(std::move(entry));
   }
 
+  /// Adds one head of a model with learned sink logits (gpt-oss): `attention` holds the weights over the real keys
+  /// (rows sum to 1 − σ_i) and `sink_shares` the L_q shares σ_i. As add_head, and the head's bar shows the mean σ
+  /// (purple) beside the sink keys' mass (orange) and the content mass (blue). Throws invalid_argument as add_head,
+  /// and for shares of another length or outside [0, 1].
+  template <class Derived, class SinkDerived>
+  void add_head(int layer, int head, const Eigen::MatrixBase<Derived>& attention,
+                const Eigen::MatrixBase<SinkDerived>& sink_shares) {
+    const char* fn = "HtmlReportBuilder::add_head";
+    if (sink_shares.size() != attention.rows())
+      attnscope::detail::throw_invalid_argument(fn, "layer ", layer, " head ", head, ": ", sink_shares.size(),
+                                                " learned-sink shares for ", attention.rows(), " rows");
+    double total = 0;
+    for (Index i = 0; i < sink_shares.size(); ++i) {
+      const double sigma = static_cast<double>(sink_shares(i));
+      if (!(sigma >= 0 && sigma <= 1))
+        attnscope::detail::throw_invalid_argument(fn, "layer ", layer, " head ", head, ": learned-sink share ", sigma,
+                                                  " at row ", i, " is outside [0, 1]");
+      total += sigma;
+    }
+    add_head(layer, head, attention);
+    heads_.back().learned_sink = sink_shares.size() ? total / static_cast<double>(sink_shares.size()) : 0.0;
+  }
+
+  /// Adds the routing of one Mixture-of-Experts layer (summarize_routing): the page's "Experts" section shows the
+  /// layer's load as one bar per expert (height ∝ tokens) with its mean routing entropy against ln E. Throws
+  /// invalid_argument for a negative layer, a layer already added, or a summary without experts.
+  void add_routing(int layer, RoutingSummary summary) {
+    const char* fn = "HtmlReportBuilder::add_routing";
+    if (layer < 0) attnscope::detail::throw_invalid_argument(fn, "layer ", layer, " is negative");
+    if (summary.load.empty()) attnscope::detail::throw_invalid_argument(fn, "layer ", layer, " has no experts");
+    for (const auto& existing : routing_)
+      if (existing.first == layer) attnscope::detail::throw_invalid_argument(fn, "layer ", layer, " was already added");
+    routing_.emplace_back(layer, std::move(summary));
+  }
+
   /// Token strings of the sequence: key j is labelled tokens[j]; query row i of an Lq × Lk head (Lq ≤ Lk, e.g. a
   /// decoding step) is position Lk − Lq + i. Heads with more keys than tokens are labelled by position only.
   void set_tokens(std::vector<std::string> tokens) { tokens_ = std::move(tokens); }
@@ -162,8 +199,8 @@ class HtmlReportBuilder {
          << detail::html_escape(options_.title) << "</title>\n<style>" << detail::html_page_style() << "</style></head>\n<body>\n"
          << "<div id=\"script-errors\" hidden></div>\n<h1>" << detail::html_escape(options_.title) << "</h1>\n";
     if (!options_.source.empty()) page << "<p class=\"source\">" << detail::html_escape(options_.source) << "</p>\n";
-    page << summary() << grid() << "<section id=\"detail\" hidden></section>\n"
     page << detail::html_run_record(options_.run);
+    page << summary() << grid() << experts() << "<section id=\"detail\" hidden></section>\n"
          << table(report) << glossary(report) << "<script type=\"application/json\" id=\"attnscope-data\">"
          << detail::html_script_json(data()) << "</script>\n<script>" << detail::html_page_script() << "</script>\n</body></html>\n";
     return page.str();
@@ -195,7 +232,10 @@ class HtmlReportBuilder {
            "head is its mean mass on the sink key"
         << (options_.sink_keys.size() == 1 ? "" : "s") << " (";
     for (std::size_t k = 0; k < options_.sink_keys.size(); ++k) out << (k ? ", " : "") << options_.sink_keys[k];
-    out << ", orange) against the content keys (blue).</p>\n";
+    out << ", orange) against the content keys (blue)";
+    if (std::any_of(heads_.begin(), heads_.end(), [](const detail::HtmlHead& h) { return h.learned_sink >= 0; }))
+      out << "; purple: the learned sink logit's mean share of the row";
+    out << ".</p>\n";
     if (downsampled)
       out << "<p id=\"downsample-note\" class=\"note\">" << downsampled << " of " << heads_.size()
           << " heads are larger than " << options_.image_max_side << " pixels and are shown downsampled (up to "
@@ -236,7 +276,45 @@ class HtmlReportBuilder {
     return out.str();
   }
 
+  // The routing of the Mixture-of-Experts layers: per layer one bar per expert, height ∝ its tokens.
+  std::string experts() const {
+    if (routing_.empty()) return {};
+    std::vector<std::pair<int, RoutingSummary>> layers = routing_;
+    std::sort(layers.begin(), layers.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::ostringstream out;
+    out.precision(3);
+    out << "<section id=\"experts\"><h2>Experts</h2><p class=\"hint\">Tokens per expert in each Mixture-of-Experts "
+           "layer (hover a bar for its count); the mean entropy of the router's softmax over all experts against ln E "
+           "(a router that cannot tell the experts apart).</p>\n";
+    for (const auto& [layer, summary] : layers) {
+      Index largest = 1;
+      for (const Index load : summary.load) largest = std::max(largest, load);
+      out << "<div class=\"experts-layer\" data-layer=\"" << layer << "\"><span class=\"layer-label\">layer " << layer
+          << "</span><span class=\"loads\" style=\"display:inline-flex;align-items:flex-end;height:40px;gap:1px\">";
+      for (std::size_t e = 0; e < summary.load.size(); ++e) {
+        const double percent = 100.0 * static_cast<double>(summary.load[e]) / static_cast<double>(largest);
+        out << "<span class=\"load\" title=\"expert " << e << ": " << summary.load[e] << " tokens\" style=\"display:"
+            << "inline-block;width:6px;height:" << percent << "%;min-height:1px;background:#3b6fb6\"></span>";
+      }
+      out << "</span> <span class=\"note\">mean routing entropy " << detail::html_format_value(summary.mean_entropy)
+          << " of ln E = " << detail::html_format_value(summary.max_entropy) << " nats</span></div>\n";
+    }
+    out << "</section>\n";
+    return out.str();
+  }
+
   static std::string bar(const detail::HtmlHead& h) {
+    if (h.learned_sink >= 0 && h.finite_rows > 0) {  // three parts: σ, the sink keys, the content keys (sum 1)
+      const double learned = 100.0 * std::min(1.0, h.learned_sink);
+      const double keys = std::min(100.0, learned + 100.0 * std::max(0.0, h.sink_mass));
+      std::ostringstream out;
+      out.precision(4);
+      out << "<span class=\"bar\" title=\"learned sink " << detail::html_format_value(h.learned_sink) << ", sink "
+          << detail::html_format_value(h.sink_mass) << ", content " << detail::html_format_value(h.content_mass)
+          << "\" style=\"background:linear-gradient(to right,#8c6bb1 0% " << learned << "%,#f28e2b " << learned << "% "
+          << keys << "%,#3b6fb6 " << keys << "% 100%)\"></span>";
+      return out.str();
+    }
     const double total = h.sink_mass + h.content_mass;
     if (h.finite_rows == 0 || !(total > 0)) return "<span class=\"bar empty\" title=\"no finite rows\"></span>";
     const double sink_percent = 100.0 * std::min(1.0, std::max(0.0, h.sink_mass / total));
@@ -335,6 +413,7 @@ class HtmlReportBuilder {
 
   HtmlReportOptions options_;
   std::vector<detail::HtmlHead> heads_;
+  std::vector<std::pair<int, RoutingSummary>> routing_;
   std::vector<std::string> tokens_;
 };
 

@@ -20,6 +20,18 @@
 #include "attnscope/analysis/head_report.hpp"
 
 namespace attnscope::analysis {
+
+/// The sink channel of the composition columns for a head with a learned sink logit (gpt-oss), whose row is the
+/// (n+1)-part composition (a_i0, ..., a_in, σ_i): `learned` = the learned sink's share σ; `keys` = the sink keys of the
+/// real keys' renormalised row (σ left out, as if the model had no learned sink); `both` = σ and the sink keys (the
+/// default). Heads without a learned sink always use the sink keys (and are NaN with `learned`).
+enum class SinkChannel { keys, learned, both };
+
+/// The channel's name as the CLI spells it (keys, learned, both).
+inline const char* sink_channel_name(SinkChannel channel) {
+  return channel == SinkChannel::keys ? "keys" : channel == SinkChannel::learned ? "learned" : "both";
+}
+
 namespace detail {
 
 template <class Derived>
@@ -39,6 +51,25 @@ struct EntropyChannels {
   std::string problem;
 };
 
+// entropy_split of rows[first_row..) (each row's visible keys given by `visibility`, relative to that block) with the
+// sink parts `sinks`, reduced to the two report values.
+template <class Derived>
+EntropyChannels entropy_channels_of(const Eigen::MatrixBase<Derived>& rows, Index first_row,
+                                    const Visibility& visibility, const std::vector<Index>& sinks) {
+  EntropyChannels result;
+  try {
+    const auto split = composition::entropy_split(rows.bottomRows(rows.rows() - first_row), visibility,
+                                                  composition::SinkSet(sinks));
+    result.content_entropy = static_cast<double>(split.content_entropy.mean());
+    const double total = static_cast<double>(split.entropy.sum());
+    if (total > 0) result.sink_share = static_cast<double>(split.sink_term().sum()) / total;
+    else result.problem = "every row has zero entropy";
+  } catch (const attnscope::invalid_argument& error) {  // a row with all mass on the sink, or not a distribution
+    result.problem = error.what();
+  }
+  return result;
+}
+
 template <class Derived>
 EntropyChannels entropy_channels(const Eigen::MatrixBase<Derived>& attention, const std::vector<Index>& sink_keys = {0}) {
   EntropyChannels result;
@@ -50,30 +81,79 @@ EntropyChannels entropy_channels(const Eigen::MatrixBase<Derived>& attention, co
     return result;
   }
   const Index first_row = causal ? last_sink + 1 : 0;  // causal rows up to the last sink see no content key
-  const Visibility visibility = causal ? Visibility(Causal{first_row}) : Visibility();
-  try {
-    const auto split = composition::entropy_split(attention.bottomRows(attention.rows() - first_row), visibility,
-                                                  composition::SinkSet(sink_keys));
-    result.content_entropy = static_cast<double>(split.content_entropy.mean());
-    const double total = static_cast<double>(split.entropy.sum());
-    if (total > 0) result.sink_share = static_cast<double>(split.sink_term().sum()) / total;
-    else result.problem = "every row has zero entropy";
-  } catch (const attnscope::invalid_argument& error) {  // a row with all mass on the sink, or not a distribution
-    result.problem = error.what();
-  }
-  return result;
+  return entropy_channels_of(attention, first_row, causal ? Visibility(Causal{first_row}) : Visibility(), sink_keys);
 }
 
-/// entropy_channels of one head, computed once for the two composition columns: the last head's attention is kept
-/// and compared by value (a copy and a comparison cost far less than the split), so a stale result is never returned.
+/// entropy_channels of a head with learned-sink shares σ (rows a_i summing to 1 − σ_i), with the sink channel chosen
+/// by `channel` (SinkChannel): `keys` splits the real keys' renormalised rows a_i / (1 − σ_i) at `sink_keys`;
+/// `learned` and `both` split the (n+1)-part composition [σ_i, a_i] (σ as part 0, so causal row i sees parts
+/// 0..i+1) with the sink = σ, or σ and the sink keys [derived].
+template <class Derived, class SinkDerived>
+EntropyChannels entropy_channels(const Eigen::MatrixBase<Derived>& attention,
+                                 const Eigen::MatrixBase<SinkDerived>& sink_shares, const std::vector<Index>& sink_keys,
+                                 SinkChannel channel) {
+  using Scalar = typename Derived::Scalar;
+  EntropyChannels result;
+  if (sink_shares.size() != attention.rows()) {
+    result.problem = "learned_sink has " + std::to_string(sink_shares.size()) + " rows, attention " +
+                     std::to_string(attention.rows());
+    return result;
+  }
+  if (channel == SinkChannel::keys) {
+    RowMatrix<Scalar> renormalised = attention;
+    for (Index i = 0; i < renormalised.rows(); ++i) {
+      const Scalar content = Scalar(1) - static_cast<Scalar>(sink_shares(i));
+      if (!(content > 0)) {
+        result.problem = "row " + std::to_string(i) + " has all its mass on the learned sink";
+        return result;
+      }
+      renormalised.row(i) /= content;
+    }
+    return entropy_channels(renormalised, sink_keys);
+  }
+  const bool causal = attention.rows() == attention.cols() && is_lower_triangular(attention);
+  RowMatrix<Scalar> parts(attention.rows(), attention.cols() + 1);  // [σ | a]
+  parts.col(0) = sink_shares.template cast<Scalar>();
+  parts.rightCols(attention.cols()) = attention;
+  std::vector<Index> sinks{0};
+  Index first_row = 0;
+  if (channel == SinkChannel::both) {
+    Index last_sink = -1;
+    for (const Index key : sink_keys) {
+      sinks.push_back(key + 1);
+      last_sink = std::max(last_sink, key);
+    }
+    if (attention.cols() <= last_sink + 1 || (causal && attention.rows() < last_sink + 2)) {
+      result.problem = "needs more keys than the sink keys";
+      return result;
+    }
+    if (causal) first_row = last_sink + 1;  // causal rows up to the last sink key see no content key
+  }
+  return entropy_channels_of(parts, first_row, causal ? Visibility(Causal{first_row + 1}) : Visibility(), sinks);
+}
+
+/// entropy_channels of one head (with its learned-sink shares and the chosen channel when it has them), computed once
+/// for the two composition columns: the last head's attention and shares are kept and compared by value (a copy and a
+/// comparison cost far less than the split), so a stale result is never returned.
 template <class Scalar>
 class EntropyChannelsCache {
  public:
-  explicit EntropyChannelsCache(std::vector<Index> sink_keys) : sink_keys_(std::move(sink_keys)) {}
+  EntropyChannelsCache(std::vector<Index> sink_keys, SinkChannel channel)
+      : sink_keys_(std::move(sink_keys)), channel_(channel) {}
   const EntropyChannels& get(const HeadInput& head) {
-    if (!(have_ && same_entries(attention_, head.attention))) {
-      value_ = entropy_channels(head.attention.template cast<Scalar>(), sink_keys_);
+    if (!(have_ && same_entries(attention_, head.attention) && learned_sink_.size() == head.learned_sink.size() &&
+          learned_sink_ == head.learned_sink)) {
+      if (head.learned_sink.size()) {
+        value_ = entropy_channels(head.attention.template cast<Scalar>(), head.learned_sink.template cast<Scalar>(),
+                                  sink_keys_, channel_);
+      } else if (channel_ == SinkChannel::learned) {
+        value_ = EntropyChannels{};
+        value_.problem = "the sink channel is the learned sink and the model has none";
+      } else {
+        value_ = entropy_channels(head.attention.template cast<Scalar>(), sink_keys_);
+      }
       attention_ = head.attention;
+      learned_sink_ = head.learned_sink;
       have_ = true;
     }
     return value_;
@@ -81,7 +161,9 @@ class EntropyChannelsCache {
 
  private:
   std::vector<Index> sink_keys_;
+  SinkChannel channel_;
   RowMatrix<double> attention_;
+  Vector<double> learned_sink_;
   bool have_ = false;
   EntropyChannels value_;
 };
@@ -140,7 +222,8 @@ class CapacityCache {
 
 /// Columns of the analysis modules (NaN when the inputs are missing or do not qualify; the column's missing_reason
 /// says why):
-/// - `content_entropy`: mean H(c) of the content composition (sink = `sink_keys`), rows with content keys;
+/// - `content_entropy`: mean H(c) of the content composition (sink = `sink_keys`; for a head with a learned sink, the
+///   sink channel `channel`, see SinkChannel), rows with content keys;
 /// - `sink_entropy_share`: Σ_i (H_b(s_i) + s_i·H_within) / Σ_i H(a_i), the sink channel's share of the entropy;
 /// - `causal_stable_rank`: ‖S‖_F²/‖S‖₂² of the causal part of the scaled scores (needs square scores; logits module);
 /// - `separability_at_critical_n`: mean N_s/N at the head's critical top-N (needs scores and values; capacity);
@@ -149,10 +232,11 @@ class CapacityCache {
 /// Scalar is the precision the columns compute in (the head inputs are double; float roughly halves the time at
 /// float accuracy). A template, so that only programs which build these columns compile the analyses behind them.
 template <class Scalar = double>
-std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink_keys = {0}) {
+std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink_keys = {0},
+                                                  SinkChannel channel = SinkChannel::both) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto capacity = std::make_shared<detail::CapacityCache<Scalar>>();
-  auto cache = std::make_shared<detail::EntropyChannelsCache<Scalar>>(sink_keys);
+  auto cache = std::make_shared<detail::EntropyChannelsCache<Scalar>>(sink_keys, channel);
   auto channels = [cache](const HeadInput& h) { return cache->get(h); };
   return {
       {"content_entropy", "mean entropy of the content composition (keys other than the sink keys), nats",
@@ -229,15 +313,16 @@ std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink
 
 #ifdef ATTNSCOPE_EXTERN_TEMPLATES
 // Compiled once in the optional compiled part (src/extern_templates/report_columns.cpp).
-extern template std::vector<ReportColumn> analysis_report_columns<double>(const std::vector<Index>&);
-extern template std::vector<ReportColumn> analysis_report_columns<float>(const std::vector<Index>&);
+extern template std::vector<ReportColumn> analysis_report_columns<double>(const std::vector<Index>&, SinkChannel);
+extern template std::vector<ReportColumn> analysis_report_columns<float>(const std::vector<Index>&, SinkChannel);
 #endif
 
-/// default_report_columns(sink_keys) followed by analysis_report_columns<Scalar>(sink_keys).
+/// default_report_columns(sink_keys) followed by analysis_report_columns<Scalar>(sink_keys, channel).
 template <class Scalar = double>
-std::vector<ReportColumn> all_report_columns(const std::vector<Index>& sink_keys = {0}) {
+std::vector<ReportColumn> all_report_columns(const std::vector<Index>& sink_keys = {0},
+                                             SinkChannel channel = SinkChannel::both) {
   std::vector<ReportColumn> columns = default_report_columns(sink_keys);
-  for (auto& column : analysis_report_columns<Scalar>(sink_keys)) columns.push_back(std::move(column));
+  for (auto& column : analysis_report_columns<Scalar>(sink_keys, channel)) columns.push_back(std::move(column));
   return columns;
 }
 
@@ -251,12 +336,14 @@ inline const std::vector<std::string>& costly_report_column_names() {
   return names;
 }
 
-/// all_report_columns<Scalar>(sink_keys) without costly_report_column_names(): the default of `attnscope report`.
+/// all_report_columns<Scalar>(sink_keys, channel) without costly_report_column_names(): the default of
+/// `attnscope report`.
 template <class Scalar = double>
-std::vector<ReportColumn> fast_report_columns(const std::vector<Index>& sink_keys = {0}) {
+std::vector<ReportColumn> fast_report_columns(const std::vector<Index>& sink_keys = {0},
+                                              SinkChannel channel = SinkChannel::both) {
   std::vector<ReportColumn> columns;
   const auto& costly = costly_report_column_names();
-  for (auto& column : all_report_columns<Scalar>(sink_keys))
+  for (auto& column : all_report_columns<Scalar>(sink_keys, channel))
     if (std::find(costly.begin(), costly.end(), column.name) == costly.end()) columns.push_back(std::move(column));
   return columns;
 }

@@ -1,6 +1,7 @@
 // Writes the HTML report page that tests/browser/check_html_page.py loads in headless Chromium: 3 layers × 4 heads of
 // seeded causal attention (layer 0: L = 24 with token strings; layer 1: a sink head and others; layer 2: L = 700, so
-// downsampled), one head with a NaN entry, and every report column; OUT.html.expected holds the weight of layer 0
+// downsampled), one head with a NaN entry, one with a learned sink, the routing of two Mixture-of-Experts layers,
+// and every report column; OUT.html.expected holds the weight of layer 0
 // head 1 at query 5, key 3 (what the page's readout must show for #head-0-1:5,3).
 // Usage: make_test_page OUT.html
 #include <cmath>
@@ -49,13 +50,22 @@ int main(int argc, char** argv) {
         input.head = head;
         input.attention = causal_attention(random, length, layer == 1 ? 2.0 * head : 0.0);
         if (layer == 1 && head == 3) input.attention(5, 2) = std::nan("");
-        builder.add_head(layer, head, input.attention);
+        if (layer == 0 && head == 2) {  // a learned-sink head: rows scaled to 1 − σ, σ = 0.3
+          input.learned_sink = Vector<double>::Constant(length, 0.3);
+          input.attention *= 0.7;
+          builder.add_head(layer, head, input.attention, input.learned_sink);
+        } else {
+          builder.add_head(layer, head, input.attention);
+        }
         heads.push_back(std::move(input));
       }
     std::vector<std::string> tokens;
     const char* words[] = {"<s>", "Once", " upon", " a", " time", ",", " there", " was", " a", " <little>", " girl"};
     for (int i = 0; i < 24; ++i) tokens.push_back(words[i % 11]);
     builder.set_tokens(tokens);
+    // two Mixture-of-Experts layers of 8 experts, 24 tokens top-2 (expert 3 the busiest, with 20 tokens)
+    builder.add_routing(0, analysis::RoutingSummary{{2, 4, 6, 20, 5, 3, 4, 4}, 1.2, std::log(8.0)});
+    builder.add_routing(1, analysis::RoutingSummary{{6, 6, 6, 6, 6, 6, 6, 6}, 2.0, std::log(8.0)});
     analysis::HeadReportOptions lenient;  // the NaN head is analysed anyway (as `report --lenient` does)
     lenient.lenient = true;
     // every column, so that the test sees the widest table the command writes (--columns all)

@@ -30,12 +30,13 @@ struct CompareModelLayer {
   stream::RowStatisticsOptions attention;         // the layer's visibility, scale and softcap
   Index head_dim = 0;
   int heads_per_kv = 1;
+  const Vector<float>* sink_logits = nullptr;  // the layer's learned sink logit per head (gpt-oss), or none
 };
 
 /// Running sums of one head over its rows (means once every row is in), and what the rows need of the options.
 struct CompareHeadSums {
   double sink_mass[2] = {0, 0}, entropy[2] = {0, 0}, entropy_sink[2] = {0, 0}, entropy_content[2] = {0, 0};
-  double max_weight[2] = {0, 0}, jacobian_norm[2] = {0, 0};
+  double max_weight[2] = {0, 0}, jacobian_norm[2] = {0, 0}, learned_sink[2] = {0, 0};
   double js_keep = 0, js_drop = 0, top_k_overlap = 0;
   Index drop_rows = 0;
 };
@@ -44,13 +45,15 @@ struct CompareHeadSums {
 struct CompareScratch {
   std::vector<float> strip[2], probabilities[2], joined[2], zeroed[2], copy, candidates, top;
   stream::RowStatistics statistics[2];
-  std::vector<Index> sinks[2], joined_sinks;
+  std::vector<Index> sinks[2], joined_sinks, part_sinks;
   std::vector<double> sink_parts, wide[2];
   stream::detail::BlockKeys<float> keys[2];
   stream::detail::BlockProductScratch products;
 
   void reserve(Index query_block, Index length) {
-    const std::size_t row = static_cast<std::size_t>(length), strip_size = static_cast<std::size_t>(query_block) * row;
+    // a row of keys plus one part: a learned sink's share σ joins the row as its last part
+    const std::size_t row = static_cast<std::size_t>(length) + 1;
+    const std::size_t strip_size = static_cast<std::size_t>(query_block) * static_cast<std::size_t>(length);
     for (int m = 0; m < 2; ++m) {
       if (strip[m].size() < strip_size) strip[m].resize(strip_size);
       for (std::vector<float>* buffer : {&probabilities[m], &joined[m], &zeroed[m]})
@@ -58,7 +61,7 @@ struct CompareScratch {
       stream::RowStatistics& s = statistics[m];
       if (s.entropy.size() < query_block)
         for (Vector<double>* column : {&s.max_scaled_logit, &s.log_partition, &s.entropy, &s.sink_mass,
-                                       &s.max_weight, &s.jacobian_norm})
+                                       &s.max_weight, &s.jacobian_norm, &s.learned_sink, &s.entropy_with_sink})
           column->resize(query_block);
       if (s.visible_keys.size() < query_block) s.visible_keys.resize(query_block);
     }
@@ -90,7 +93,12 @@ inline void compare_block_logits(const CompareModelLayer& model, const stream::d
 
 /// Compares head `head` of one layer of models a and b over all L query rows (blocks of query_block rows), adding
 /// each row's values to `sums` and, when `image` is set, the rows to its block-max images. `sinks`: sorted, unique
-/// sink keys. Throws (naming analysis::compare_models) when a logit is not finite.
+/// sink keys. When either model has learned sink logits, each row is compared as the (n+1)-part composition of its
+/// real keys' weights and its sink share σ (σ = 0 for a model without): σ is the row's last part and joins the sink
+/// channel, so the entropy is that of the composition, its sink part holds σ, and the drop convention removes σ with
+/// the sink keys [derived]; the max weight, top-k overlap and images stay over the real keys, ‖J‖₂ is the sink form
+/// (stream::detail::reduce_row with the sink logit). Throws (naming analysis::compare_models) when a logit is not
+/// finite.
 inline void compare_head(const CompareModelLayer& a, const CompareModelLayer& b, int head,
                          const std::vector<Index>& sinks, Index top_k, Index query_block, bool statistics,
                          CompareImageAccumulator* image, CompareHeadSums& sums, CompareScratch& scratch) {
@@ -99,9 +107,13 @@ inline void compare_head(const CompareModelLayer& a, const CompareModelLayer& b,
   scratch.reserve(query_block, length);
   const CompareModelLayer* models[2] = {&a, &b};
   for (int m = 0; m < 2; ++m) compare_head_keys(*models[m], head, scratch.keys[m]);
-  stream::RowStatisticsOptions row_options;  // what reduce_row computes: every statistic but the top-k masses
-  row_options.jacobian_norm = true;
-  row_options.top_k.clear();
+  stream::RowStatisticsOptions row_options[2];  // what reduce_row computes: every statistic but the top-k masses
+  const bool learned_sinks = a.sink_logits != nullptr || b.sink_logits != nullptr;
+  for (int m = 0; m < 2; ++m) {
+    row_options[m].jacobian_norm = true;
+    row_options[m].top_k.clear();
+    if (models[m]->sink_logits != nullptr) row_options[m].sink_logit = static_cast<double>((*models[m]->sink_logits)(head));
+  }
   const auto sinks_in = [&](Index first, Index end, std::vector<Index>& positions) {
     positions.clear();
     for (const Index s : sinks)
@@ -125,7 +137,7 @@ inline void compare_head(const CompareModelLayer& a, const CompareModelLayer& b,
         begin[m] = range.first, count[m] = range.second - range.first;
         sinks_in(range.first, range.second, scratch.sinks[m]);
         const float* logits = scratch.strip[m].data() + r * widths[m] + (range.first - run_first[m]);
-        stream::detail::reduce_row<float>(function, logits, count[m], scratch.sinks[m], row_options, Index(0),
+        stream::detail::reduce_row<float>(function, logits, count[m], scratch.sinks[m], row_options[m], Index(0),
                                           scratch.probabilities[m].data(), nullptr, scratch.top, r,
                                           scratch.statistics[m]);
       }
@@ -143,20 +155,43 @@ inline void compare_head(const CompareModelLayer& a, const CompareModelLayer& b,
         }
       if (image != nullptr) image->add_row(i, joined_first, row[0], row[1], n);
       if (!statistics) continue;
+      const auto sink_share = [&](int m) {
+        return models[m]->sink_logits != nullptr ? scratch.statistics[m].learned_sink(r) : 0.0;
+      };
       for (int m = 0; m < 2; ++m) {
         const stream::RowStatistics& s = scratch.statistics[m];
-        const RowEntropySplit split = compared_entropy_split(scratch.probabilities[m].data(), scratch.sinks[m],
-                                                             s.entropy(r), scratch.sink_parts);
+        // with learned sinks: the composition (p, σ), σ its last part and a sink
+        float* own = scratch.probabilities[m].data();
+        const std::vector<Index>* own_sinks = &scratch.sinks[m];
+        double entropy = s.entropy(r);
+        if (learned_sinks) {
+          own[count[m]] = static_cast<float>(sink_share(m));
+          scratch.part_sinks = scratch.sinks[m];
+          scratch.part_sinks.push_back(count[m]);
+          own_sinks = &scratch.part_sinks;
+          if (models[m]->sink_logits != nullptr) entropy = s.entropy_with_sink(r);
+        }
+        const RowEntropySplit split = compared_entropy_split(own, *own_sinks, entropy, scratch.sink_parts);
         sums.sink_mass[m] += s.sink_mass(r);
         sums.entropy[m] += split.entropy;
         sums.entropy_sink[m] += split.sink;
         sums.entropy_content[m] += split.content;
         sums.max_weight[m] += s.max_weight(r);
         sums.jacobian_norm[m] += s.jacobian_norm(r);
+        sums.learned_sink[m] += sink_share(m);
       }
       sinks_in(joined_first, joined_end, scratch.joined_sinks);
+      Index parts = n;
+      if (learned_sinks) {  // both rows gain their σ as part n (the joined copies, or the rows themselves)
+        for (int m = 0; m < 2; ++m) {
+          float* own = row[m] == scratch.probabilities[m].data() ? scratch.probabilities[m].data() : scratch.joined[m].data();
+          own[n] = static_cast<float>(sink_share(m));
+        }
+        scratch.joined_sinks.push_back(n);
+        parts = n + 1;
+      }
       ComparedRowView pair;
-      pair.a = row[0], pair.b = row[1], pair.n = n, pair.sinks = &scratch.joined_sinks;
+      pair.a = row[0], pair.b = row[1], pair.n = parts, pair.sinks = &scratch.joined_sinks;
       const RowDivergence divergence = compared_divergence(pair, scratch.zeroed[0], scratch.zeroed[1], scratch.wide[0],
                                                                  scratch.wide[1]);
       sums.js_keep += divergence.keep;
