@@ -232,8 +232,9 @@ TEST_CASE("merge: CSV with run lines joins by the same rules; a study gets a fir
   io::RunOptions run = document_record({1, 2}), other = document_record({3});
   run["command"] = other["command"] = "kvsim";
   const std::string header = "layer,head,policy,spec,mean\n";
-  const std::string a = io::csv_with_run(run, header + "0,1,0,\"streaming:sink=4,window=8\",0.5\n0,0,0,\"streaming:sink=4,window=8\",0.25\n");
-  const std::string b = io::csv_with_run(other, header + "0,0,0,\"streaming:sink=4,window=8\",0.75\n0,1,0,\"streaming:sink=4,window=8\",1\n");
+  const std::string spec = "\"streaming:sink=4,window=8\"";
+  const std::string a = io::csv_with_run(run, header + "0,1,0," + spec + ",0.5\n0,0,0," + spec + ",0.25\n");
+  const std::string b = io::csv_with_run(other, header + "0,0,0," + spec + ",0.75\n0,1,0," + spec + ",1\n");
   const std::string study = analysis::merge_csv_tables({{"a.csv", a}, {"b.csv", b}});
   const io::CsvWithRuns parsed = io::split_csv_runs(study, "study.csv");
   REQUIRE(parsed.runs.size() == 2);

@@ -167,7 +167,8 @@ inline void join_selection(io::RunOptions& merged, const std::vector<const io::R
       const auto found = run->find(key);
       return found == run->end() ? std::string("(absent)") : found->second;
     };
-    if (std::all_of(runs.begin(), runs.end(), [&](const io::RunOptions* run) { return value_of(run) == value_of(runs.front()); }))
+    const auto same = [&](const io::RunOptions* run) { return value_of(run) == value_of(runs.front()); };
+    if (std::all_of(runs.begin(), runs.end(), same))
       continue;  // one selection: kept as it is
     std::set<long long> values;
     bool all = false;
@@ -449,7 +450,8 @@ inline MergedRows merge_run_tables(const std::vector<RunTable>& tables) {
     }
   for (std::size_t d = 1; d < keys.size(); ++d) {
     if (keys[d].size() == keys[0].size() &&
-        std::equal(keys[d].begin(), keys[d].end(), keys[0].begin(), [](const auto& a, const auto& b) { return a.first == b.first; }))
+        std::equal(keys[d].begin(), keys[d].end(), keys[0].begin(),
+                   [](const auto& a, const auto& b) { return a.first == b.first; }))
       continue;
     detail::throw_different_coverage(documents, 0, d, std::to_string(keys[d].size()) + " rows against " +
                                                           std::to_string(keys[0].size()) + ", or other ones");

@@ -31,9 +31,9 @@ inline constexpr const char* rowstats_heads_part = "heads";
 inline constexpr const char* rowstats_run_array = "run";
 inline constexpr const char* rowstats_position_array = "position";
 
-/// The statistics of a rowstats file, in order: entropy, sink_mass, max_weight (the row's largest weight), max_scaled_logit, log_partition,
-/// jacobian_norm (unless skipped), top{k}_mass for each k, and for a model with learned sink logits learned_sink,
-/// entropy_with_sink and content_mass.
+/// The statistics of a rowstats file, in order: entropy, sink_mass, max_weight (the row's largest weight),
+/// max_scaled_logit, log_partition, jacobian_norm (unless skipped), top{k}_mass for each k, and for a model with
+/// learned sink logits learned_sink, entropy_with_sink and content_mass.
 inline std::vector<std::string> rowstats_statistic_names(bool jacobian_norm, const std::vector<Index>& top_k,
                                                          bool learned_sinks = false) {
   std::vector<std::string> names = {"entropy", "sink_mass", "max_weight", "max_scaled_logit", "log_partition"};
@@ -73,7 +73,8 @@ class RowstatsArrays {
                                                 " with ", values.size(), " statistics; expected ", statistics_.size());
     for (std::size_t s = 0; s < values.size(); ++s)
       for (Index i = 0; i < length_; ++i)
-        columns_[s][slot * static_cast<std::size_t>(length_) + static_cast<std::size_t>(i)] = static_cast<Scalar>(values[s][i]);
+        columns_[s][slot * static_cast<std::size_t>(length_) + static_cast<std::size_t>(i)] =
+            static_cast<Scalar>(values[s][i]);
     head_ids_[slot] = static_cast<std::int32_t>(head);
   }
 
@@ -127,7 +128,8 @@ inline void check_rowstats_arrays(const NamedArrays& arrays, const std::string& 
     if (array.rank() != 2 || (array.dtype() != DType::float32 && array.dtype() != DType::float64))
       fail(name, "must be a [heads, L] float32 or float64 array, got ", dtype_name(array.dtype()),
            detail::shape_string(array.shape()));
-    if (have_dtype && array.dtype() != dtype) fail(name, "is ", dtype_name(array.dtype()), ", other statistics are ", dtype_name(dtype));
+    if (have_dtype && array.dtype() != dtype)
+      fail(name, "is ", dtype_name(array.dtype()), ", other statistics are ", dtype_name(dtype));
     dtype = array.dtype();
     have_dtype = true;
     if (length >= 0 && array.shape()[1] != length) fail(name, "has L = ", array.shape()[1], ", other statistics ", length);

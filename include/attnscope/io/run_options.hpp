@@ -119,7 +119,8 @@ inline void record_tokens(RunOptions& run, const std::vector<int>& tokens) {
 /// A JSON object of strings as RunOptions (values that are not strings are kept as their JSON text). Throws
 /// attnscope::io_error naming `where` when `object` is not a JSON object.
 inline RunOptions run_options_from_json(const nlohmann::json& object, const std::string& where) {
-  if (!object.is_object()) attnscope::detail::throw_io_error("run_options", where, "holds a run record that is not a JSON object");
+  if (!object.is_object())
+    attnscope::detail::throw_io_error("run_options", where, "holds a run record that is not a JSON object");
   RunOptions options;
   for (const auto& [key, value] : object.items()) options[key] = value.is_string() ? value.get<std::string>() : value.dump();
   return options;
