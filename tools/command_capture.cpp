@@ -12,6 +12,7 @@
 #include "attnscope/analysis/capture.hpp"
 #include "attnscope/io/capture_layout.hpp"
 #include "cli_model.hpp"
+#include "cli_provenance.hpp"
 #include "commands.hpp"
 #include "input_format.hpp"
 
@@ -101,16 +102,20 @@ int command_capture(int argc, char** argv) {
       if (std::find(layers.begin(), layers.end(), static_cast<int>(l)) == layers.end()) run.result.layers[l] = {};
 
   const auto write_start = std::chrono::steady_clock::now();
-  const io::NamedArrays arrays = analysis::capture_arrays(run.result, run.tokens);
-  io::write_capture_file(out, arrays,
-                         {{"model", request.model_path},
-                          {"architecture", run.architecture},
-                          {"map", request.options.map ? attnscope::to_string(*request.options.map) : "softmax"},
-                          {"generated", std::to_string(request.generate)},
-                          {"input_tokens", std::to_string(request.input_length)},
-                          {"cut", run.cut_note},
-                          {"layers", layers.empty() ? std::string("all") : join_layer_list(layers)},
-                          {"logits", arguments.has("no-logits") ? "no" : "yes"}},
+  io::NamedArrays arrays = analysis::capture_arrays(run.result, run.tokens);
+  // the run record: safetensors metadata, or (NPZ has no metadata) the array run_options
+  RunOptions record = command_record("capture");
+  record_model(record, request.model_path, run.architecture);
+  record_model_input(record, arguments, run.tokens);
+  record["map"] = request.options.map ? attnscope::to_string(*request.options.map) : "softmax";
+  record["generated"] = std::to_string(request.generate);
+  record["input_tokens"] = std::to_string(request.input_length);
+  record["cut"] = run.cut_note;
+  record["layers"] = layers.empty() ? std::string("all") : join_layer_list(layers);
+  record["logits"] = arguments.has("no-logits") ? "no" : "yes";
+  if (request.options.matmul != model::MatmulMode::exact) record["matmul"] = "llama.cpp";
+  if (ends_with(out, ".npz")) arrays.emplace_back(run_options_array, io::run_options_as_array(record));
+  io::write_capture_file(out, arrays, record,
                          arguments.has("compress") ? io::Compression::deflated : io::Compression::stored,
                          temporary_files());
   std::cerr << "attnscope: wrote " << arrays.size() << " arrays to " << out << " in " << milliseconds_since(write_start)

@@ -16,6 +16,7 @@
 #include "attnscope/analysis/compare_html.hpp"
 #include "cli_model.hpp"
 #include "cli_progress.hpp"
+#include "cli_provenance.hpp"
 #include "commands.hpp"
 
 namespace attnscope::cli {
@@ -170,8 +171,20 @@ int command_compare(int argc, char** argv) {
   std::cerr << "attnscope: " << tokens.size() << " tokens, " << a.config().n_layers << " layers x "
             << a.config().n_heads << " heads; load " << load_ms << " ms, compare " << compare_ms << " ms\n";
   print_comparison(comparison, static_cast<std::size_t>(show));
+  // what the CSV and the page record (io/run_options.hpp): both models, the tokens and their source, the options
+  RunOptions recorded = command_record("compare");
+  record_model(recorded, models[0], a.config().architecture, "a_");
+  record_model(recorded, models[1], b.config().architecture, "b_");
+  record_model_input(recorded, arguments, tokens);
+  recorded["top_k"] = std::to_string(options.top_k);
+  recorded["sink_keys"] = join_integers(options.sink_keys);
+  recorded["matmul_a"] = arguments.get("matmul-a", "exact");
+  recorded["matmul_b"] = arguments.get("matmul-b", "exact");
+  recorded["sort"] = "js_keep";  // the rows are ranked by js_keep: a merge keeps their order
+  if (arguments.has("beyond-trained-length")) recorded["beyond_trained_length"] = "true";
   if (arguments.has("csv")) {
     std::ostringstream csv;
+    csv << io::csv_run_line(recorded);
     analysis::write_comparison_csv(csv, comparison);
     io::write_file(arguments.get("csv"), csv.str(), temporary_files());
     std::cerr << "attnscope: wrote " << comparison.heads.size() << " heads to " << arguments.get("csv") << "\n";
@@ -180,6 +193,7 @@ int command_compare(int argc, char** argv) {
     analysis::CompareHtmlOptions page;
     page.model_a = models[0];
     page.model_b = models[1];
+    page.run = recorded;
     analysis::write_comparison_html(arguments.get("html"), comparison, page, temporary_files());
     std::cerr << "attnscope: wrote " << arguments.get("html") << "\n";
   }

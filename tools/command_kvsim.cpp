@@ -18,6 +18,7 @@
 #include "attnscope/stream/aggregate.hpp"
 #include "cli_model.hpp"
 #include "cli_progress.hpp"
+#include "cli_provenance.hpp"
 #include "commands.hpp"
 #include "run_options.hpp"
 
@@ -101,7 +102,7 @@ std::string kvsim_cell_colour(double value) {
 }
 
 std::string kvsim_html(const std::vector<KvsimHeadSummary>& rows, const std::vector<std::string>& specs,
-                       const std::string& source, Index queries) {
+                       const std::string& source, Index queries, const RunOptions& run) {
   using analysis::detail::html_escape;
   using analysis::detail::html_format_value;
   std::ostringstream page;
@@ -110,7 +111,8 @@ std::string kvsim_html(const std::vector<KvsimHeadSummary>& rows, const std::vec
        << "\ntd.heat{text-align:center;min-width:6em;color:#111}#heatmap th{max-width:none;white-space:nowrap}</style></head><body>\n<h1>Attention lost under KV-cache "
           "policies</h1>\n<p class=\"source\">"
        << html_escape(source) << ", " << queries
-       << " evaluated queries (open-loop)</p>\n<p class=\"note\">Each cell: the head's mean lost attention mass "
+       << " evaluated queries (open-loop)</p>\n" << analysis::detail::html_run_record(run)
+       << "<p class=\"note\">Each cell: the head's mean lost attention mass "
           "1 − Σ<sub>j∈C<sub>i</sub></sub> a<sub>ij</sub> over the evaluated queries (white 0, dark red 1). Hover for the "
           "95th percentile, the maximum, the mean output error and the gap to the oracle with as many keys.</p>\n"
           "<div class=\"scroll\"><table id=\"heatmap\"><thead><tr><th>layer</th><th>head</th>";
@@ -265,11 +267,9 @@ int command_kvsim(int argc, char** argv) {
   arrays.emplace_back("queries", io::Array::from_vector(queries, {evaluated}));
   const std::vector<std::int64_t> head_shape = {config.n_layers, heads, evaluated};
   const std::vector<std::int64_t> kv_shape = {config.n_layers, kv_heads, evaluated};
-  RunOptions run;
-  run["command"] = "kvsim";
-  run["model"] = model_path;
-  run["tokens"] = std::to_string(length);
-  run["tokens_crc32"] = tokens_crc32(request.tokens);
+  RunOptions run = command_record("kvsim");
+  record_model(run, model_path, config.architecture);
+  record_model_input(run, arguments, request.tokens);
   run["evaluate_from"] = std::to_string(simulation.evaluate_from);
   run["prefill"] = std::to_string(simulation.prefill);
   run["policies"] = std::to_string(policies.size());
@@ -282,10 +282,11 @@ int command_kvsim(int argc, char** argv) {
     arrays.emplace_back(prefix + ".cache_size", io::Array::from_vector(sizes[p], kv_shape));
   }
   write_arrays_with_run_options(out, std::move(arrays), run);
-  if (arguments.has("csv")) io::write_file(arguments.get("csv"), kvsim_csv(summary, specs), temporary_files());
+  if (arguments.has("csv"))  // the record as a comment line first: pandas.read_csv(path, comment="#")
+    io::write_file(arguments.get("csv"), io::csv_with_run(run, kvsim_csv(summary, specs)), temporary_files());
   if (arguments.has("html"))
     io::write_file(arguments.get("html"),
-                   kvsim_html(summary, specs, model_path + ", " + std::to_string(length) + " tokens", evaluated),
+                   kvsim_html(summary, specs, model_path + ", " + std::to_string(length) + " tokens", evaluated, run),
                    temporary_files());
 
   // stdout: per policy the mean over heads and the head that loses most

@@ -19,6 +19,7 @@
 #include "attnscope/analysis/html_report.hpp"
 #include "attnscope/io/file.hpp"
 #include "cli_model.hpp"
+#include "cli_provenance.hpp"
 #include "cli_selection.hpp"
 #include "commands.hpp"
 #include "input_format.hpp"
@@ -284,11 +285,38 @@ int command_report(int argc, char** argv) {
       if (column.name == "content_entropy" || column.name == "sink_entropy_share")
         column.description += "; " + channel_note;
   const auto start = std::chrono::steady_clock::now();
+  // what every output records (io/run_options.hpp): the input (a file and its CRC-32, or the model and its tokens),
+  // the model, the options and the version
+  RunOptions recorded = command_record("report");
+  if (array_file) {
+    record_input_file(recorded, input, read_run_options(io::ArrayFile(input)));  // a capture names its model
+    recorded["dtype"] = io::dtype_name(arrays->attention_dtype());
+  } else {
+    record_model(recorded, input, run->architecture);
+    record_model_input(recorded, arguments, run->tokens);
+    recorded["dtype"] = "float32";
+    if (arguments.has("matmul")) recorded["matmul"] = arguments.get("matmul");
+  }
+  recorded["map"] = map_name.empty() ? "softmax" : map_name;
+  recorded["sink_keys"] = join_integers(sink_keys);
+  recorded["lenient"] = options.lenient ? "true" : "false";
+  std::string column_names;
+  for (const auto& column : columns) column_names += (column_names.empty() ? "" : ",") + column.name;
+  recorded["columns"] = column_names;
+  for (const char* name : {"layout", "batch-index", "sort", "sink-channel", "sink-rate-queries", "sink-threshold"})
+    if (arguments.has(name)) {
+      std::string key = name;
+      std::replace(key.begin(), key.end(), '-', '_');
+      recorded[key] = arguments.get(name);
+    }
+  if (!selection.layers.empty()) recorded["layers"] = join_integers(selection.layers);
+  if (!selection.heads.empty()) recorded["heads"] = join_integers(selection.heads);
   analysis::HeadReportBuilder builder(columns, options);
   std::optional<analysis::HtmlReportBuilder> page;
   if (arguments.has("html")) {
     analysis::HtmlReportOptions html;
     html.source = input;
+    html.run = recorded;
     html.sink_keys = sink_keys;
     page.emplace(html);
     if (run) page->set_tokens(token_strings(run->tokens, arguments.has("model") ? input : std::string()));
@@ -343,34 +371,14 @@ int command_report(int argc, char** argv) {
                 << three_significant_digits(summary.max_entropy) << ")\n";
       if (page) page->add_routing(static_cast<int>(l), summary);
     }
-  if (arguments.has("csv")) io::write_file(arguments.get("csv"), analysis::head_report_csv(report), temporary_files());
+  if (arguments.has("csv"))  // the record as a comment line first: pandas.read_csv(path, comment="#")
+    io::write_file(arguments.get("csv"), io::csv_with_run(recorded, analysis::head_report_csv(report)),
+                   temporary_files());
   if (arguments.has("json")) {
-    // the run options (tools/run_options.hpp) as a one-element "runs" array: `merge` joins the runs of reports of
-    // several documents and refuses reports whose options (map, columns, sink keys, dtype, ...) differ
-    RunOptions recorded;
-    recorded["command"] = "report";
-    recorded["input"] = input;
-    if (array_file) {
-      recorded["input_crc32"] = file_crc32(input);
-      recorded["dtype"] = io::dtype_name(arrays->attention_dtype());
-    } else {
-      recorded["model"] = input;
-      recorded["tokens"] = std::to_string(run->tokens.size());
-      recorded["tokens_crc32"] = tokens_crc32(run->tokens);
-      recorded["dtype"] = "float32";
-    }
-    recorded["map"] = map_name.empty() ? "softmax" : map_name;
-    recorded["sink_keys"] = join_integers(sink_keys);
-    recorded["lenient"] = options.lenient ? "true" : "false";
-    std::string column_names;
-    for (const auto& column : report.columns) column_names += (column_names.empty() ? "" : ",") + column;
-    recorded["columns"] = column_names;
-    if (arguments.has("layout")) recorded["layout"] = arguments.get("layout");
-    if (arguments.has("batch-index")) recorded["batch_index"] = arguments.get("batch-index");
-    if (!selection.layers.empty()) recorded["layers"] = join_integers(selection.layers);
-    if (!selection.heads.empty()) recorded["heads"] = join_integers(selection.heads);
+    // the record as a one-element "runs" array: `merge` joins the runs of reports of several documents and refuses
+    // reports whose options (map, columns, sink keys, dtype, ...) differ
     nlohmann::json document = analysis::head_report_json(report);
-    document["runs"] = nlohmann::json::array({nlohmann::json(recorded)});
+    document[io::run_records_key] = nlohmann::json::array({nlohmann::json(recorded)});
     io::write_file(arguments.get("json"), document.dump(2) + "\n", temporary_files());
   }
   if (page) page->write(arguments.get("html"), report, temporary_files());

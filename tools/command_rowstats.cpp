@@ -14,8 +14,10 @@
 
 #include "attnscope/io/array_file.hpp"
 #include "attnscope/io/capture_layout.hpp"
+#include "attnscope/io/rowstats_layout.hpp"
 #include "attnscope/stream.hpp"
 #include "cli_model.hpp"
+#include "cli_provenance.hpp"
 #include "cli_progress.hpp"
 #include "cli_selection.hpp"
 #include "commands.hpp"
@@ -78,46 +80,39 @@ Options:
   return usage.c_str();
 }
 
-/// The output of rowstats: per layer, [heads, L] columns filled head by head, a summary row per head on stdout (the
-/// header printed with the first row, so that errors leave stdout empty), and the arrays written at the end.
+/// The output of rowstats: per layer, [heads, L] columns filled head by head in the library's rowstats layout
+/// (io/rowstats_layout.hpp), a summary row per head on stdout (the header printed with the first row, so that errors
+/// leave stdout empty), and the file written at the end.
 template <class Scalar>
 class RowstatsOutput {
  public:
   /// learned_sinks: the model has learned sink logits (gpt-oss); three columns more, see add_head.
   explicit RowstatsOutput(const stream::RowStatisticsOptions& options, bool learned_sinks = false)
-      : options_(options), learned_sinks_(learned_sinks) {}
+      : options_(options), learned_sinks_(learned_sinks),
+        arrays_(io::rowstats_statistic_names(options.jacobian_norm, options.top_k, learned_sinks)) {}
 
   /// Starts layer `layer` with `heads` heads of `length` rows.
   void begin_layer(Index layer, Index length, std::size_t heads) {
     layer_ = layer;
     length_ = length;
-    names_ = {"entropy", "sink_mass", "max_attention", "max_scaled_logit", "log_partition"};
-    if (options_.jacobian_norm) names_.push_back("jacobian_norm");
-    for (const Index k : options_.top_k) names_.push_back("top" + std::to_string(k) + "_mass");
-    if (learned_sinks_) names_.insert(names_.end(), {"learned_sink", "entropy_with_sink", "content_mass"});
-    columns_.assign(names_.size(), std::vector<Scalar>(static_cast<std::size_t>(length) * heads));
-    head_ids_.clear();
+    arrays_.begin_layer(layer, length, heads);
   }
 
   /// Stores head `head` (the slot-th of the layer) and prints its summary row.
   void add_head(std::size_t slot, Index head, const stream::RowStatistics& stats, double seconds) {
-    std::vector<const Vector<double>*> per_row = {&stats.entropy, &stats.sink_mass, &stats.max_weight,
-                                                  &stats.max_scaled_logit, &stats.log_partition};
-    if (options_.jacobian_norm) per_row.push_back(&stats.jacobian_norm);
+    std::vector<const double*> per_row = {stats.entropy.data(), stats.sink_mass.data(), stats.max_weight.data(),
+                                          stats.max_scaled_logit.data(), stats.log_partition.data()};
+    if (options_.jacobian_norm) per_row.push_back(stats.jacobian_norm.data());
     std::vector<Vector<double>> top_columns;
     for (Index c = 0; c < stats.top_k_mass.cols(); ++c) top_columns.push_back(stats.top_k_mass.col(c));
-    for (const auto& column : top_columns) per_row.push_back(&column);
+    for (const auto& column : top_columns) per_row.push_back(column.data());
     // with a learned sink: its share σ, the entropy of the composition (p, σ), and the content mass 1 − σ − sink mass
     Vector<double> content;
     if (learned_sinks_) {
       content = (1.0 - stats.learned_sink.array() - stats.sink_mass.array()).matrix();
-      per_row.insert(per_row.end(), {&stats.learned_sink, &stats.entropy_with_sink, &content});
+      per_row.insert(per_row.end(), {stats.learned_sink.data(), stats.entropy_with_sink.data(), content.data()});
     }
-    for (std::size_t c = 0; c < per_row.size(); ++c)
-      for (Index i = 0; i < length_; ++i)
-        columns_[c][slot * static_cast<std::size_t>(length_) + static_cast<std::size_t>(i)] =
-            static_cast<Scalar>((*per_row[c])(i));
-    head_ids_.push_back(static_cast<std::int32_t>(head));
+    arrays_.set_head(slot, head, per_row);
     print_header();
     std::printf("%-6ld %-5ld %8ld %9.4f %9.4f %9.4f %9.5f %9.5f", static_cast<long>(layer_), static_cast<long>(head),
                 static_cast<long>(length_), stats.entropy.mean(), stats.sink_mass.mean(), stats.max_weight.mean(),
@@ -128,21 +123,15 @@ class RowstatsOutput {
     std::fflush(stdout);
   }
 
-  /// Copies the layer's columns into the output arrays and frees them.
-  void end_layer() {
-    const std::int64_t rows = static_cast<std::int64_t>(head_ids_.size());
-    for (std::size_t c = 0; c < names_.size(); ++c) {
-      arrays_.emplace_back(io::layer_array_name(layer_, names_[c]), io::Array::from_vector(columns_[c], {rows, length_}));
-      std::vector<Scalar>().swap(columns_[c]);
-    }
-    arrays_.emplace_back(io::layer_array_name(layer_, "heads"), io::Array::from_vector(head_ids_, {rows}));
-  }
+  /// Moves the layer's columns into the output arrays.
+  void end_layer() { arrays_.end_layer(); }
 
-  /// Writes the arrays to `out` (.safetensors, else a stored .npz) with the run options (tools/run_options.hpp),
-  /// handing them over to the writer (no copy: the output is the largest allocation of a long run).
+  /// Writes the rowstats file `out` (.safetensors, else a stored .npz) with its run record (io::write_rowstats_file),
+  /// handing the arrays over to the writer (no copy: the output is the largest allocation of a long run).
   void write(const std::string& out, const RunOptions& run) && {
-    const std::size_t count = arrays_.size();
-    write_arrays_with_run_options(out, std::move(arrays_), run);
+    io::NamedArrays arrays = std::move(arrays_).take();
+    const std::size_t count = arrays.size();
+    io::write_rowstats_file(out, std::move(arrays), run, temporary_files());
     std::cerr << "attnscope: wrote " << count << " arrays to " << out << "\n";
   }
 
@@ -158,12 +147,9 @@ class RowstatsOutput {
 
   stream::RowStatisticsOptions options_;
   bool learned_sinks_ = false;
-  io::NamedArrays arrays_;
+  io::RowstatsArrays<Scalar> arrays_;
   bool header_printed_ = false;
   Index layer_ = 0, length_ = 0;
-  std::vector<std::string> names_;
-  std::vector<std::vector<Scalar>> columns_;
-  std::vector<std::int32_t> head_ids_;
 };
 
 /// The run options every rowstats output records (tools/run_options.hpp): how the statistics were computed. The
@@ -171,8 +157,7 @@ class RowstatsOutput {
 /// by layer or head carry the same options.
 RunOptions rowstats_run_options(const Arguments& arguments, const stream::RowStatisticsOptions& options,
                                 const std::string& dtype) {
-  RunOptions run;
-  run["command"] = "rowstats";
+  RunOptions run = command_record("rowstats");
   run["map"] = "softmax";
   run["dtype"] = dtype;
   run["scale"] = arguments.has("scale") ? arguments.get("scale") : "1/sqrt(d)";
@@ -293,9 +278,8 @@ int run_model_rowstats(const Arguments& arguments, const stream::RowStatisticsOp
       throw usage_error(std::string(list == &layers ? "--layers" : "--heads") + " names an index twice");
   }
   RunOptions run = rowstats_run_options(arguments, options, "float64");
-  run["model"] = model_path;
-  run["tokens"] = std::to_string(request.tokens.size());
-  run["tokens_crc32"] = tokens_crc32(request.tokens);
+  record_model(run, model_path, config.architecture);
+  record_model_input(run, arguments, request.tokens);
   if (request.options.matmul != model::MatmulMode::exact) run["matmul"] = "llama.cpp";
   if (config.sliding_window > 0) run["window"] = std::to_string(config.sliding_window);
   // only the requested heads are analysed (the others run plain attention); the forward stops after the last
@@ -401,8 +385,7 @@ int command_rowstats(int argc, char** argv) {
     attnscope::detail::throw_io_error("rowstats", input, layers.front().q->name(), " is ", io::dtype_name(dtype),
                                       "; need float32 or float64");
   RunOptions run = rowstats_run_options(arguments, options, io::dtype_name(dtype));
-  run["input"] = input;
-  run["input_crc32"] = file_crc32(input);
+  record_input_file(run, input, read_run_options(source));  // a capture's record names its model and tokens
   if (dtype == io::DType::float64) return run_rowstats<double>(layers, arguments, options, out, input, run);
   return run_rowstats<float>(layers, arguments, options, out, input, run);
 }
