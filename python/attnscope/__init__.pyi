@@ -17,6 +17,8 @@ from . import results as results
 from .results import JacobianNormBounds
 
 __version__: str
+openmp: int
+"""The OpenMP version (_OPENMP, e.g. 201511) the module was built with; 0: built without OpenMP."""
 
 Causal = bool
 """False: every key; True: row i sees keys 0..i (last two axes); causal_offset=k: keys 0..i+k."""

@@ -494,8 +494,7 @@ void bind_analysis(py::module_& parent) {
         options.top_k = top_k;
         options.query_block = query_block;
         options.allow_beyond_trained_positions = beyond_trained_length;
-        if (threads < 0) throw_value_error("analysis.compare", "threads must be >= 0, got " + std::to_string(threads));
-        options.threads = threads;
+        options.threads = checked_threads(threads, "analysis.compare");
         analysis::ModelComparison comparison;
         {
           py::gil_scoped_release release;

@@ -185,6 +185,25 @@ struct VisibilitySpec {
   }
 };
 
+/// The OpenMP version (_OPENMP, a date such as 201511) the module was compiled with; 0 without OpenMP.
+inline int openmp_version() {
+#ifdef _OPENMP
+  return _OPENMP;
+#else
+  return 0;
+#endif
+}
+
+/// A `threads` argument (0 = OpenMP's default): negative counts, and more than one thread in a module built without
+/// OpenMP (where it would be ignored), are a ValueError naming the function.
+inline int checked_threads(int threads, const std::string& function) {
+  if (threads < 0) throw_value_error(function, "threads must be >= 0, got " + std::to_string(threads));
+  if (threads > 1 && openmp_version() == 0)
+    throw_value_error(function, "threads=" + std::to_string(threads) + " needs OpenMP, and this module was built "
+                                "without it (attnscope.openmp == 0); rebuild with OpenMP (-fopenmp) or pass threads=1");
+  return threads;
+}
+
 /// The `causal` and `causal_offset` keywords of a binding as the one object make_visibility reads.
 inline py::object causal_argument(const py::object& causal, std::optional<Index> causal_offset) {
   return py::make_tuple(causal, causal_offset ? py::object(py::int_(*causal_offset)) : py::object(py::none()));

@@ -25,6 +25,8 @@ PYBIND11_MODULE(_attnscope, m) {
   m.doc() = "attnscope: exact, fast analysis of attention (normalization maps, Jacobian norms, sink/content\n"
             "channels, capacity and logit tools, NPY/NPZ/safetensors IO, llama2.c and Hugging Face models).";
   m.attr("__version__") = "0.1.0";
+  // The OpenMP version the module was built with (0: none; threads= above 1 is then refused).
+  m.attr("openmp") = attnscope_python::openmp_version();
   // attnscope::invalid_argument -> ValueError, attnscope::io_error -> OSError, with the C++ message unchanged.
   py::register_exception_translator([](std::exception_ptr pointer) {
     try {

@@ -95,7 +95,7 @@ void bind_stream(py::module_& parent) {
              options.top_k = std::move(top_k);
              options.jacobian_norm = jacobian_norm;
              options.block_rows = block_rows;
-             options.threads = threads;
+             options.threads = checked_threads(threads, "stream.RowStatisticsOptions");
              return options;
            }),
            "causal"_a = true, "window"_a = py::none(), "scale"_a = py::none(), "sink_keys"_a = std::vector<Index>{0},

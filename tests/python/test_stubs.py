@@ -179,7 +179,9 @@ def test_stubtest_accepts_the_stubs(tmp_path):
     except ImportError:
         pytest.skip("mypy is not installed (Debian: apt-get install python3-mypy); stubtest not run")
     package = pathlib.Path(attnscope.__file__).parent
-    environment = dict(os.environ, MYPYPATH=str(package.parent))
+    environment = dict(os.environ)
+    if package.parent.name not in ("site-packages", "dist-packages"):  # a build folder: show mypy where it is
+        environment["MYPYPATH"] = str(package.parent)  # (an installed package is found through its py.typed)
     # The classes pybind11 creates differ from the stubs' classes only by their metaclass (pybind11_type): allowed
     # by exact name, so that their members are still compared and a class missing at run time is still reported.
     pybind11_classes = tmp_path / "pybind11_classes.txt"
