@@ -38,8 +38,12 @@ def pkg_config(flag, package, fallback):
 
 def binding_sources():
     """python/src/*.cpp in the order of python/CMakeLists.txt's pybind11_add_module (others after, sorted)."""
-    with open(os.path.join(ROOT, "python", "CMakeLists.txt")) as cmake:
-        listed = re.findall(r"src/(\w+\.cpp)", re.search(r"pybind11_add_module\(([^)]*)\)", cmake.read()).group(1))
+    listed = []
+    cmake_lists = os.path.join(ROOT, "python", "CMakeLists.txt")
+    if os.path.exists(cmake_lists):  # absent from a source distribution: then sorted by name
+        with open(cmake_lists) as cmake:
+            found = re.search(r"pybind11_add_module\(([^)]*)\)", cmake.read())
+        listed = re.findall(r"src/(\w+\.cpp)", found.group(1)) if found else []
     present = sorted(os.path.basename(path) for path in glob(os.path.join(ROOT, "python", "src", "*.cpp")))
     return [name for name in listed if name in present] + [name for name in present if name not in listed]
 
