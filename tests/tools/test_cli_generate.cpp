@@ -23,24 +23,25 @@ using attnscope::testing::cli::check_failures;
 using attnscope::testing::cli::contains;
 using attnscope::testing::cli::path_in_work_dir;
 
-const std::string stories_checkpoint = std::string(ATTNSCOPE_DATA) + "/stories260K.bin";
+const std::string generate_stories = std::string(ATTNSCOPE_DATA) + "/stories260K.bin";
 
 // The largest |a - b| over two matrices of one shape.
-double largest_gap(const attnscope::RowMatrix<double>& a, const attnscope::RowMatrix<double>& b) {
+double rows_gap(const attnscope::RowMatrix<double>& a, const attnscope::RowMatrix<double>& b) {
   REQUIRE(a.rows() == b.rows());
   REQUIRE(a.cols() == b.cols());
   return a.size() == 0 ? 0.0 : (a - b).cwiseAbs().maxCoeff();
 }
 
 // "1,2,3" of token ids.
-std::string token_list(const std::vector<int>& tokens) {
+std::string generate_id_list(const std::vector<int>& tokens) {
   std::string list;
   for (const int token : tokens) list += (list.empty() ? "" : ",") + std::to_string(token);
   return list;
 }
 
 // Runs generate with --stats (model option `model`, input option `input`, extra options, the layers and the head
-// selection `heads`, e.g. "--heads 0,2"), then rowstats --model with the same selection on the tokens it wrote, and checks every statistic of step s against row P - 1 + s, the sink rate against rowstats'
+// selection `heads`, e.g. "--heads 0,2"), then rowstats --model with the same selection on the tokens it wrote, and
+// checks every statistic of step s against row P - 1 + s, the sink rate against rowstats'
 // key-0 column and the retrieval score against analysis::retrieval_score. Returns the generate arrays.
 std::map<std::string, attnscope::io::Array> check_generate_against_rowstats(const std::string& model,
                                                                             const std::string& input,
@@ -49,7 +50,7 @@ std::map<std::string, attnscope::io::Array> check_generate_against_rowstats(cons
                                                                             const std::vector<std::string>& names,
                                                                             const std::string& heads = "") {
   const std::string stats = path_in_work_dir("generate_stats.npz"), rows = path_in_work_dir("generate_rowstats.npz");
-  const std::string layer_list = token_list(layers);
+  const std::string layer_list = generate_id_list(layers);
   const auto run = attnscope_command("generate " + model + " " + input + " --stats " + stats + " --layers " +
                                      layer_list + " --top-k 1,4 --sink-rate-queries 8 " + extra + " " + heads);
   INFO(run.err);
@@ -60,7 +61,7 @@ std::map<std::string, attnscope::io::Array> check_generate_against_rowstats(cons
   CHECK(generated.at("prompt_length").rank() == 0);
   const std::int64_t steps = std::int64_t(tokens.size()) - prompt_length;
   REQUIRE(steps > 0);
-  REQUIRE(attnscope_command("rowstats " + model + " --tokens " + token_list(tokens) + " --layers " + layer_list +
+  REQUIRE(attnscope_command("rowstats " + model + " --tokens " + generate_id_list(tokens) + " --layers " + layer_list +
                             " --top-k 1,4 --out " + rows + " " + heads)
               .exit_code == 0);
   const auto full = attnscope::io::read_npz(rows);
@@ -74,7 +75,7 @@ std::map<std::string, attnscope::io::Array> check_generate_against_rowstats(cons
       const attnscope::RowMatrix<double> all_rows = full.at(prefix + name).to_matrix<double>();
       REQUIRE(step_rows.cols() == steps);
       // bitwise with the packed GEMM (AVX2 + FMA); float rounding of a row alone otherwise (model tests)
-      CHECK(largest_gap(step_rows, all_rows.middleCols(prompt_length - 1, steps)) <= 2e-4);
+      CHECK(rows_gap(step_rows, all_rows.middleCols(prompt_length - 1, steps)) <= 2e-4);
 #if defined(__AVX2__) && defined(__FMA__)
       CHECK(step_rows == all_rows.middleCols(prompt_length - 1, steps));
 #endif
@@ -91,8 +92,8 @@ std::map<std::string, attnscope::io::Array> check_generate_against_rowstats(cons
       const auto keys = generated.at(prefix + "most_attended_key").to_matrix<std::int64_t>();
       const std::vector<double> retrieval = generated.at(prefix + "retrieval_score").to_vector<double>();
       for (std::size_t h = 0; h < retrieval.size(); ++h)
-        CHECK(retrieval[h] == attnscope::analysis::retrieval_score(keys.row(attnscope::Index(h)).cast<attnscope::Index>(),
-                                                                   tokens, prompt_length, 1, 5));
+        CHECK(retrieval[h] == attnscope::analysis::retrieval_score(
+                                  keys.row(attnscope::Index(h)).cast<attnscope::Index>(), tokens, prompt_length, 1, 5));
     }
   }
   CHECK(generated.at("sink_rate_fraction").to_vector<double>() ==
@@ -100,21 +101,21 @@ std::map<std::string, attnscope::io::Array> check_generate_against_rowstats(cons
   return generated;
 }
 
-const std::vector<std::string> statistic_names = {"entropy", "sink_mass", "max_attention", "max_scaled_logit",
+const std::vector<std::string> step_statistic_names = {"entropy", "sink_mass", "max_attention", "max_scaled_logit",
                                                    "log_partition", "jacobian_norm", "top1_mass", "top4_mass"};
 
 }  // namespace
 
 TEST_CASE("attnscope generate --stats: each step is rowstats --model's row of the generated sequence (stories260K)") {
-  const auto generated = check_generate_against_rowstats("--checkpoint " + stories_checkpoint, "--tokens 1,403,407,405",
-                                                         "--steps 30", {0, 3, 4}, statistic_names);
-  const auto transformer = attnscope::model::load_model(stories_checkpoint);
+  const auto generated = check_generate_against_rowstats("--checkpoint " + generate_stories, "--tokens 1,403,407,405",
+                                                         "--steps 30", {0, 3, 4}, step_statistic_names);
+  const auto transformer = attnscope::model::load_model(generate_stories);
   CHECK(generated.at("tokens").to_vector<int>() == transformer.generate_greedy({1, 403, 407, 405}, 30));
   CHECK(generated.at("layer0.most_attended_key").shape() == std::vector<std::int64_t>{8, 30});
 }
 
 TEST_CASE("attnscope generate --stats on gpt-oss (learned sinks, sliding window) and gpt2-wp-mini with a needle") {
-  std::vector<std::string> names = statistic_names;
+  std::vector<std::string> names = step_statistic_names;
   names.insert(names.end(), {"learned_sink", "entropy_with_sink", "content_mass"});
   const std::string gpt_oss = attnscope::testing::hf_fixture_folder("gpt_oss");
   // sampling: the tokens of generate_sampled with the same temperature and seed
@@ -137,12 +138,12 @@ TEST_CASE("attnscope generate prints the text as it goes; --stop-at-eos stops af
   CHECK(run.out.size() > std::string("The cat sat\n").size());
   CHECK(contains(run.err, "generated 5 tokens"));
   // stories260K: ids on stdout; stop at a token the greedy run produces at step 3
-  const auto transformer = attnscope::model::load_model(stories_checkpoint);
+  const auto transformer = attnscope::model::load_model(generate_stories);
   const std::vector<int> greedy = transformer.generate_greedy({1, 403}, 10);
   const int stop = greedy[2 + 3];
   const std::size_t first = std::size_t(std::find(greedy.begin() + 2, greedy.end(), stop) - greedy.begin());
   const std::string stats = path_in_work_dir("generate_eos.npz");
-  const auto stopped = attnscope_command("generate --checkpoint " + stories_checkpoint + " --tokens 1,403 --steps 10 " +
+  const auto stopped = attnscope_command("generate --checkpoint " + generate_stories + " --tokens 1,403 --steps 10 " +
                                          "--stop-at-eos --eos-token " + std::to_string(stop) + " --stats " + stats);
   REQUIRE(stopped.exit_code == 0);
   const std::vector<int> expected(greedy.begin(), greedy.begin() + std::ptrdiff_t(first) + 1);
@@ -153,12 +154,13 @@ TEST_CASE("attnscope generate prints the text as it goes; --stop-at-eos stops af
 }
 
 TEST_CASE("attnscope generate: bad input is refused with a message naming it") {
-  const std::string model = "--checkpoint " + stories_checkpoint + " --tokens 1,403,407 ";
+  const std::string model = "--checkpoint " + generate_stories + " --tokens 1,403,407 ";
   const std::string gpt2 = "--model " + attnscope::testing::hf_fixture_folder("gpt2") + " --tokens 1,2,3 ";
   check_failures({
       {"generate " + model, "missing required option --steps", 2},
       {"generate " + model + "--steps -1", "--steps", 2},
       {"generate " + model + "--steps x", "--steps", 2},
+      {"generate " + model + "--steps 0 --stats " + path_in_work_dir("g.npz"), "--stats needs --steps >= 1", 2},
       {"generate " + gpt2 + "--steps 62", "the prompt's 3 tokens + --steps 62 exceed the model's seq_len 64", 1},
       {"generate " + model + "--steps 2 --stats " + path_in_work_dir("g.npz") + " --needle 1:4",
        "--needle 1:4 is not inside the prompt's 3 positions", 1},
@@ -186,6 +188,6 @@ TEST_CASE("attnscope generate: bad input is refused with a message naming it") {
       {"generate " + model + "--steps 2 --eos-token 2", "--eos-token needs --stop-at-eos", 2},
       {"generate --tokens 1 --steps 2", "give --model or --checkpoint", 2},
       {"generate " + model + "--steps 2 extra", "", 2},
-      {"generate --checkpoint " + stories_checkpoint + " --tokens 1,9999 --steps 2", "9999", 1},
+      {"generate --checkpoint " + generate_stories + " --tokens 1,9999 --steps 2", "9999", 1},
   });
 }
