@@ -23,6 +23,7 @@
 #include "attnscope/io/gguf.hpp"
 #include "cli_model.hpp"
 #include "cli_output.hpp"
+#include "cli_provenance.hpp"
 #include "cli_selection.hpp"
 #include "commands.hpp"
 #include "run_options.hpp"
@@ -357,9 +358,10 @@ int command_generate(int argc, char** argv) {
   std::cerr << "attnscope: sink rate of " << rate.heads << " heads (T = " << generation.first_key_queries << "):";
   for (std::size_t t = 0; t < thresholds.size(); ++t)
     std::cerr << " " << rate.fraction[t] << " above " << thresholds[t] << (t + 1 < thresholds.size() ? "," : "\n");
-  RunOptions run;
-  run["command"] = "generate";
-  run["model"] = model_path;
+  // the record (io/run_options.hpp): the model, the prompt's source, the ids of the prompt and the generated tokens
+  RunOptions run = command_record("generate");
+  record_model(run, model_path, config.architecture);
+  record_model_input(run, arguments, result.tokens);
   run["prompt_tokens"] = std::to_string(prompt_length);
   run["prompt_crc32"] = tokens_crc32(prompt);
   run["steps"] = std::to_string(result.steps);
