@@ -17,6 +17,7 @@
 #include "cli_model.hpp"
 #include "cli_progress.hpp"
 #include "cli_provenance.hpp"
+#include "cli_token_strings.hpp"
 #include "commands.hpp"
 
 namespace attnscope::cli {
@@ -194,6 +195,7 @@ int command_compare(int argc, char** argv) {
     page.model_a = models[0];
     page.model_b = models[1];
     page.run = recorded;
+    page.tokens = token_strings(tokens, models[0]);  // the models share a tokenizer (compare_tokens_argument)
     analysis::write_comparison_html(arguments.get("html"), comparison, page, temporary_files());
     std::cerr << "attnscope: wrote " << arguments.get("html") << "\n";
   }

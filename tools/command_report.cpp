@@ -20,6 +20,7 @@
 #include "attnscope/io/file.hpp"
 #include "cli_model.hpp"
 #include "cli_provenance.hpp"
+#include "cli_token_strings.hpp"
 #include "cli_selection.hpp"
 #include "commands.hpp"
 #include "input_format.hpp"
@@ -100,24 +101,6 @@ std::string three_significant_digits(double value) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(std::max(0, 2 - exponent)) << std::round(value / unit) * unit;
   return text.str();
-}
-
-/// The strings shown on the HTML page's axes: the tokenizer's bytes of each id for a Hugging Face folder that has a
-/// tokenizer, else the ids themselves (llama2.c checkpoints carry no vocabulary).
-std::vector<std::string> token_strings(const std::vector<int>& tokens, const std::string& folder) {
-  std::vector<std::string> strings;
-  strings.reserve(tokens.size());
-  if (!folder.empty()) {
-    try {
-      const text::ByteLevelBpeTokenizer tokenizer = folder_tokenizer(folder);
-      for (int id : tokens) strings.push_back(tokenizer.token_bytes(id));
-      return strings;
-    } catch (const std::exception&) {  // no (supported) tokenizer in the folder: show the ids
-      strings.clear();
-    }
-  }
-  for (int id : tokens) strings.push_back(std::to_string(id));
-  return strings;
 }
 
 std::vector<std::string> split_list(const std::string& text) {

@@ -23,6 +23,10 @@ class Transformer:
     def generate_sampled(self, prefix: Sequence[int], steps: int, temperature: float, seed: int,
                          map: Optional[MapLike] = None, ablated_heads: Sequence[Tuple[int, int]] = ...,
                          ablation_mode: str = "zero") -> List[int]: ...
+    def generate(self, tokens: Sequence[int], steps: int, temperature: float = 0.0, seed: int = 0,
+                 stop_tokens: Sequence[int] = ..., statistics: bool = True, sink_keys: Sequence[int] = ...,
+                 top_k: Sequence[int] = ..., jacobian_norm: bool = True, max_weight_excludes_sinks: bool = False,
+                 sink_rate_queries: int = 64) -> Dict[str, Any]: ...
     def mean_negative_log_likelihood(self, tokens: Sequence[int], map: Optional[MapLike] = None,
                                      ablated_heads: Sequence[Tuple[int, int]] = ...,
                                      ablation_mode: str = "zero") -> float: ...

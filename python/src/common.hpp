@@ -508,6 +508,7 @@ void bind_capacity(py::module_& m);
 void bind_logits(py::module_& m);
 void bind_io(py::module_& m);
 void bind_model(py::module_& m);
+void bind_generate(py::module_& m);
 void bind_stream(py::module_& m);
 void bind_analysis(py::module_& m);
 

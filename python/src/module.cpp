@@ -45,6 +45,7 @@ PYBIND11_MODULE(_attnscope, m) {
   attnscope_python::bind_logits(m);
   attnscope_python::bind_io(m);
   attnscope_python::bind_model(m);
+  attnscope_python::bind_generate(m);  // Transformer.generate with per-step statistics (generate.cpp)
   attnscope_python::bind_stream(m);
   attnscope_python::bind_analysis(m);
 }

@@ -9,9 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attnscope/analysis/compare_html.hpp"
 #include "attnscope/analysis/html_report.hpp"
 #include "attnscope/analysis/report_columns.hpp"
 #include "attnscope/core/random.hpp"
+#include "attnscope/normalize/entropy.hpp"
 #include "support/catch.hpp"
 #include "support/errors.hpp"
 #include "support/png_decode.hpp"
@@ -87,7 +89,185 @@ HeadReport html_report_of(const std::vector<std::pair<int, int>>& heads) {
   return report;
 }
 
+// Independent check of a page's token label: undoes the escapes (\xHH, \n, \t, \r, \", \\) and returns the bytes.
+std::string html_unescape_label(const std::string& label) {
+  REQUIRE(label.size() >= 2);
+  REQUIRE(label.front() == '"');
+  REQUIRE(label.back() == '"');
+  std::string bytes;
+  for (std::size_t i = 1; i + 1 < label.size(); ++i) {
+    if (label[i] != '\\') {
+      bytes += label[i];
+      continue;
+    }
+    const char kind = label[++i];
+    if (kind == 'x') {
+      bytes += static_cast<char>(std::stoi(label.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      bytes += kind == 'n' ? '\n' : kind == 't' ? '\t' : kind == 'r' ? '\r' : kind;
+    }
+  }
+  return bytes;
+}
+
+// Means of runs of `block` values of a vector, NaN left out (the page's curve points), computed here apart.
+std::vector<double> html_expected_points(const std::vector<double>& values, std::size_t block) {
+  std::vector<double> points;
+  for (std::size_t start = 0; start < values.size(); start += block) {
+    double sum = 0;
+    int count = 0;
+    for (std::size_t i = start; i < values.size() && i < start + block; ++i)
+      if (!std::isnan(values[i])) sum += values[i], ++count;
+    points.push_back(count ? sum / count : std::nan(""));
+  }
+  return points;
+}
+
+void html_check_points(const nlohmann::json& shown, const std::vector<double>& expected, double tolerance) {
+  REQUIRE(shown.size() == expected.size());
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    if (std::isnan(expected[k])) {
+      CHECK(shown[k].is_null());
+      continue;
+    }
+    REQUIRE(shown[k].is_number());
+    CHECK(std::abs(shown[k].get<double>() - expected[k]) <= tolerance);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("HTML report: token labels keep valid UTF-8 and show every other byte as \\xHH", "[analysis][html]") {
+  using attnscope::analysis::detail::html_token_label;
+  CHECK(html_token_label("Once") == "\"Once\"");
+  CHECK(html_token_label(" \xe2\x80") == "\" \\xe2\\x80\"");              // a byte-level token: 2 of 3 bytes of U+2019
+  CHECK(html_token_label("\xe2\x80\x99s") == "\"\xe2\x80\x99s\"");          // U+2019 whole: kept
+  CHECK(html_token_label("\xf0\x9f\x98\x80") == "\"\xf0\x9f\x98\x80\"");  // U+1F600: kept
+  CHECK(html_token_label("\xf0\x9f\x98") == "\"\\xf0\\x9f\\x98\"");        // truncated 4-byte sequence
+  CHECK(html_token_label("\xc0\xaf") == "\"\\xc0\\xaf\"");                  // overlong '/'
+  CHECK(html_token_label("\xed\xa0\x80") == "\"\\xed\\xa0\\x80\"");        // a surrogate
+  CHECK(html_token_label("\xf4\x90\x80\x80") == "\"\\xf4\\x90\\x80\\x80\"");  // above U+10FFFF
+  CHECK(html_token_label("a\nb\t\"\\\x01\x7f") == "\"a\\nb\\t\\\"\\\\\\x01\\x7f\"");
+  CHECK(html_token_label(std::string("\0", 1)) == "\"\\x00\"");
+  // Random byte strings: the label is valid UTF-8 (nlohmann's strict dump accepts it) and unescapes to the bytes;
+  // random valid UTF-8 (code points of every length) comes back unchanged between the quotes.
+  attnscope::Random random(45);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string bytes;
+    const int length = static_cast<int>(random.uniform() * 12);
+    for (int k = 0; k < length; ++k) bytes += static_cast<char>(static_cast<int>(random.uniform() * 256) & 255);
+    const std::string label = html_token_label(bytes);
+    CHECK_NOTHROW(nlohmann::json(label).dump());
+    CHECK(html_unescape_label(label) == bytes);
+    std::string text;
+    for (int k = 0; k < 4; ++k) {
+      const double kind = random.uniform();
+      std::uint32_t cp = kind < 0.25   ? 0x20 + static_cast<std::uint32_t>(random.uniform() * 0x5f)
+                         : kind < 0.5  ? 0x80 + static_cast<std::uint32_t>(random.uniform() * 0x780)
+                         : kind < 0.75 ? 0x800 + static_cast<std::uint32_t>(random.uniform() * 0xf800)
+                                       : 0x10000 + static_cast<std::uint32_t>(random.uniform() * 0x100000);
+      if (cp == '"' || cp == '\\' || cp == 0x7f || (cp >= 0xd800 && cp < 0xe000)) cp = 'x';
+      if (cp < 0x80) {
+        text += static_cast<char>(cp);
+      } else if (cp < 0x800) {
+        text += static_cast<char>(0xc0 | (cp >> 6)), text += static_cast<char>(0x80 | (cp & 63));
+      } else if (cp < 0x10000) {
+        text += static_cast<char>(0xe0 | (cp >> 12)), text += static_cast<char>(0x80 | ((cp >> 6) & 63));
+        text += static_cast<char>(0x80 | (cp & 63));
+      } else {
+        text += static_cast<char>(0xf0 | (cp >> 18)), text += static_cast<char>(0x80 | ((cp >> 12) & 63));
+        text += static_cast<char>(0x80 | ((cp >> 6) & 63)), text += static_cast<char>(0x80 | (cp & 63));
+      }
+    }
+    CHECK(html_token_label(text) == "\"" + text + "\"");
+  }
+}
+
+TEST_CASE("HTML report: the curves along the sequence are run means of each row's sink mass and entropy",
+          "[analysis][html]") {
+  attnscope::Random random(31);
+  HtmlReportOptions options;
+  options.curve_max_points = 8;  // 37 rows: runs of 5, the last of 2
+  options.sink_keys = {0, 1};
+  HtmlReportBuilder builder(options);
+  RowMatrix<double> plain = html_random_attention(random, 37, 37);
+  plain(9, 3) = std::nan("");  // row 9 left out of its run (rows 5..9)
+  builder.add_head(0, 0, plain);
+  // a learned-sink head: rows over the real keys scaled to 1 − σ_i with σ_i drawn in [0, 0.9)
+  RowMatrix<double> real = html_random_attention(random, 37, 37);
+  attnscope::Vector<double> sigma(37);
+  for (Index i = 0; i < 37; ++i) sigma(i) = 0.9 * random.uniform(), real.row(i) *= 1 - sigma(i);
+  builder.add_head(0, 1, real, sigma);
+  // one row: a decoding step (1 × 37) is one point at query position 36
+  builder.add_head(0, 2, html_random_attention(random, 1, 37));
+  const std::string page = builder.render(html_report_of({{0, 0}, {0, 1}, {0, 2}}));
+  const nlohmann::json heads = html_page_data(page)["heads"];
+
+  std::vector<double> sink(37), entropy(37), learned(37);
+  for (Index i = 0; i < 37; ++i) {
+    sink[i] = i == 9 ? std::nan("") : plain(i, 0) + plain(i, 1);
+    entropy[i] = i == 9 ? std::nan("") : static_cast<double>(attnscope::row_entropy(plain.row(i)).coeff(0));
+  }
+  const nlohmann::json& first = heads[0]["curve"];
+  CHECK(first["block"] == 5);
+  CHECK(first["first"] == 0);
+  CHECK(first["entropy_max"].get<double>() == Approx(std::log(37.0)));
+  CHECK(!first.contains("learned"));
+  html_check_points(first["sink"], html_expected_points(sink, 5), 5.1e-5);
+  html_check_points(first["entropy"], html_expected_points(entropy, 5), 5.1e-4);
+
+  // the learned-sink head: the entropy of the real keys' renormalised rows (learned_sink_row_entropies) and σ
+  const auto entropies = attnscope::analysis::learned_sink_row_entropies(real, sigma);
+  REQUIRE(entropies.real_keys.size() == 37);
+  for (Index i = 0; i < 37; ++i)
+    sink[i] = real(i, 0) + real(i, 1), entropy[i] = entropies.real_keys(i), learned[i] = sigma(i);
+  const nlohmann::json& second = heads[1]["curve"];
+  html_check_points(second["sink"], html_expected_points(sink, 5), 5.1e-5);
+  html_check_points(second["entropy"], html_expected_points(entropy, 5), 5.1e-4);
+  html_check_points(second["learned"], html_expected_points(learned, 5), 5.1e-5);
+
+  const nlohmann::json& step = heads[2]["curve"];
+  CHECK(step["first"] == 36);
+  CHECK(step["sink"].size() == 1);
+
+  // Causal rows: row 0 sees key 0 only, so at one row per point the first point is sink mass 1 and entropy 0.
+  HtmlReportBuilder exact;
+  exact.add_head(0, 0, html_random_attention(random, 300, 300));
+  const nlohmann::json curve = html_page_data(exact.render(html_report_of({{0, 0}})))["heads"][0]["curve"];
+  CHECK(curve["block"] == 2);  // 300 rows, at most 256 points by default
+  CHECK(curve["sink"].size() == 150);
+  // the grid shows each head's curves as a sparkline
+  std::size_t sparklines = 0;
+  for (std::size_t at = page.find("<svg class=\"spark\""); at != std::string::npos;
+       at = page.find("<svg class=\"spark\"", at + 1))
+    ++sparklines;
+  CHECK(sparklines == 3);
+  HtmlReportOptions one_row;
+  one_row.curve_max_points = 300;
+  HtmlReportBuilder rows(one_row);
+  rows.add_head(0, 0, html_random_attention(random, 300, 300));
+  const nlohmann::json row_curve = html_page_data(rows.render(html_report_of({{0, 0}})))["heads"][0]["curve"];
+  CHECK(row_curve["sink"][0] == 1.0);
+  CHECK(row_curve["entropy"][0] == 0.0);
+}
+
+TEST_CASE("HTML report: the header names the run, L and the options", "[analysis][html]") {
+  attnscope::Random random(3);
+  HtmlReportOptions options;
+  options.run = {{"model", "gpt2-wp-mini"}, {"architecture", "gpt2"}, {"model_dtype", "float32"},
+                 {"text_file", "war_and_peace.txt"}, {"max_tokens", "24"}, {"tokens", "24"},
+                 {"token_ids", "1,2,3"}, {"attnscope_version", "0.1.0"}, {"command", "report"},
+                 {"map", "softmax"}, {"sink_keys", "0"}};
+  HtmlReportBuilder builder(options);
+  builder.add_head(0, 0, html_random_attention(random, 24, 24));
+  builder.add_head(0, 1, html_random_attention(random, 1, 24));
+  const std::string page = builder.render(html_report_of({{0, 0}, {0, 1}}));
+  CHECK(page.find("<summary id=\"run-what\">Run: model gpt2-wp-mini (gpt2, float32); text war_and_peace.txt; "
+                  "max-tokens 24; L = 24; attnscope 0.1.0</summary>") != std::string::npos);
+  CHECK(page.find("<p id=\"run-options\">Options: map softmax; sink_keys 0</p>") != std::string::npos);
+  CHECK(page.find("<p id=\"summary\">2 heads: 1 of 1 queries &times; 24 keys, 1 of L = 24.") != std::string::npos);
+}
 
 TEST_CASE("HTML report: base64 matches RFC 4648's test vectors", "[analysis][html]") {
   using attnscope::analysis::detail::html_base64;
@@ -244,13 +424,15 @@ TEST_CASE("HTML report: the page has the grid, the table, the glossary and escap
   CHECK(page.find("<b>Typical:</b>") != std::string::npos);
   CHECK(page.find(attnscope::analysis::detail::html_escape(attnscope::analysis::default_report_columns()[1].glossary.measures)) !=
         std::string::npos);
-  // No token can end the script element; invalid UTF-8 is replaced; the tokens come back intact otherwise.
+  // No token can end the script element; the tokens come as the axes show them: quoted, bytes that are not UTF-8 as
+  // \xHH escapes of those bytes (not a replacement character).
   CHECK(page.find("</script><b>x") == std::string::npos);
   const nlohmann::json data = html_page_data(page);
   REQUIRE(data["tokens"].size() == 5);
-  CHECK(data["tokens"][1] == "</script><b>x");
-  CHECK(data["tokens"][2] == "\"q\"");
-  CHECK(data["tokens"][3] == "\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(data["tokens"][1] == "\"</script><b>x\"");
+  CHECK(data["tokens"][2] == "\"\\\"q\\\"\"");
+  CHECK(data["tokens"][3] == "\"\\xff\\xfe\"");
+  CHECK(page.find("\xef\xbf\xbd") == std::string::npos);
   // Small matrices: no downsampling note, no range note.
   CHECK(page.find("downsample-note") == std::string::npos);
   CHECK(page.find("range-note") == std::string::npos);
@@ -376,4 +558,81 @@ TEST_CASE("HTML report: the readout's weights are IEEE binary16 of the pixel val
   const std::string encoded = page.substr(at + 10, page.find('"', at + 10) - at - 10);
   CHECK(encoded.size() == (5 * 5 * 2 + 2) / 3 * 4);  // base64 of 50 bytes
   CHECK(encoded.substr(0, 4) == "ZjJm");  // 0.2 -> 0x3266, little-endian bytes 66 32, 66 ...
+}
+
+TEST_CASE("compare page: |B - A| on its own scale with a legend, tokens on the axes, a sortable table",
+          "[analysis][html]") {
+  using attnscope::analysis::HeadComparison;
+  using attnscope::analysis::HeadComparisonImages;
+  using attnscope::analysis::ModelComparison;
+  attnscope::Random random(11);
+  ModelComparison comparison;
+  comparison.tokens = 12;
+  comparison.top_k = 3;
+  comparison.sink_keys = {0};
+  for (int head = 0; head < 3; ++head) {
+    HeadComparison h;
+    h.head = head;
+    h.js_keep = 0.1 * (3 - head);
+    h.a.entropy = 1.0 + head, h.b.entropy = 1.5 + 0.25 * head;
+    comparison.heads.push_back(h);
+  }
+  HeadComparisonImages images;
+  images.head = 0;
+  images.block = 2;  // 12 tokens in 6 × 6 pixels
+  images.a = html_random_attention(random, 6, 6);
+  images.b = html_random_attention(random, 6, 6);
+  images.difference = (images.b - images.a).cwiseAbs();
+  comparison.images.push_back(images);
+  attnscope::analysis::CompareHtmlOptions options;
+  options.tokens = {"<s>", " the", " \xe2\x80", "\x99", " end", "a", "b", "c", "d", "e", "f", "g"};
+  options.image_scale = 4;  // a label every 3 pixels (12 CSS pixels)
+  const std::string page = attnscope::analysis::render_comparison_html(comparison, options);
+  const double largest = images.difference.maxCoeff();
+  REQUIRE(largest > 0.05);
+
+  // The three images: A and B on viridis of the weight, |B − A| on magma of difference / largest.
+  std::vector<attnscope::testing::DecodedPng> panels;
+  for (std::size_t at = page.find("<img class=\"big"); at != std::string::npos; at = page.find("<img class=\"big", at + 1)) {
+    const std::size_t start = page.find("base64,", at) + 7;
+    nlohmann::json fake = {{"heads", {{{"image", "data:image/png;base64," + page.substr(start, page.find('"', start) - start)}}}}};
+    panels.push_back(html_head_image(fake, 0));
+  }
+  REQUIRE(panels.size() == 3);
+  for (Index y = 0; y < 6; ++y)
+    for (Index x = 0; x < 6; ++x) {
+      CHECK(panels[0].pixels[y * 6 + x] == html_expected_index(images.a(y, x)));
+      CHECK(panels[2].pixels[y * 6 + x] == html_expected_index(images.difference(y, x) / largest));
+    }
+  CHECK(panels[0].palette[63] == std::array<unsigned char, 3>{0xfd, 0xe7, 0x25});  // viridis's end
+  CHECK(panels[2].palette[0] == std::array<unsigned char, 3>{0, 0, 4});            // magma's ends
+  CHECK(panels[2].palette[63] == std::array<unsigned char, 3>{252, 253, 191});
+  CHECK(page.find("<img class=\"big difference\"") != std::string::npos);
+  // The legend of the difference: its maximum is the head's largest difference, the middle tick largest · (1/2)^2.
+  const std::string legend = "<div class=\"legend\" id=\"legend-difference-0-0\" data-max=\"" +
+                             attnscope::analysis::detail::html_format_value(largest) + "\"";
+  REQUIRE(page.find(legend) != std::string::npos);
+  const std::size_t legend_at = page.find(legend);
+  CHECK(page.find("<span style=\"left:50%\">" + attnscope::analysis::detail::html_format_value(largest / 4) + "</span>",
+                  legend_at) < page.find("</div>", legend_at));
+  CHECK(page.find("<span style=\"left:100%\">" + attnscope::analysis::detail::html_format_value(largest) + "</span>",
+                  legend_at) < page.find("</div>", legend_at));
+  CHECK(page.find("id=\"legend-weights\" data-max=\"1\"") != std::string::npos);
+  // Tokens on both axes, every 3rd pixel at scale 4: positions 0, 6 (pixels 0, 3, blocks of 2) with their tokens;
+  // the byte token as \x escapes.
+  CHECK(page.find("<div class=\"yaxis\"") != std::string::npos);
+  CHECK(page.find("&quot; the&quot;") == std::string::npos);  // position 1 is inside pixel 0's block: not labelled
+  CHECK(page.find(">0 &quot;&lt;s&gt;&quot;</span>") != std::string::npos);
+  CHECK(page.find(">6 &quot;b&quot;</span>") != std::string::npos);
+  options.image_scale = 12;  // one label per pixel
+  const std::string large = attnscope::analysis::render_comparison_html(comparison, options);
+  CHECK(large.find(">2 &quot; \\xe2\\x80&quot;</span>") != std::string::npos);
+  // The table sorts (the report's script) by any column named in data-name.
+  CHECK(page.find("<table id=\"stats\" class=\"sortable\">") != std::string::npos);
+  CHECK(page.find("<th data-type=\"number\" data-name=\"entropy_b\">") != std::string::npos);
+  CHECK(page.find(attnscope::analysis::detail::html_table_sort_script()) != std::string::npos);
+  // Identical models: the difference is all zero, drawn at level 0, its legend 0 throughout.
+  comparison.images[0].difference.setZero();
+  const std::string same = attnscope::analysis::render_comparison_html(comparison, options);
+  CHECK(same.find("id=\"legend-difference-0-0\" data-max=\"0\"") != std::string::npos);
 }

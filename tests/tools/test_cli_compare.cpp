@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "attnscope/analysis/compare.hpp"
+#include "attnscope/analysis/detail/html_page.hpp"
 #include <nlohmann/json.hpp>
 
 #include "attnscope/model/load.hpp"
+#include "attnscope/text/bpe_tokenizer.hpp"
 #include "fixtures/gguf_bounds.hpp"
 #include "fixtures/gguf_fixtures.hpp"
 #include "fixtures/hf_reference.hpp"
@@ -80,6 +82,13 @@ TEST_CASE("attnscope compare writes the comparison of analysis::compare_models, 
   CHECK(contains(page, "<section id=\"head-" + rows[1][1] + "-" + rows[1][2] + "\">"));
   CHECK(contains(page, "<section id=\"head-" + rows[2][1] + "-" + rows[2][2] + "\">"));
   CHECK_FALSE(contains(page, "<section id=\"head-" + rows[3][1] + "-" + rows[3][2] + "\">"));
+  // the axes carry model A's token strings (16 tokens at 2 CSS pixels: positions 0, 6 and 12 labelled)
+  const auto tokenizer = attnscope::text::ByteLevelBpeTokenizer::from_folder(llama);
+  for (const auto& [position, id] : {std::pair<int, int>{0, 5}, {6, 41}, {12, 1}})
+    CHECK(contains(page, ">" + std::to_string(position) + " " +
+                             attnscope::analysis::detail::html_escape(
+                                 attnscope::analysis::detail::html_token_label(tokenizer.token_bytes(id))) +
+                             "</span>"));
 }
 
 TEST_CASE("attnscope compare of a model with itself: zero changes; text through both tokenizers") {

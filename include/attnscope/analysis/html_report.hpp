@@ -1,7 +1,9 @@
 // attnscope/analysis/html_report.hpp — the HTML view of the per-head report: one self-contained page (inline CSS and
 // JavaScript, images as PNG data URIs; no network) with a grid of per-layer × per-head heatmaps, a larger view of one
-// head with token strings on its axes, the sortable per-head table with a glossary of its columns (each column's
-// ReportColumn::glossary, carried by the HeadReport), and the sink/content split of every head as a small bar. This
+// head with token strings on its axes (bytes that are not UTF-8 as \xHH) and its curves of sink mass and entropy along
+// the sequence, the sortable per-head table with a glossary of its columns (each column's ReportColumn::glossary,
+// carried by the HeadReport), the sink/content split of every head as a small bar, and a header with the run record
+// (the model, the text, L, the options). This
 // header holds the options, what the page keeps of each head and the page's sections; the page template (style
 // sheet, script, escaping) is detail/html_page.hpp and the heatmap figures detail/html_heatmap.hpp. Not included by
 // attnscope/analysis.hpp: include it where the page is written. Needs zlib and nlohmann-json (link attnscope::io).
@@ -44,7 +46,8 @@ struct HtmlReportOptions {
   int thumbnail_max_side = 96;       // the grid's thumbnails (shown at 96 CSS pixels)
   DownsampleMethod downsample = DownsampleMethod::block_max;
   double color_gamma = 0.5;          // colour level round(clamp(a, 0, 1)^gamma · 63) of 64: 0.5 lifts small weights
-  std::vector<Index> sink_keys = {0};  // keys counted as sink in the sink/content bar
+  std::vector<Index> sink_keys = {0};  // keys counted as sink in the sink/content bar and the curves
+  int curve_max_points = 256;        // the curves along the sequence: rows are averaged in runs to at most this many points
 };
 
 namespace detail {
@@ -58,7 +61,31 @@ struct HtmlHead {
   double sink_mass = 0, content_mass = 0;  // mean over finite rows of Σ_{k ∈ sink} A(i,k) and of the rest
   double learned_sink = -1;                // mean share σ of a learned sink logit (gpt-oss); < 0: the head has none
   Index nonfinite_entries = 0, out_of_range_entries = 0, finite_rows = 0;
+  // The curves along the sequence: point k is the mean over the rows k·curve_block .. (k+1)·curve_block − 1 of each
+  // row's sink mass, its entropy and (heads with learned-sink shares) its share σ; NaN where no row of the run has it.
+  Index curve_block = 1;
+  std::vector<double> curve_sink, curve_entropy, curve_learned;
 };
+
+/// Means of consecutive runs of `block` values, NaN values left out; NaN for a run without a value.
+inline std::vector<double> html_run_means(const std::vector<double>& values, Index block) {
+  std::vector<double> means;
+  for (std::size_t start = 0; start < values.size(); start += static_cast<std::size_t>(block)) {
+    double sum = 0;
+    Index count = 0;
+    for (std::size_t i = start; i < std::min(values.size(), start + static_cast<std::size_t>(block)); ++i)
+      if (!std::isnan(values[i])) sum += values[i], ++count;
+    means.push_back(count ? sum / static_cast<double>(count) : std::nan(""));
+  }
+  return means;
+}
+
+/// A value for the page's data: rounded to `decimals` places (shorter JSON), null when not finite.
+inline nlohmann::json html_rounded(double value, int decimals) {
+  if (!std::isfinite(value)) return nullptr;
+  const double scale = std::pow(10.0, decimals);
+  return std::round(value * scale) / scale;
+}
 
 }  // namespace detail
 
@@ -81,15 +108,53 @@ class HtmlReportBuilder {
       attnscope::detail::throw_invalid_argument(fn, "color_gamma = ", options_.color_gamma, " is outside (0, 4]");
     for (Index key : options_.sink_keys)
       if (key < 0) attnscope::detail::throw_invalid_argument(fn, "sink key ", key, " is negative");
+    if (options_.curve_max_points < 2 || options_.curve_max_points > 65536)
+      attnscope::detail::throw_invalid_argument(fn, "curve_max_points = ", options_.curve_max_points,
+                                                " is outside [2, 65536]");
   }
 
   /// Adds one head: its attention (rows = queries, columns = keys; any shape, e.g. L × L, 1 × L for a decoding step,
-  /// Lq × Lk for cross-attention) is reduced to the large image, the thumbnail and the sink/content split. Entries are
-  /// clamped to [0, 1] for the colours (counted and reported on the page when outside); non-finite entries are drawn
-  /// magenta, counted, and their rows left out of the split. Throws invalid_argument for an empty matrix, a negative
-  /// layer or head, a head already added, or a sink key ≥ the number of columns. O(rows · cols).
+  /// Lq × Lk for cross-attention) is reduced to the large image, the thumbnail, the sink/content split and the curves
+  /// along the sequence (each row's sink mass Σ_{k ∈ sink} A(i,k) and entropy −Σ_j A(i,j) ln A(i,j), averaged over runs
+  /// of rows to at most curve_max_points points). Entries are clamped to [0, 1] for the colours (counted and reported
+  /// on the page when outside); non-finite entries are drawn magenta, counted, and their rows left out of the split
+  /// and the curves (as is the entropy of a row with a negative entry). Throws invalid_argument for an empty matrix,
+  /// a negative layer or head, a head already added, or a sink key ≥ the number of columns. O(rows · cols).
   template <class Derived>
   void add_head(int layer, int head, const Eigen::MatrixBase<Derived>& attention) {
+    add_head_rows(layer, head, attention, std::vector<double>());
+  }
+
+  /// Adds one head of a model with learned sink logits (gpt-oss): `attention` holds the weights over the real keys
+  /// (rows sum to 1 − σ_i) and `sink_shares` the L_q shares σ_i. As add_head, and the head's bar shows the mean σ
+  /// (purple) beside the sink keys' mass (orange) and the content mass (blue); the curves add σ_i, and the entropy
+  /// curve is that of the real keys' renormalised rows, H_raw / (1 − σ_i) + ln(1 − σ_i) (learned_sink_row_entropies;
+  /// left out where σ_i = 1). Throws invalid_argument as add_head, and for shares of another length or outside [0, 1].
+  template <class Derived, class SinkDerived>
+  void add_head(int layer, int head, const Eigen::MatrixBase<Derived>& attention,
+                const Eigen::MatrixBase<SinkDerived>& sink_shares) {
+    const char* fn = "HtmlReportBuilder::add_head";
+    if (sink_shares.size() != attention.rows())
+      attnscope::detail::throw_invalid_argument(fn, "layer ", layer, " head ", head, ": ", sink_shares.size(),
+                                                " learned-sink shares for ", attention.rows(), " rows");
+    std::vector<double> shares(static_cast<std::size_t>(sink_shares.size()));
+    double total = 0;
+    for (Index i = 0; i < sink_shares.size(); ++i) {
+      const double sigma = static_cast<double>(sink_shares(i));
+      if (!(sigma >= 0 && sigma <= 1))
+        attnscope::detail::throw_invalid_argument(fn, "layer ", layer, " head ", head, ": learned-sink share ", sigma,
+                                                  " at row ", i, " is outside [0, 1]");
+      shares[static_cast<std::size_t>(i)] = sigma;
+      total += sigma;
+    }
+    add_head_rows(layer, head, attention, shares);
+    heads_.back().learned_sink = sink_shares.size() ? total / static_cast<double>(sink_shares.size()) : 0.0;
+  }
+
+ private:
+  template <class Derived>
+  void add_head_rows(int layer, int head, const Eigen::MatrixBase<Derived>& attention,
+                     const std::vector<double>& shares) {
     const char* fn = "HtmlReportBuilder::add_head";
     if (layer < 0 || head < 0)
       attnscope::detail::throw_invalid_argument(fn, "layer ", layer, " head ", head, ": indices must be >= 0");
@@ -114,9 +179,12 @@ class HtmlReportBuilder {
                                        options_.color_gamma, true);
     entry.thumbnail = detail::html_heatmap(attention, entry.thumbnail_block, options_.downsample == DownsampleMethod::block_max, options_.color_gamma);
     double sink_total = 0, content_total = 0;
+    const double not_a_number = std::nan("");
+    std::vector<double> row_sink(static_cast<std::size_t>(attention.rows()), not_a_number);
+    std::vector<double> row_entropies(static_cast<std::size_t>(attention.rows()), not_a_number);
     for (Index i = 0; i < attention.rows(); ++i) {
-      double row_sum = 0, sink = 0;
-      bool finite = true;
+      double row_sum = 0, sink = 0, plogp = 0;
+      bool finite = true, negative = false;
       for (Index j = 0; j < attention.cols(); ++j) {
         const double value = static_cast<double>(attention(i, j));
         if (!std::isfinite(value)) {
@@ -125,6 +193,8 @@ class HtmlReportBuilder {
           continue;
         }
         if (value < 0 || value > 1) ++entry.out_of_range_entries;
+        negative = negative || value < 0;
+        if (value > 0) plogp += value * std::log(value);  // Shannon entropy −Σ p ln p, 0 ln 0 = 0
         row_sum += value;
       }
       if (!finite) continue;
@@ -132,7 +202,19 @@ class HtmlReportBuilder {
       sink_total += sink;
       content_total += row_sum - sink;
       ++entry.finite_rows;
+      row_sink[static_cast<std::size_t>(i)] = sink;
+      if (negative) continue;
+      if (shares.empty()) {
+        row_entropies[static_cast<std::size_t>(i)] = -plogp;
+      } else if (shares[static_cast<std::size_t>(i)] < 1) {  // the renormalised row a/(1−σ) [derived]
+        const double content = 1.0 - shares[static_cast<std::size_t>(i)];
+        row_entropies[static_cast<std::size_t>(i)] = -plogp / content + std::log(content);
+      }
     }
+    entry.curve_block = (attention.rows() + options_.curve_max_points - 1) / options_.curve_max_points;
+    entry.curve_sink = detail::html_run_means(row_sink, entry.curve_block);
+    entry.curve_entropy = detail::html_run_means(row_entropies, entry.curve_block);
+    if (!shares.empty()) entry.curve_learned = detail::html_run_means(shares, entry.curve_block);
     if (entry.finite_rows > 0) {
       entry.sink_mass = sink_total / static_cast<double>(entry.finite_rows);
       entry.content_mass = content_total / static_cast<double>(entry.finite_rows);
@@ -140,29 +222,7 @@ class HtmlReportBuilder {
     heads_.push_back(std::move(entry));
   }
 
-  /// Adds one head of a model with learned sink logits (gpt-oss): `attention` holds the weights over the real keys
-  /// (rows sum to 1 − σ_i) and `sink_shares` the L_q shares σ_i. As add_head, and the head's bar shows the mean σ
-  /// (purple) beside the sink keys' mass (orange) and the content mass (blue). Throws invalid_argument as add_head,
-  /// and for shares of another length or outside [0, 1].
-  template <class Derived, class SinkDerived>
-  void add_head(int layer, int head, const Eigen::MatrixBase<Derived>& attention,
-                const Eigen::MatrixBase<SinkDerived>& sink_shares) {
-    const char* fn = "HtmlReportBuilder::add_head";
-    if (sink_shares.size() != attention.rows())
-      attnscope::detail::throw_invalid_argument(fn, "layer ", layer, " head ", head, ": ", sink_shares.size(),
-                                                " learned-sink shares for ", attention.rows(), " rows");
-    double total = 0;
-    for (Index i = 0; i < sink_shares.size(); ++i) {
-      const double sigma = static_cast<double>(sink_shares(i));
-      if (!(sigma >= 0 && sigma <= 1))
-        attnscope::detail::throw_invalid_argument(fn, "layer ", layer, " head ", head, ": learned-sink share ", sigma,
-                                                  " at row ", i, " is outside [0, 1]");
-      total += sigma;
-    }
-    add_head(layer, head, attention);
-    heads_.back().learned_sink = sink_shares.size() ? total / static_cast<double>(sink_shares.size()) : 0.0;
-  }
-
+ public:
   /// Adds the routing of one Mixture-of-Experts layer (summarize_routing): the page's "Experts" section shows the
   /// layer's load as one bar per expert (height ∝ tokens) with its mean routing entropy against ln E. Throws
   /// invalid_argument for a negative layer, a layer already added, or a summary without experts.
@@ -202,7 +262,8 @@ class HtmlReportBuilder {
     page << detail::html_run_record(options_.run);
     page << summary() << grid() << experts() << "<section id=\"detail\" hidden></section>\n"
          << table(report) << glossary(report) << "<script type=\"application/json\" id=\"attnscope-data\">"
-         << detail::html_script_json(data()) << "</script>\n<script>" << detail::html_page_script() << "</script>\n</body></html>\n";
+         << detail::html_script_json(data()) << "</script>\n<script>" << detail::html_page_script() << "</script>\n<script>"
+         << detail::html_table_sort_script() << "</script>\n</body></html>\n";
     return page.str();
   }
 
@@ -227,7 +288,20 @@ class HtmlReportBuilder {
       out_of_range += h.out_of_range_entries;
     }
     const bool max = options_.downsample == DownsampleMethod::block_max;
-    out << "<p id=\"summary\">" << heads_.size() << " heads. Colour: viridis of a<sup>" << options_.color_gamma
+    // the shapes of the heads: L × L for a sequence of L tokens, Lq × Lk for decoding steps or cross-attention
+    std::map<std::pair<Index, Index>, std::size_t> shapes;
+    for (const auto& h : heads_) ++shapes[{h.rows, h.cols}];
+    out << "<p id=\"summary\">" << heads_.size() << " heads" << (shapes.size() > 1 ? ":" : "");
+    bool first_shape = true;
+    for (const auto& [shape, count] : shapes) {
+      out << (first_shape ? " " : ", ");
+      first_shape = false;
+      if (shapes.size() > 1) out << count << ' ';
+      out << "of ";
+      if (shape.first == shape.second) out << "L = " << shape.first;
+      else out << shape.first << " queries &times; " << shape.second << " keys";
+    }
+    out << ". Colour: viridis of a<sup>" << options_.color_gamma
         << "</sup> for attention weight a in [0, 1] (dark = 0, yellow = 1); magenta = not finite. The bar under each "
            "head is its mean mass on the sink key"
         << (options_.sink_keys.size() == 1 ? "" : "s") << " (";
@@ -267,7 +341,7 @@ class HtmlReportBuilder {
         const auto& h = heads_[i];
         out << "<button class=\"cell\" data-index=\"" << i << "\" title=\"layer " << h.layer << " head " << h.head
             << "\"><img class=\"thumb\" alt=\"layer " << h.layer << " head " << h.head << "\" src=\""
-            << data_uri(h.thumbnail) << "\"><span class=\"cell-label\">h" << h.head << "</span>" << bar(h)
+            << data_uri(h.thumbnail) << "\"><span class=\"cell-label\">h" << h.head << "</span>" << bar(h) << sparkline(h)
             << "</button>";
       }
       out << "</div>\n";
@@ -303,6 +377,35 @@ class HtmlReportBuilder {
     return out.str();
   }
 
+  // The grid's small curves along the sequence: sink mass (orange, 0..1) and entropy (blue, 0..ln keys) of at most 48
+  // points (the head's curve points averaged in runs), in a 96 × 16 box.
+  static std::string sparkline(const detail::HtmlHead& h) {
+    const Index run = (static_cast<Index>(h.curve_sink.size()) + 47) / 48;
+    const std::vector<double> sink = detail::html_run_means(h.curve_sink, run);
+    const std::vector<double> entropy = detail::html_run_means(h.curve_entropy, run);
+    const double top = h.cols > 1 ? std::log(static_cast<double>(h.cols)) : 1.0;
+    const auto path = [&](const std::vector<double>& values, double scale) {
+      std::ostringstream d;
+      d.precision(3);
+      bool pen = false;
+      for (std::size_t k = 0; k < values.size(); ++k) {
+        if (std::isnan(values[k])) {
+          pen = false;
+          continue;
+        }
+        const double x = values.size() > 1 ? 96.0 * static_cast<double>(k) / static_cast<double>(values.size() - 1) : 48;
+        const double y = 15.5 - 15.0 * std::min(1.0, std::max(0.0, values[k] / scale));
+        d << (pen ? "L" : "M") << std::round(x * 10) / 10 << ' ' << std::round(y * 10) / 10;
+        pen = true;
+      }
+      return d.str();
+    };
+    return "<svg class=\"spark\" viewBox=\"0 0 96 16\" preserveAspectRatio=\"none\" aria-label=\"sink mass and "
+           "entropy along the sequence\"><path class=\"spark-sink\" fill=\"none\" stroke=\"#f28e2b\" d=\"" +
+           path(sink, 1.0) + "\"></path><path class=\"spark-entropy\" fill=\"none\" stroke=\"#3b6fb6\" d=\"" +
+           path(entropy, top) + "\"></path></svg>";
+  }
+
   static std::string bar(const detail::HtmlHead& h) {
     if (h.learned_sink >= 0 && h.finite_rows > 0) {  // three parts: σ, the sink keys, the content keys (sum 1)
       const double learned = 100.0 * std::min(1.0, h.learned_sink);
@@ -330,13 +433,15 @@ class HtmlReportBuilder {
     std::ostringstream out;
     out << "<section id=\"statistics\"><h2>Per-head statistics</h2><p class=\"hint\">Click a column heading to sort; "
            "click a row for the head's matrix. \"-\" = not available (see the glossary).</p>\n"
-        << "<div class=\"scroll\"><table id=\"stats\"><thead><tr><th data-type=\"number\">layer</th><th data-type=\"number\">head</th>"
-        << "<th data-type=\"number\" title=\"mean mass on the sink keys / on the content keys\">sink | content</th>";
+        << "<div class=\"scroll\"><table id=\"stats\" class=\"sortable\"><thead><tr><th data-type=\"number\" data-name=\"layer\">"
+           "layer</th><th data-type=\"number\" data-name=\"head\">head</th><th data-type=\"number\" "
+           "data-name=\"sink_content\" title=\"mean mass on the sink keys / on the content keys\">sink | content</th>";
     for (std::size_t c = 0; c < report.columns.size(); ++c) {
       const std::string& name = report.columns[c];
       const std::string shown =
           c < report.short_names.size() && !report.short_names[c].empty() ? report.short_names[c] : name;
-      out << "<th data-type=\"number\" title=\"" << detail::html_escape(name) << "\"><a href=\"#glossary-"
+      out << "<th data-type=\"number\" data-name=\"" << detail::html_escape(name) << "\" title=\""
+          << detail::html_escape(name) << "\"><a href=\"#glossary-"
           << detail::html_escape(name) << "\">" << detail::html_escape(shown) << "</a></th>";
     }
     out << "</tr></thead><tbody>\n";
@@ -391,6 +496,22 @@ class HtmlReportBuilder {
     return nullptr;
   }
 
+  // The curves of one head for the page's script: sink mass and σ to 4 decimals, entropy to 3 (nats).
+  nlohmann::json curve(const detail::HtmlHead& h) const {
+    const auto rounded = [](const std::vector<double>& values, int decimals) {
+      nlohmann::json out = nlohmann::json::array();
+      for (double v : values) out.push_back(detail::html_rounded(v, decimals));
+      return out;
+    };
+    nlohmann::json out = {{"block", h.curve_block},
+                          {"first", h.rows <= h.cols ? h.cols - h.rows : 0},
+                          {"entropy_max", h.cols > 1 ? std::log(static_cast<double>(h.cols)) : 0.0},
+                          {"sink", rounded(h.curve_sink, 4)},
+                          {"entropy", rounded(h.curve_entropy, 3)}};
+    if (!h.curve_learned.empty()) out["learned"] = rounded(h.curve_learned, 4);
+    return out;
+  }
+
   nlohmann::json data() const {
     nlohmann::json heads = nlohmann::json::array();
     for (const auto& h : heads_)
@@ -405,9 +526,14 @@ class HtmlReportBuilder {
                        {"values", detail::html_base64(h.image.values)},
                        {"sink", h.finite_rows ? nlohmann::json(h.sink_mass) : nlohmann::json()},
                        {"content", h.finite_rows ? nlohmann::json(h.content_mass) : nlohmann::json()},
-                       {"nonfinite", h.nonfinite_entries}});
+                       {"nonfinite", h.nonfinite_entries},
+                       {"curve", curve(h)}});
+    // the tokens as the axes show them: quoted, bytes that are not UTF-8 as \xHH (detail::html_token_label)
+    std::vector<std::string> labels;
+    labels.reserve(tokens_.size());
+    for (const std::string& token : tokens_) labels.push_back(detail::html_token_label(token));
     return {{"heads", heads},
-            {"tokens", tokens_},
+            {"tokens", labels},
             {"method", options_.downsample == DownsampleMethod::block_max ? "maximum" : "mean"}};
   }
 

@@ -1,8 +1,9 @@
 // Writes the HTML report page that tests/browser/check_html_page.py loads in headless Chromium: 3 layers × 4 heads of
 // seeded causal attention (layer 0: L = 24 with token strings; layer 1: a sink head and others; layer 2: L = 700, so
 // downsampled), one head with a NaN entry, one with a learned sink, the routing of two Mixture-of-Experts layers,
-// and every report column; OUT.html.expected holds the weight of layer 0
-// head 1 at query 5, key 3 (what the page's readout must show for #head-0-1:5,3).
+// every report column, a run record, and a byte-level token (" girl" and two bytes of a three-byte character, which
+// the axes show as \xe2\x80); OUT.html.expected holds the weight of layer 0 head 1 at query 5, key 3 (what the
+// page's readout must show for #head-0-1:5,3).
 // Usage: make_test_page OUT.html
 #include <cmath>
 #include <cstdio>
@@ -15,19 +16,7 @@
 #include "attnscope/analysis/html_report.hpp"
 #include "attnscope/analysis/report_columns.hpp"
 #include "attnscope/core/random.hpp"
-
-namespace {
-
-attnscope::RowMatrix<double> causal_attention(attnscope::Random& random, attnscope::Index length, double sink_logit) {
-  attnscope::RowMatrix<double> a = attnscope::RowMatrix<double>::Zero(length, length);
-  for (attnscope::Index i = 0; i < length; ++i) {
-    for (attnscope::Index j = 0; j <= i; ++j) a(i, j) = std::exp(1.5 * random.normal() + (j == 0 ? sink_logit : 0.0));
-    a.row(i) /= a.row(i).sum();
-  }
-  return a;
-}
-
-}  // namespace
+#include "causal_attention.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -36,10 +25,13 @@ int main(int argc, char** argv) {
   }
   try {
     using namespace attnscope;
+    using testing::causal_attention;
     Random random(13);
     analysis::HtmlReportOptions options;
     options.title = "attnscope browser test";
     options.source = "synthetic heads (tests/browser/page/make_test_page.cpp)";
+    options.run = {{"model", "synthetic"}, {"tokens", "24"}, {"map", "softmax"}, {"sink_keys", "0"},
+                   {"attnscope_version", "test"}};
     analysis::HtmlReportBuilder builder(options);
     std::vector<analysis::HeadInput> heads;
     for (int layer = 0; layer < 3; ++layer)
@@ -60,7 +52,7 @@ int main(int argc, char** argv) {
         heads.push_back(std::move(input));
       }
     std::vector<std::string> tokens;
-    const char* words[] = {"<s>", "Once", " upon", " a", " time", ",", " there", " was", " a", " <little>", " girl"};
+    const char* words[] = {"<s>", "Once", " upon", " a", " time", ",", " there", " was", " a", " <little>", " girl\xe2\x80"};
     for (int i = 0; i < 24; ++i) tokens.push_back(words[i % 11]);
     builder.set_tokens(tokens);
     // two Mixture-of-Experts layers of 8 experts, 24 tokens top-2 (expert 3 the busiest, with 20 tokens)

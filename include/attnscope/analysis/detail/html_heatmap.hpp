@@ -21,25 +21,48 @@ namespace attnscope::analysis::detail {
 /// 0.73 MB for 40 heads of 256 × 256).
 inline constexpr int html_color_levels = 64;
 
-/// The palette: viridis (matplotlib, van der Walt & Smith 2015) by linear interpolation between five of its colours,
-/// then magenta for non-finite entries.
+/// Five colours of viridis (matplotlib, van der Walt & Smith 2015) at 0, 1/4, 1/2, 3/4 and 1: the attention weights.
+inline constexpr unsigned char html_viridis_stops[5][3] = {
+    {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+/// Five colours of magma (matplotlib) at 0, 1/4, 1/2, 3/4 and 1: differences, on a scale of their own.
+inline constexpr unsigned char html_magma_stops[5][3] = {
+    {0, 0, 4}, {81, 18, 124}, {183, 55, 121}, {252, 137, 97}, {252, 253, 191}};
+
+/// A palette of html_color_levels colours by linear interpolation between five stops, then `invalid` for non-finite
+/// entries.
+inline std::vector<io::PngColor> html_palette(const unsigned char (&stops)[5][3], io::PngColor invalid) {
+  std::vector<io::PngColor> colors;
+  for (int i = 0; i < html_color_levels; ++i) {
+    const double t = 4.0 * i / (html_color_levels - 1);
+    const int segment = std::min(3, static_cast<int>(t));
+    const double f = t - segment;
+    io::PngColor color{};
+    for (int c = 0; c < 3; ++c)
+      color[c] = static_cast<unsigned char>(std::lround(stops[segment][c] * (1 - f) + stops[segment + 1][c] * f));
+    colors.push_back(color);
+  }
+  colors.push_back(invalid);
+  return colors;
+}
+
+/// The palette of the attention heatmaps: viridis, magenta for non-finite entries.
 inline const std::vector<io::PngColor>& html_heatmap_palette() {
-  static const std::vector<io::PngColor> palette = [] {
-    const double stops[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
-    std::vector<io::PngColor> colors;
-    for (int i = 0; i < html_color_levels; ++i) {
-      const double t = 4.0 * i / (html_color_levels - 1);
-      const int segment = std::min(3, static_cast<int>(t));
-      const double f = t - segment;
-      io::PngColor color{};
-      for (int c = 0; c < 3; ++c)
-        color[c] = static_cast<unsigned char>(std::lround(stops[segment][c] * (1 - f) + stops[segment + 1][c] * f));
-      colors.push_back(color);
-    }
-    colors.push_back({255, 0, 255});
-    return colors;
-  }();
+  static const std::vector<io::PngColor> palette = html_palette(html_viridis_stops, {255, 0, 255});
   return palette;
+}
+
+/// The palette of difference heatmaps: magma, cyan for non-finite entries.
+inline const std::vector<io::PngColor>& html_difference_palette() {
+  static const std::vector<io::PngColor> palette = html_palette(html_magma_stops, {0, 255, 255});
+  return palette;
+}
+
+/// The CSS gradient of five stops (a legend's bar: at x of its width the colour of the value level x).
+inline std::string html_gradient_css(const unsigned char (&stops)[5][3]) {
+  std::string css = "linear-gradient(to right";
+  for (const auto& stop : stops)
+    css += ",rgb(" + std::to_string(stop[0]) + "," + std::to_string(stop[1]) + "," + std::to_string(stop[2]) + ")";
+  return css + ")";
 }
 
 inline std::string html_base64(const std::string& bytes) {  // RFC 4648 §4, with padding
@@ -84,7 +107,8 @@ inline std::uint16_t html_half(double value) {
 
 template <class Derived>
 HtmlImage html_heatmap(const Eigen::MatrixBase<Derived>& matrix, Index block, bool block_max, double gamma,
-                       bool keep_values = false) {
+                       bool keep_values = false,
+                       const std::vector<io::PngColor>& palette = html_heatmap_palette()) {
   HtmlImage image;
   image.height = static_cast<int>((matrix.rows() + block - 1) / block);
   image.width = static_cast<int>((matrix.cols() + block - 1) / block);
@@ -112,7 +136,7 @@ HtmlImage html_heatmap(const Eigen::MatrixBase<Derived>& matrix, Index block, bo
           finite ? static_cast<unsigned char>(std::lround(std::pow(reduced, gamma) * (html_color_levels - 1)))
                  : static_cast<unsigned char>(html_color_levels);
     }
-  image.png = io::encode_png_indexed(image.width, image.height, pixels, html_heatmap_palette());
+  image.png = io::encode_png_indexed(image.width, image.height, pixels, palette);
   return image;
 }
 
