@@ -45,14 +45,14 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::cerr << (name.empty() ? std::string("attnscope: missing command") : "attnscope: unknown command '" + name + "'")
-              << "\n\n"
-              << general_usage();
+              << "\nsee `attnscope --help`\n";
     return 2;
   }
   try {
     return command->run(argc, argv);
   } catch (const attnscope::cli::usage_error& error) {
-    std::cerr << "attnscope " << name << ": " << error.what() << "\n\n" << command->usage;
+    // one line, then where the options are: the full usage text would bury the message
+    std::cerr << "attnscope " << name << ": " << error.what() << "\nsee `attnscope " << name << " --help`\n";
     return 2;
   } catch (const std::exception& error) {
     std::cerr << "attnscope " << name << ": error: " << error.what() << "\n";

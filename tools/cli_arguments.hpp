@@ -12,7 +12,7 @@
 
 namespace attnscope::cli {
 
-/// A mistake in the command line: reported with the subcommand's usage and exit code 2.
+/// A mistake in the command line: reported in one line with a pointer to the subcommand's --help, exit code 2.
 class usage_error : public std::runtime_error {
  public:
   explicit usage_error(const std::string& what) : std::runtime_error(what) {}

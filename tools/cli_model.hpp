@@ -1,6 +1,7 @@
-// tools/cli_model.hpp — running a model for `capture`, `report` and `tokenize`: where the model comes from (a
-// llama2.c checkpoint file or a Hugging Face model folder), where the tokens come from (ids, or text through the
-// folder's tokenizer), the --max-tokens cut and the forward pass with capture.
+// tools/cli_model.hpp — running a model for the commands that name one (`capture`, `report`, `rowstats`, `compare`,
+// `kvsim`, `generate`, `tokenize`): the model of --model PATH (a Hugging Face folder, a GGUF file or a llama2.c
+// checkpoint, told apart by content), where the tokens come from (ids, or text through the model's tokenizer; a file
+// or stdin), the --max-tokens cut and the forward pass with capture.
 #pragma once
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "attnscope/text/gguf_tokenizer.hpp"
 #include "cli_common.hpp"
 #include "cli_progress.hpp"
+#include "input_format.hpp"
 
 namespace attnscope::cli {
 
@@ -30,6 +33,33 @@ inline void add_input_window_options(Arguments& arguments) { arguments.value_opt
 inline constexpr const char* input_window_usage =
     "  --from TEXT         start the text at the first occurrence of TEXT (an error when it does not occur)\n"
     "  --skip-tokens N     drop the first N input tokens (after --from; before --max-tokens)\n";
+
+/// The usage lines of the model and its input, shared by the commands that run a model.
+inline constexpr const char* model_input_usage =
+    "  --model PATH        the model, told apart by its content: a Hugging Face model folder (config.json,\n"
+    "                      *.safetensors, the tokenizer; model_type as in docs/models.md), a GGUF file (llama.cpp's\n"
+    "                      format, quantized or not; its stored tokenizer encodes --text) or a llama2.c checkpoint\n"
+    "                      (token ids only)\n"
+    "  --checkpoint FILE   alias of --model\n"
+    "  --tokens LIST       token ids separated by commas or spaces\n"
+    "  --tokens-file FILE  token ids separated by commas, spaces or newlines (- reads stdin)\n"
+    "  --text STRING       text, encoded by the model's tokenizer\n"
+    "  --text-file FILE    UTF-8 text, encoded by the model's tokenizer (- reads stdin)\n"
+    "  --special-tokens    special tokens written in the text (e.g. <|endoftext|>) become their ids (default: text)\n"
+    "  --add-special-tokens  add the tokenizer's post-processor tokens (e.g. BOS <s>; default: none)\n"
+    "  --max-tokens N      keep the first N input tokens; without it, input longer than the model's positions is an\n"
+    "                      error\n";
+
+/// The contents of an input file, or of stdin for "-". Stdin can be read once per process, so its contents are kept
+/// for a second read (compare encodes one text with two tokenizers).
+inline std::string read_input_file(const std::string& path) {
+  if (path != "-") return read_text_file(path);
+  static const std::string stdin_contents(std::istreambuf_iterator<char>(std::cin), {});
+  return stdin_contents;
+}
+
+/// How messages name an input file: its path, or "stdin" for "-".
+inline std::string input_file_name(const std::string& path) { return path == "-" ? std::string("stdin") : path; }
 
 /// The token and map options shared by capture and report (the model itself is --model or --checkpoint).
 inline void add_model_options(Arguments& arguments) {
@@ -66,13 +96,15 @@ inline bool has_model_options(const Arguments& arguments) {
 /// given (a data error naming the file when it does not occur).
 inline std::string text_argument(const Arguments& arguments) {
   if (arguments.has("text") == arguments.has("text-file")) throw usage_error("give exactly one of --text, --text-file");
-  std::string text = arguments.has("text") ? arguments.get("text") : read_text_file(arguments.get("text-file"));
+  std::string text = arguments.has("text") ? arguments.get("text") : read_input_file(arguments.get("text-file"));
   if (arguments.has("from")) {
     const std::string marker = arguments.get("from");
     if (marker.empty()) throw usage_error("--from: expected a non-empty text");
     const std::size_t at = text.find(marker);
     if (at == std::string::npos)
-      attnscope::detail::throw_io_error("from", arguments.has("text-file") ? arguments.get("text-file") : "--text",
+      attnscope::detail::throw_io_error("from",
+                                        arguments.has("text-file") ? input_file_name(arguments.get("text-file"))
+                                                                   : std::string("--text"),
                                         "does not contain the --from text '", marker, "'");
     text.erase(0, at);
   }
@@ -118,7 +150,7 @@ inline std::vector<int> encode_text_argument(const Arguments& arguments, const s
   try {
     return tokenizer.encode(utf8_text, options);
   } catch (const attnscope::invalid_argument& error) {
-    const std::string source = arguments.has("text-file") ? arguments.get("text-file") : std::string("--text");
+    const std::string source = arguments.has("text-file") ? input_file_name(arguments.get("text-file")) : "--text";
     attnscope::detail::throw_io_error("encode", source, "cannot be encoded: ", error.what());
   }
 }
@@ -128,9 +160,10 @@ inline std::vector<int> token_ids_argument(const Arguments& arguments) {
   if (arguments.has("tokens")) return parse_token_list(arguments.get("tokens"), "--tokens");
   const std::string path = arguments.get("tokens-file");
   try {
-    return parse_token_list(read_text_file(path), "--tokens-file");
+    return parse_token_list(read_input_file(path), "--tokens-file");
   } catch (const usage_error& error) {
-    attnscope::detail::throw_io_error("tokens-file", path, "is not a list of token ids: ", error.what());
+    attnscope::detail::throw_io_error("tokens-file", input_file_name(path), "is not a list of token ids: ",
+                                      error.what());
   }
 }
 
@@ -182,7 +215,8 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
   if (request.tokens.empty())  // a data error (exit 1): the options were right, the text was empty
     attnscope::detail::throw_invalid_argument(
         "encode", "the input has no tokens: ",
-        arguments.has("text-file") ? arguments.get("text-file") + " is empty" : std::string("the --text is empty"));
+        arguments.has("text-file") ? input_file_name(arguments.get("text-file")) + " is empty"
+                                   : std::string("the --text is empty"));
   skip_tokens_argument(arguments, request.tokens);
   request.input_length = request.tokens.size();
   if (arguments.has("max-tokens")) {
@@ -198,23 +232,28 @@ inline CaptureRequest model_request(const Arguments& arguments, const std::strin
   return request;
 }
 
-/// The model path of capture/report: exactly one of --model DIR|FILE.gguf and --checkpoint FILE (or `positional`
-/// when given).
+/// What --model names, for messages.
+inline constexpr const char* model_kinds =
+    "a Hugging Face model folder (config.json, *.safetensors), a GGUF file or a llama2.c checkpoint";
+
+/// Checks that `path` is a model (a Hugging Face folder, a GGUF file or a llama2.c checkpoint, by content) and
+/// returns its format; a data error naming the path and what it is otherwise.
+inline io::FileFormat require_model_format(const std::string& path) {
+  if (!std::filesystem::exists(path))
+    attnscope::detail::throw_io_error("model", path, "does not exist; --model expects ", model_kinds);
+  return require_input_format("model", path,
+                              {io::FileFormat::huggingface_folder, io::FileFormat::gguf, io::FileFormat::llama2c},
+                              std::string("a model (") + model_kinds + ")");
+}
+
+/// The model of a command: --model PATH or its alias --checkpoint FILE (one of them), checked by
+/// require_model_format.
 inline std::string model_path_argument(const Arguments& arguments) {
-  if (arguments.has("model") && arguments.has("checkpoint")) throw usage_error("give either --model or --checkpoint");
-  if (arguments.has("model")) {
-    const std::string folder = arguments.get("model");
-    const bool gguf = std::filesystem::is_regular_file(folder) &&
-                      io::detect_file_format(folder) == io::FileFormat::gguf;
-    if (!std::filesystem::is_directory(folder) && !gguf)  // a data error: the option is right, the path is not
-      attnscope::detail::throw_io_error("model", folder,
-                                        std::filesystem::exists(folder) ? "is neither a folder nor a GGUF file"
-                                                                        : "does not exist",
-                                        "; --model expects a Hugging Face model folder (config.json, *.safetensors) ",
-                                        "or a GGUF file");
-    return folder;
-  }
-  return arguments.require("checkpoint");
+  if (arguments.has("model") && arguments.has("checkpoint"))
+    throw usage_error("give either --model or --checkpoint (an alias of --model)");
+  const std::string path = arguments.has("checkpoint") ? arguments.get("checkpoint") : arguments.require("model");
+  require_model_format(path);
+  return path;
 }
 
 struct CaptureRun {

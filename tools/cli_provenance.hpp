@@ -73,7 +73,7 @@ inline void record_model(RunOptions& run, const std::string& model_path, const s
 inline void record_model_input(RunOptions& run, const Arguments& arguments, const std::vector<int>& tokens) {
   if (arguments.has("text-file")) {
     run["text_file"] = arguments.get("text-file");
-    run["text_crc32"] = io::file_crc32(arguments.get("text-file"));
+    run["text_crc32"] = io::bytes_crc32(read_input_file(arguments.get("text-file")));  // "-": stdin, read once
   } else if (arguments.has("text")) {
     const std::string& text = arguments.get("text");
     run["text_crc32"] = io::bytes_crc32(text);

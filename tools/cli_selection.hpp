@@ -22,6 +22,15 @@ inline std::vector<Index> parse_index_list(const std::string& text, const std::s
   return values;
 }
 
+/// The k values of --top-k LIST, in every command the number of keys of largest weight in a row that its top-k
+/// statistics take (rowstats: the top-k masses; compare: the top-k overlap); each k >= 1, else a usage error.
+inline std::vector<Index> top_k_argument(const Arguments& arguments, const std::string& fallback) {
+  const std::vector<Index> values = parse_index_list(arguments.get("top-k", fallback), "--top-k");
+  for (const Index k : values)
+    if (k < 1) throw usage_error("--top-k: expected k >= 1, got " + std::to_string(k));
+  return values;
+}
+
 /// The indices of --<option> (empty when not given); a usage error when one is named twice.
 inline std::vector<Index> index_selection_argument(const Arguments& arguments, const std::string& option) {
   if (!arguments.has(option)) return {};

@@ -1,7 +1,6 @@
-// tools/command_capture.cpp — `attnscope capture`: run a model (llama2.c checkpoint or Hugging Face folder) over
-// tokens or text and write q, k, v, scores, attention and logits per layer and head in the library's capture layout
-// (io/capture_layout.hpp; NPZ or safetensors).
-// Documented in docs/cli.md.
+// tools/command_capture.cpp — `attnscope capture`: run a model (Hugging Face folder, GGUF file or llama2.c
+// checkpoint) over tokens or text and write q, k, v, scores, attention and logits per layer and head in the library's
+// capture layout (io/capture_layout.hpp; NPZ or safetensors). Documented in docs/cli.md.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -14,18 +13,17 @@
 #include "cli_model.hpp"
 #include "cli_provenance.hpp"
 #include "commands.hpp"
-#include "input_format.hpp"
 
 namespace attnscope::cli {
 namespace {
 
 const char* capture_usage() {
   static const std::string usage =
-      R"(usage: attnscope capture (--model DIR | --checkpoint FILE)
+      R"(usage: attnscope capture --model PATH
                          [--tokens 1,2,3 | --tokens-file FILE | --text STRING | --text-file FILE]
                          [--from TEXT] [--skip-tokens N] [--max-tokens N] [--special-tokens] [--add-special-tokens]
-                         [--generate N]
-                         [--map NAME[:PARAM]] [--layers LIST] [--no-logits] [--compress]
+                         [--generate N] [--matmul exact|llama.cpp]
+                         [--map NAME[:PARAM]] [--layers LIST] [--no-logits] [--compress] [--threads N]
                          --out FILE.npz|FILE.safetensors
 
 Runs the model over the tokens (default for a llama2.c checkpoint: BOS = 1), after first decoding N greedy tokens
@@ -33,18 +31,7 @@ when --generate N is given, and writes the capture layout: )" +
       io::capture_layout_description() + R"(.
 
 Options:
-  --model DIR         Hugging Face model folder: config.json, model.safetensors (or index + shards) and the
-                      tokenizer (tokenizer.json, tokenizer.model, or vocab.json + merges.txt); model_type as in
-                      docs/models.md; or a GGUF file (llama.cpp, quantized or not; token ids only)
-  --checkpoint FILE   llama2.c checkpoint (version 0, 1 or 2; recognised by its header, not its extension)
-  --tokens LIST       token ids separated by commas or spaces
-  --tokens-file FILE  token ids separated by commas, spaces or newlines
-  --text STRING       text, encoded by the model folder's tokenizer
-  --text-file FILE    text file (UTF-8), encoded by the model folder's tokenizer
-  --special-tokens    special tokens written in the text (e.g. <|endoftext|>) become their ids (default: text)
-  --add-special-tokens  add the tokenizer's post-processor tokens (e.g. BOS <s>; default: none)
-  --max-tokens N      keep the first N input tokens; without it, input longer than the model's positions is an error
-)" + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --generate N        first append N greedy tokens (uses the --map too)
+)" + std::string(model_input_usage) + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --generate N        first append N greedy tokens (uses the --map too)
   --map NAME          attention normalization: softmax (default), temperature:T, ssmax:S, sparsemax, entmax15,
                       entmax:ALPHA, sa_softmax, sa_softmax_normalized, sink, sink:LOGIT
   --layers LIST       write only these layers, e.g. 0,3 (their arrays keep their layer numbers; default: all)
@@ -75,9 +62,6 @@ int command_capture(int argc, char** argv) {
   if (!ends_with(out, ".safetensors") && !ends_with(out, ".npz")) throw usage_error("--out must end in .npz or .safetensors: " + out);
   check_output_options(arguments, {"out"});
   const std::string model_path = model_path_argument(arguments);
-  require_input_format("capture", model_path,
-                       {io::FileFormat::llama2c, io::FileFormat::huggingface_folder, io::FileFormat::gguf},
-                       "a model (a llama2.c checkpoint, a Hugging Face model folder with config.json or a GGUF file)");
   const CaptureRequest request = model_request(arguments, model_path, 0);
 
   std::vector<int> layers;
@@ -127,7 +111,7 @@ int command_capture(int argc, char** argv) {
 
 const Command& capture_command() {
   static const Command command{
-      "capture", "run a model (HF folder or llama2.c) and write q, k, v, scores, attention and logits (NPZ/safetensors)",
+      "capture", "run a model (HF folder, GGUF or llama2.c) and write q, k, v, scores, attention, logits (NPZ/safetensors)",
       capture_usage(), command_capture};
   return command;
 }

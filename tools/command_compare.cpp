@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -16,6 +15,7 @@
 #include "attnscope/analysis/compare_html.hpp"
 #include "cli_model.hpp"
 #include "cli_progress.hpp"
+#include "cli_selection.hpp"
 #include "cli_provenance.hpp"
 #include "cli_token_strings.hpp"
 #include "commands.hpp"
@@ -46,20 +46,21 @@ GGUF file) and the two token lists must be equal; llama2.c checkpoints take toke
 Options:
   --model PATH        a Hugging Face model folder, a GGUF file or a llama2.c checkpoint; give it twice (A, then B)
   --tokens LIST, --tokens-file FILE, --text STRING, --text-file FILE, --max-tokens N, --special-tokens,
-  --add-special-tokens   the input (as for `attnscope capture`)
+  --add-special-tokens   the input (as for `attnscope capture`; - as FILE reads stdin)
   --csv FILE          every head: rank, layer, head, js_keep, js_drop, drop_rows, top_k_overlap, then for
                       sink_mass, entropy, entropy_sink, entropy_content, max_weight, jacobian_norm the columns
                       <name>_a, <name>_b and delta_<name>
   --html FILE         a page with the table and, for the --html-heads most changed heads, A's and B's attention side
                       by side with |B − A| (collected in the same pass)
   --html-heads N      heads shown as images (default 4)
-  --top-k K           k of the top-k overlap (default 5)
+  --top-k K           the k of the top-k statistics, the k keys of largest weight in a row: the overlap of A's and
+                      B's top k keys (one k; default 5)
   --sink-keys LIST    keys forming the sink channel (default 0)
   --show N            heads printed on stdout (default 20; 0: all)
   --beyond-trained-length  let RoPE models run past their trained length (seq_len)
   --threads N         OpenMP threads (default 1; 0 = OpenMP default)
   --matmul-a MODE, --matmul-b MODE   how model A / model B multiply GGUF block-quantized weights: exact (default) or
-                      llama.cpp (see capture --matmul); one GGUF file as both models with --matmul-b llama.cpp
+                      llama.cpp (as for capture); one GGUF file as both models with --matmul-b llama.cpp
                       shows what llama.cpp's 8-bit activations change
 )" + std::string(input_window_usage) + R"(  --help              this text
 )";
@@ -134,7 +135,12 @@ int command_compare(int argc, char** argv) {
   if (arguments.has("html-heads") && !arguments.has("html")) throw usage_error("--html-heads applies to --html only");
   check_output_options(arguments, {"csv", "html"});
   analysis::CompareOptions options;
-  if (arguments.has("top-k")) options.top_k = parse_integer(arguments.get("top-k"), "--top-k", 1, 1L << 30);
+  if (arguments.has("top-k")) {
+    const std::vector<Index> k = top_k_argument(arguments, "");
+    if (k.size() != 1)
+      throw usage_error("--top-k: compare takes one k (the top-k overlap), got " + arguments.get("top-k"));
+    options.top_k = k[0];
+  }
   if (arguments.has("sink-keys")) {
     options.sink_keys.clear();
     for (const int key : parse_token_list(arguments.get("sink-keys"), "--sink-keys")) {
@@ -147,10 +153,7 @@ int command_compare(int argc, char** argv) {
   options.allow_beyond_trained_positions = arguments.has("beyond-trained-length");
   options.matmul[0] = matmul_argument(arguments, "matmul-a");
   options.matmul[1] = matmul_argument(arguments, "matmul-b");
-  for (const std::string& path : models)
-    if (!std::filesystem::exists(path))  // a data error: the option is right, the model is not there
-      attnscope::detail::throw_io_error("model", path, "does not exist; --model expects a Hugging Face model folder, "
-                                        "a GGUF file or a llama2.c checkpoint");
+  for (const std::string& path : models) require_model_format(path);  // a data error naming the path
 
   std::size_t input_length = 0;
   const std::vector<int> tokens = compare_tokens_argument(arguments, models[0], models[1], input_length);

@@ -33,7 +33,7 @@ namespace {
 
 const char* generate_usage() {
   static const std::string usage =
-      R"(usage: attnscope generate (--model DIR|FILE.gguf | --checkpoint FILE)
+      R"(usage: attnscope generate --model PATH
                          (--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE) --steps N
                          [--temperature T --seed S] [--stop-at-eos] [--eos-token LIST] [--stats OUT.npz]
                          [--layers LIST] [--heads LIST] [--sink-keys LIST] [--top-k LIST] [--exclude-sinks]
@@ -48,7 +48,7 @@ for a llama2.c checkpoint, which carries none). Timings go to stderr.
 
 Step s is the step that picks token P + s (P = the prompt's length) from query row P - 1 + s. With --stats, per
 selected layer and head the statistics `rowstats --model` computes, of each step's query row, with the same names
-and options: layer{l}.entropy, sink_mass, max_attention, max_scaled_logit, log_partition, jacobian_norm, top{k}_mass
+and options: layer{l}.entropy, sink_mass, max_weight, max_scaled_logit, log_partition, jacobian_norm, top{k}_mass
 (and learned_sink, entropy_with_sink, content_mass for a model with learned sinks), each float64 [heads, steps],
 layer{l}.heads (the head of each row), layer{l}.most_attended_key (int64 [heads, steps]: the key each step's row
 attends most), layer{l}.sink_rate (float64 [heads]: the head's sink score, the mean attention on key 0 of the first
@@ -68,16 +68,15 @@ Options:
   --layers LIST          layers to analyse (default: all)
   --heads LIST           heads to analyse (default: all)
   --sink-keys LIST       keys whose weight is the sink mass (default: 0)
-  --top-k LIST           k of the top-k masses (default: 1,8,64)
-  --exclude-sinks        max_attention skips the sink keys
+  --top-k LIST           the k of the top-k statistics, the k keys of largest weight in a row: one top{k}_mass
+                         array per k (default: 1,8,64)
+  --exclude-sinks        max_weight is the largest weight over the keys that are not sink keys
   --no-jacobian          skip the exact Jacobian norm
   --needle START:END     a span of prompt positions [START, END): the heads' retrieval score
   --sink-rate-queries T  the first T query rows of the sink rate (default 64)
   --sink-threshold LIST  the thresholds of the sink rate (default 0.2,0.3,0.4,0.5)
   --threads N            OpenMP threads (default 1; 0 = OpenMP default)
-  --model DIR, --checkpoint FILE, --tokens LIST, --tokens-file FILE, --text STRING, --text-file FILE,
-  --max-tokens N, --special-tokens, --add-special-tokens   the model and its input (as for `attnscope capture`)
-)" + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --help                 this text
+)" + std::string(model_input_usage) + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --help                 this text
 )";
   return usage.c_str();
 }
@@ -208,7 +207,7 @@ class TextPrinter {
 void add_layer_statistics(io::NamedArrays& arrays, Index layer, const std::vector<Index>& heads,
                           const std::vector<stream::RowStatistics>& statistics, const stream::RowStatisticsOptions& options,
                           bool learned_sinks, Index steps) {
-  std::vector<std::string> names = {"entropy", "sink_mass", "max_attention", "max_scaled_logit", "log_partition"};
+  std::vector<std::string> names = {"entropy", "sink_mass", "max_weight", "max_scaled_logit", "log_partition"};
   if (options.jacobian_norm) names.push_back("jacobian_norm");
   for (const Index k : options.top_k) names.push_back("top" + std::to_string(k) + "_mass");
   if (learned_sinks) names.insert(names.end(), {"learned_sink", "entropy_with_sink", "content_mass"});
@@ -241,7 +240,7 @@ int command_generate(int argc, char** argv) {
       .value_option("needle").value_option("sink-rate-queries").value_option("sink-threshold");
   if (parse_subcommand(arguments, argc, argv, generate_usage())) return 0;
   require_no_positional(arguments);
-  if (!arguments.has("model") && !arguments.has("checkpoint")) throw usage_error("give --model or --checkpoint");
+  if (!arguments.has("model") && !arguments.has("checkpoint")) throw usage_error("give the model with --model PATH");
   const int steps = static_cast<int>(parse_integer(arguments.require("steps"), "--steps", 0, 1 << 30));
   if (arguments.has("seed") && !arguments.has("temperature")) throw usage_error("--seed needs --temperature");
   if (arguments.has("eos-token") && !arguments.has("stop-at-eos")) throw usage_error("--eos-token needs --stop-at-eos");
@@ -266,7 +265,7 @@ int command_generate(int argc, char** argv) {
   std::optional<std::pair<Index, Index>> needle;
   if (arguments.has("needle")) needle = needle_argument(arguments.get("needle"));
   model::StreamingOptions streaming;
-  streaming.statistics.top_k = parse_index_list(arguments.get("top-k", "1,8,64"), "--top-k");
+  streaming.statistics.top_k = top_k_argument(arguments, "1,8,64");
   streaming.statistics.sink_keys = parse_index_list(arguments.get("sink-keys", "0"), "--sink-keys");
   streaming.statistics.max_weight_excludes_sinks = arguments.has("exclude-sinks");
   streaming.statistics.jacobian_norm = !arguments.has("no-jacobian");

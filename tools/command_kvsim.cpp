@@ -27,7 +27,7 @@ namespace {
 
 const char* kvsim_usage() {
   static const std::string usage =
-      R"(usage: attnscope kvsim (--model DIR | --checkpoint FILE)
+      R"(usage: attnscope kvsim --model PATH
                       (--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE)
                       --policy SPEC [--policy SPEC ...] --out KV.npz [--csv HEADS.csv] [--html KV.html]
                       [--evaluate-from E] [--prefill P] [--from TEXT] [--skip-tokens N] [--max-tokens N]
@@ -60,9 +60,7 @@ Options:
   --html FILE          a head x policy heatmap of the mean lost mass (one self-contained page)
   --evaluate-from E    first evaluated query (default 0; the caches still run from query 0)
   --prefill P          end of the prefill (needed by snapkv): queries < P see every key
-  --model DIR, --checkpoint FILE, --tokens LIST, --tokens-file FILE, --text STRING, --text-file FILE,
-  --max-tokens N, --special-tokens, --add-special-tokens   the model and its input (as for `attnscope capture`)
-)" + std::string(input_window_usage) + R"(  --threads N          OpenMP threads over the heads (default 1; 0 = OpenMP default)
+)" + std::string(model_input_usage) + std::string(input_window_usage) + R"(  --threads N          OpenMP threads over the heads (default 1; 0 = OpenMP default)
   --help               this text
 )";
   return usage.c_str();
@@ -145,7 +143,7 @@ int command_kvsim(int argc, char** argv) {
   if (parse_subcommand(arguments, argc, argv, kvsim_usage())) return 0;
   require_no_positional(arguments);
   if (!arguments.has("model") && !arguments.has("checkpoint"))
-    throw usage_error("give the model with --model DIR|FILE.gguf or --checkpoint FILE");
+    throw usage_error("give the model with --model PATH");
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".npz")) throw usage_error("--out must end in .npz: " + out);
   check_output_options(arguments, {"out", "csv", "html"});

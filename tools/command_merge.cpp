@@ -2,6 +2,7 @@
 // different layers, heads or documents) into one file by the library's merge rules (analysis/merge.hpp): NPZ/
 // safetensors arrays by name, CSV tables by rows, JSON reports by rows; shards of different documents become a study
 // with a run column. Documented in docs/cli.md (the scale-out recipe).
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "attnscope/analysis/merge.hpp"
 #include "attnscope/io/array_file.hpp"
+#include "column_aliases.hpp"
 #include "commands.hpp"
 #include "run_options.hpp"
 
@@ -23,8 +25,8 @@ constexpr const char* merge_usage =
 Combines the outputs of sharded runs into one file of the same kind (chosen by the extension of OUT). What merges is
 decided from each input's run record (the model, the options, the version, the input document; docs/cli.md):
   - every input must have been made the same way: the merge refuses inputs whose record differs in anything but the
-    document (input file and its CRC-32, token ids, text source, --from, --skip-tokens, --max-tokens) and the
-    selection (--layers, --heads), naming the first field that differs;
+    document (input file and its CRC-32, token ids, text source, from, skip_tokens, max_tokens) and the
+    selection (layers, heads), naming the first field that differs;
   - inputs of one document split by layer or head join (a head present twice is refused);
   - inputs of different documents concatenate as a study: each must cover the same layers and heads (a layer/head
     split must have the same tokens), each row gets the index of its document in a `run` column, and the record
@@ -39,7 +41,7 @@ decided from each input's run record (the model, the options, the version, the i
                        ...] int32 (each column's document and position in it).
   .csv                 one table (the "# attnscope run" comment lines first, then the header, the same in every
                        input); rows ordered by document, then layer and head (unless the runs were sorted: report
-                       --sort, compare), a first column run for a study. CSV without run lines: appended in order.
+                       sort, compare), a first column run for a study. CSV without run lines: appended in order.
   .json                reports (the JSON of `attnscope report`): the "heads" rows joined as for CSV, a "run" per row for a
                        study; every other key equal in all inputs. Other JSON objects merge key by key (arrays of
                        objects joined, equal values kept once); top-level arrays are concatenated.
@@ -51,7 +53,7 @@ Options:
   --help            this text
 )";
 
-/// Reads every array input and merges them.
+/// Reads every array input (its arrays under their current names, column_aliases.hpp) and merges them.
 void merge_arrays(const std::vector<std::string>& inputs, const std::string& out, bool concatenate) {
   std::vector<analysis::ArrayShard> shards;
   for (const std::string& input : inputs) {
@@ -60,7 +62,7 @@ void merge_arrays(const std::vector<std::string>& inputs, const std::string& out
     shard.name = input;
     shard.run = read_run_options(file);
     for (const io::MappedArray& mapped : file.arrays()) {
-      const std::string& name = mapped.name();
+      const std::string name = rowstats_array_name(mapped.name());  // layer{i}.max_attention is layer{i}.max_weight
       if (name == run_options_array) continue;
       shard.arrays.emplace_back(name, mapped.to_array());
       mapped.release_pages();
@@ -74,12 +76,24 @@ void merge_arrays(const std::vector<std::string>& inputs, const std::string& out
   std::cerr << "attnscope: merged " << count << " arrays from " << inputs.size() << " files into " << out << "\n";
 }
 
+/// A CSV's text with its header line (the first line that is not a "#" comment) under the current column names.
+std::string csv_with_current_header(const std::string& text) {
+  std::size_t start = 0;
+  while (start < text.size() && text[start] == '#') {
+    const std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) return text;
+    start = end + 1;
+  }
+  const std::size_t end = std::min(text.find('\n', start), text.size());
+  return text.substr(0, start) + report_column_list(text.substr(start, end - start)) + text.substr(end);
+}
+
 void merge_csv(const std::vector<std::string>& inputs, const std::string& out) {
   std::vector<std::pair<std::string, std::string>> tables;
   for (const std::string& input : inputs) {
     const std::string text = read_text_file(input);
     if (text.empty()) attnscope::detail::throw_io_error("merge", input, "is empty (no CSV header)");
-    tables.emplace_back(input, text);
+    tables.emplace_back(input, csv_with_current_header(text));  // a report's max_attention column is max_max_weight
   }
   io::write_file(out, analysis::merge_csv_tables(tables), temporary_files());
 }
@@ -88,7 +102,7 @@ void merge_json(const std::vector<std::string>& inputs, const std::string& out) 
   std::vector<std::pair<std::string, nlohmann::json>> documents;
   for (const std::string& input : inputs) {
     try {
-      documents.emplace_back(input, nlohmann::json::parse(read_text_file(input)));
+      documents.emplace_back(input, report_json_columns(nlohmann::json::parse(read_text_file(input))));
     } catch (const nlohmann::json::exception& error) {
       attnscope::detail::throw_io_error("merge", input, "is not valid JSON: ", error.what());
     }

@@ -1,5 +1,5 @@
 // tools/command_report.cpp — `attnscope report`: the per-layer, per-head table of a capture, an attention file or
-// a model run (llama2.c checkpoint or Hugging Face folder), with the analysis modules' columns. Array files are
+// a model run (Hugging Face folder, GGUF file or llama2.c checkpoint), with the analysis modules' columns. Array files are
 // memory-mapped and streamed one head at a time; every analysed attention row is checked (strict by default).
 // Documented in docs/cli.md.
 #include <algorithm>
@@ -31,12 +31,13 @@ namespace {
 
 const char* report_usage() {
   static const std::string usage =
-      R"(usage: attnscope report (INPUT | --model DIR) [--csv FILE] [--json FILE] [--html FILE] [--basic] [--columns LIST]
+      R"(usage: attnscope report (INPUT | --model PATH) [--csv FILE] [--json FILE] [--html FILE] [--basic] [--columns LIST]
                         [--sort COLUMN[:asc]] [--sink-keys LIST] [--sink-channel C] [--lenient] [--map NAME]
                         [--layout layers,heads,q,k | --layout batch,heads,q,k] [--batch-index N] [--width N]
                         [--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE]
                         [--from TEXT] [--skip-tokens N] [--max-tokens N] [--special-tokens]
-                        [--add-special-tokens] [--generate N] [--layers LIST] [--heads LIST]
+                        [--add-special-tokens] [--generate N] [--matmul exact|llama.cpp] [--layers LIST]
+                        [--heads LIST] [--threads N]
 
 INPUT (its format is read from its content, not its extension) is one of
   - a capture written by `attnscope capture` (.npz or .safetensors in the capture layout: per layer the
@@ -45,12 +46,13 @@ INPUT (its format is read from its content, not its extension) is one of
     of the same shape and "v" [..., k, d] beside it), of shape [q, k], [heads, q, k], [layers, heads, q, k]
     (default 4-D layout), [batch, heads, q, k] (--layout batch,heads,q,k) or [layers, batch, heads, q, k]
     (row = query; q may differ from k: a decoding step [heads, 1, k] or cross-attention),
-  - a llama2.c checkpoint: captured first (default: BOS = 1 then 255 greedy tokens; --tokens, --tokens-file,
-    --generate and --map as for capture),
-  - or, with --model DIR instead of INPUT, a Hugging Face model folder run over --text-file / --text (encoded by
-    the folder's tokenizer) or --tokens / --tokens-file: capture and report in one command.
+  - a model (also given as --model PATH instead of INPUT): a Hugging Face model folder or a GGUF file run over
+    --text-file / --text (encoded by its tokenizer) or --tokens / --tokens-file, or a llama2.c checkpoint (default:
+    BOS = 1 then 255 greedy tokens; --tokens, --tokens-file, --generate and --map as for capture): capture and report
+    in one command.
 Prints one line per layer and head: sink_mass (mean weight on the sink keys), entropy (mean row entropy, nats),
-max_attention (over rows that see >= 2 keys), max_scaled_logit (needs scores), mean_jacobian_norm and
+max_max_weight (the largest max_weight, a row's largest weight, over rows that see >= 2 keys),
+max_scaled_logit (needs scores), mean_jacobian_norm and
 max_jacobian_norm (exact ||diag p - pp^T||_2 over rows), then the analysis modules' content_entropy and
 sink_entropy_share. Three costly columns are computed only when asked for (--columns all, or by name; together
 about 8x the time of the rest at L = 1024): causal_stable_rank (an SVD of the scores, needs scores),
@@ -86,8 +88,8 @@ Options:
   --width N         table width in characters (default 100): longer tables use short names and wrap
   --layers LIST     only these layers, e.g. 0,2 (default: all); a model INPUT runs its forward up to the last one
   --heads LIST      only these heads of each selected layer (default: all); the others are neither recorded nor analysed
-  --tokens, --tokens-file, --text, --text-file, --max-tokens, --special-tokens, --generate: as for capture
-)" + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --threads N       OpenMP threads (default 1; 0 = OpenMP default)
+  --generate N      for a model: first append N greedy tokens (default for a llama2.c checkpoint without tokens: 255)
+)" + std::string(model_input_usage) + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --threads N       OpenMP threads (default 1; 0 = OpenMP default)
   --help            this text
 )";
   return usage.c_str();
@@ -119,14 +121,16 @@ std::vector<std::string> split_list(const std::string& text) {
 
 int command_report(int argc, char** argv) {
   Arguments arguments;
-  arguments.value_option("csv").value_option("json").value_option("html").value_option("model").flag("basic").flag("lenient");
+  arguments.value_option("csv").value_option("json").value_option("html").value_option("model").value_option("checkpoint");
+  arguments.flag("basic").flag("lenient");
   arguments.value_option("columns").value_option("sort").value_option("sink-keys").value_option("layout");
   arguments.value_option("sink-channel");
   arguments.value_option("batch-index").value_option("width").value_option("layers").value_option("heads");
   add_model_options(arguments);
   if (parse_subcommand(arguments, argc, argv, report_usage())) return 0;
-  if (arguments.has("model") != arguments.positional().empty())
-    throw usage_error("expected exactly one INPUT, or --model DIR without INPUT");
+  const bool model_option = arguments.has("model") || arguments.has("checkpoint");
+  if (model_option != arguments.positional().empty())
+    throw usage_error("expected exactly one INPUT, or --model PATH without INPUT");
   if (arguments.positional().size() > 1) throw usage_error("expected exactly one INPUT");
   check_output_options(arguments, {"csv", "json", "html"});
 
@@ -184,10 +188,10 @@ int command_report(int argc, char** argv) {
   }
 
   // The input, by content.
-  const std::string input = arguments.has("model") ? model_path_argument(arguments) : arguments.positional()[0];
+  const std::string input = model_option ? model_path_argument(arguments) : arguments.positional()[0];
   const io::FileFormat format =
-      arguments.has("model")
-          ? io::FileFormat::huggingface_folder
+      model_option
+          ? io::detect_file_format(input)
           : require_input_format("report", input,
                                  {io::FileFormat::npy, io::FileFormat::npz, io::FileFormat::safetensors,
                                   io::FileFormat::llama2c, io::FileFormat::huggingface_folder, io::FileFormat::gguf},
@@ -200,7 +204,7 @@ int command_report(int argc, char** argv) {
       if (arguments.has(name))
         throw usage_error("--tokens, --tokens-file, --text, --text-file, --from, --skip-tokens, --max-tokens, "
                           "--special-tokens, --add-special-tokens and --generate apply to a model INPUT only (a "
-                          "checkpoint or --model DIR)");
+                          "model folder, GGUF file or checkpoint, or --model PATH)");
   } else if (arguments.has("layout") || arguments.has("batch-index")) {
     throw usage_error("--layout and --batch-index apply to an attention array INPUT only");
   }
@@ -302,7 +306,7 @@ int command_report(int argc, char** argv) {
     html.run = recorded;
     html.sink_keys = sink_keys;
     page.emplace(html);
-    if (run) page->set_tokens(token_strings(run->tokens, arguments.has("model") ? input : std::string()));
+    if (run) page->set_tokens(token_strings(run->tokens, format == io::FileFormat::llama2c ? std::string() : input));
   }
   // every head goes to the table and, with --html, to the page (which keeps only its downsampled images)
   const analysis::HeadVisitor visit = [&](const analysis::HeadInput& head) {

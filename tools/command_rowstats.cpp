@@ -31,7 +31,7 @@ const char* rowstats_usage() {
       R"(usage: attnscope rowstats INPUT --out ROWS.npz [--layers LIST] [--heads LIST] [--sink-keys LIST]
                          [--top-k LIST] [--window W] [--full] [--scale S] [--exclude-sinks] [--no-jacobian]
                          [--threads N]
-       attnscope rowstats (--model DIR | --checkpoint FILE)
+       attnscope rowstats --model PATH
                          (--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE)
                          --out ROWS.npz [--from TEXT] [--skip-tokens N] [--max-tokens N] [--special-tokens]
                          [--add-special-tokens]
@@ -46,15 +46,15 @@ place), holding the [H, L, d] q and k of each layer in the capture layout (as wr
 arrays q and k (reported as layer 0), float32 or float64 (the statistics are computed and written in that precision).
 
 Output arrays, [heads, L] each, per layer, named as in a capture (layer 0's entropy is "layer0.entropy"):
-entropy, sink_mass, max_attention, max_scaled_logit, log_partition, jacobian_norm (exact spectral norm of the row's
+entropy, sink_mass, max_weight, max_scaled_logit, log_partition, jacobian_norm (exact spectral norm of the row's
 softmax Jacobian), top{k}_mass for each k, and heads (the head index of each output row). A per-head summary table (means, median ‖J‖) goes to stdout.
 For a model with learned sink logits (gpt-oss) the weights are those over real keys (summing to 1 - sigma) and three
 arrays more: learned_sink (sigma, the sink logit's share of the row), entropy_with_sink (entropy of the composition
 of the real keys' weights and sigma; entropy stays that of the row renormalised over the real keys) and content_mass
 (1 - sigma - sink_mass).
 
-With --model DIR (a Hugging Face folder; text is encoded by its tokenizer) or --checkpoint FILE (llama2.c; token
-ids only), the model's streaming forward (Transformer::forward_row_statistics) runs attention blockwise and computes
+With --model PATH (a Hugging Face folder or a GGUF file, whose tokenizer encodes text, or a llama2.c checkpoint,
+token ids only), the model's streaming forward (Transformer::forward_row_statistics) runs attention blockwise and computes
 the statistics of the selected heads from their q and k (causal, the model's sliding window, scale 1/sqrt(head
 size)); heads not selected by --layers/--heads run plain attention, and the forward stops after the last selected
 layer. No L×L matrix is formed, and the output is float64. Inputs longer than the model's trained length run only for RoPE models
@@ -65,17 +65,16 @@ Options:
   --layers LIST      layers to analyse, e.g. 0,2 (default: all)
   --heads LIST       heads to analyse (default: all)
   --sink-keys LIST   keys whose weight is the sink mass (default: 0)
-  --top-k LIST       k of the top-k masses (default: 1,8,64)
+  --top-k LIST       the k of the top-k statistics, the k keys of largest weight in a row: one top{k}_mass
+                     array per k (default: 1,8,64)
   --window W         sliding window: row i sees keys i-W < j <= i (full: |i-j| < W)
   --full             full (bidirectional) attention instead of causal
   --scale S          logit scale (default 1/sqrt(d))
-  --exclude-sinks    max_attention skips the sink keys
+  --exclude-sinks    max_weight is the largest weight over the keys that are not sink keys
   --no-jacobian      skip the exact Jacobian norm (the most expensive statistic)
   --threads N        OpenMP threads (default 1; 0 = OpenMP default)
-  --model DIR, --checkpoint FILE, --tokens LIST, --tokens-file FILE, --text STRING, --text-file FILE,
-  --max-tokens N, --special-tokens, --add-special-tokens   the model and its input (as for `attnscope capture`)
   --beyond-trained-length  let a RoPE model run past its trained length (seq_len)
-)" + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --help             this text
+)" + std::string(model_input_usage) + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --help             this text
 )";
   return usage.c_str();
 }
@@ -139,7 +138,7 @@ class RowstatsOutput {
   void print_header() {
     if (header_printed_) return;
     header_printed_ = true;
-    std::printf("%-6s %-5s %8s %9s %9s %9s %9s %9s", "layer", "head", "L", "entropy", "sink", "max_attn", "J_mean",
+    std::printf("%-6s %-5s %8s %9s %9s %9s %9s %9s", "layer", "head", "L", "entropy", "sink", "max_w", "J_mean",
                 "J_median");
     for (const Index k : options_.top_k) std::printf(" %9s", ("top" + std::to_string(k)).c_str());
     std::printf(" %8s\n", "seconds");
@@ -331,16 +330,16 @@ int command_rowstats(int argc, char** argv) {
   if (parse_subcommand(arguments, argc, argv, rowstats_usage())) return 0;
   const bool from_model = arguments.has("model") || arguments.has("checkpoint");
   if (from_model && !arguments.positional().empty())
-    throw usage_error("give either an INPUT Q/K file or --model / --checkpoint, not both");
+    throw usage_error("give either an INPUT Q/K file or --model PATH, not both");
   if (!from_model && arguments.positional().size() != 1)
-    throw usage_error("expected exactly one INPUT (a Q/K .npz, .npy or .safetensors), or --model DIR / --checkpoint FILE");
+    throw usage_error("expected exactly one INPUT (a Q/K .npz, .npy or .safetensors), or --model PATH");
   if (from_model && (arguments.has("full") || arguments.has("window") || arguments.has("scale")))
-    throw usage_error("--full, --window and --scale come from the model with --model / --checkpoint (causal, its "
+    throw usage_error("--full, --window and --scale come from the model with --model (causal, its "
                       "sliding window, 1/sqrt(head size))");
   if (!from_model)
     for (const char* name : {"tokens", "tokens-file", "text", "text-file", "max-tokens", "special-tokens",
                              "add-special-tokens", "beyond-trained-length", "from", "skip-tokens", "matmul"})
-      if (arguments.has(name)) throw usage_error(std::string("--") + name + " needs --model or --checkpoint");
+      if (arguments.has(name)) throw usage_error(std::string("--") + name + " needs --model PATH");
   const std::string out = arguments.require("out");
   if (!ends_with(out, ".npz") && !ends_with(out, ".safetensors"))
     throw usage_error("--out must end in .npz or .safetensors: " + out);
@@ -348,7 +347,7 @@ int command_rowstats(int argc, char** argv) {
   stream::RowStatisticsOptions options;
   const bool causal_rows = !arguments.has("full");
   options.visibility = causal_rows ? Visibility(causal) : Visibility();
-  options.top_k = parse_index_list(arguments.get("top-k", "1,8,64"), "--top-k");
+  options.top_k = top_k_argument(arguments, "1,8,64");
   options.sink_keys = parse_index_list(arguments.get("sink-keys", "0"), "--sink-keys");
   if (arguments.has("window"))
     options.visibility = SlidingWindow{parse_integer(arguments.get("window"), "--window", 1, 1L << 40), causal_rows};

@@ -103,7 +103,7 @@ TEST_CASE("compute_head_report evaluates every column for every head and validat
   CHECK(std::count(table_body.begin(), table_body.end(), '\n') == 4);
   CHECK(table.find("max_scaled_logit: needs scores (no scores array in the input) (1 head)") != std::string::npos);
   const std::string csv = head_report_csv(report);
-  CHECK(csv.rfind("layer,head,sink_mass,entropy,max_attention,max_scaled_logit,mean_jacobian_norm,"
+  CHECK(csv.rfind("layer,head,sink_mass,entropy,max_max_weight,max_scaled_logit,mean_jacobian_norm,"
                   "max_jacobian_norm,rows\n", 0) == 0);
   CHECK(csv.find(",nan,") != std::string::npos);
   const nlohmann::json json = head_report_json(report);

@@ -1,6 +1,6 @@
 // The report's input checks and presentation: the row-sum tolerance against its formula, check_attention_rows on
 // valid rows (also rounded to float16/bfloat16, many seeds) and on each kind of violation, visible keys and
-// max_attention without one-key rows, strict and lenient compute_head_report, sink keys, reasons for NaN, column
+// max_max_weight without one-key rows, strict and lenient compute_head_report, sink keys, reasons for NaN, column
 // selection and sorting, and the 100-character table.
 #include <algorithm>
 #include <cmath>
@@ -113,7 +113,7 @@ TEST_CASE("check_attention_rows reports the first violation of each kind and cou
   CHECK(analysis::check_attention_rows(sunk, u, false).bad_rows == 1);
 }
 
-TEST_CASE("visible keys and max_attention: one-key rows are left out") {
+TEST_CASE("visible keys and max_max_weight: one-key rows are left out") {
   const analysis::HeadInput head = attnscope::testing::random_causal_head(0, 0, 9, 4);
   const auto from_zeros = analysis::visible_key_counts(head.attention);
   const auto from_scores = analysis::visible_key_counts(head.attention, head.scores);
@@ -189,12 +189,15 @@ TEST_CASE("head_report_table fits the width with short names, a legend and colum
   REQUIRE(selected.size() == 2);
   CHECK(selected[0].name == "entropy");
   CHECK_THROWS_WITH(analysis::select_report_columns(columns, {"nope"}), Catch::Matchers::Contains("unknown column 'nope'"));
+  // max_attention and max_a, the column's names in attnscope 0.1.0, stand for max_max_weight
+  CHECK(analysis::select_report_columns(columns, {"max_attention"})[0].name == "max_max_weight");
+  CHECK(analysis::select_report_columns(columns, {"max_a"})[0].name == "max_max_weight");
   analysis::HeadReport sorted = analysis::compute_head_report(heads, selected);
   analysis::sort_head_report(sorted, "entropy");
   for (std::size_t i = 1; i < sorted.rows.size(); ++i) CHECK(sorted.rows[i - 1].values[0] >= sorted.rows[i].values[0]);
   analysis::sort_head_report(sorted, "sink", true);
   for (std::size_t i = 1; i < sorted.rows.size(); ++i) CHECK(sorted.rows[i - 1].values[1] <= sorted.rows[i].values[1]);
-  CHECK_THROWS_AS(analysis::sort_head_report(sorted, "max_attention"), attnscope::invalid_argument);
+  CHECK_THROWS_AS(analysis::sort_head_report(sorted, "max_max_weight"), attnscope::invalid_argument);
 }
 
 TEST_CASE("head_report_table and sort_head_report accept a hand-made report without short names or reasons") {

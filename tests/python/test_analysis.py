@@ -19,8 +19,8 @@ def causal_heads(rng, heads=3, length=9):
 def test_head_report_of_arrays_matches_numpy(rng):
     attention, scores = causal_heads(rng)
     report = attnscope.analysis.head_report(attention, scores=scores, basic=True)
-    assert list(report) == ["layer", "head", "bad_rows", "sink_mass", "entropy", "max_attention", "max_scaled_logit",
-                            "mean_jacobian_norm", "max_jacobian_norm"]
+    assert list(report) == ["layer", "head", "bad_rows", "sink_mass", "entropy", "max_max_weight",
+                            "max_scaled_logit", "mean_jacobian_norm", "max_jacobian_norm"]
     np.testing.assert_array_equal(report["layer"], [0, 0, 0])
     np.testing.assert_array_equal(report["head"], [0, 1, 2])
     np.testing.assert_array_equal(report["bad_rows"], [0, 0, 0])
@@ -28,7 +28,7 @@ def test_head_report_of_arrays_matches_numpy(rng):
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(attention > 0, -attention * np.log(attention), 0.0)
     np.testing.assert_allclose(report["entropy"], terms.sum(axis=2).mean(axis=1), rtol=1e-12)
-    np.testing.assert_allclose(report["max_attention"], attention[:, 1:, :].max(axis=(1, 2)), rtol=1e-15)
+    np.testing.assert_allclose(report["max_max_weight"], attention[:, 1:, :].max(axis=(1, 2)), rtol=1e-15)
     np.testing.assert_allclose(report["max_scaled_logit"], np.where(np.isfinite(scores), scores, -np.inf).max(axis=(1, 2)))
     # The exact spectral norm of diag p - p p^T per row, by numpy's eigenvalues.
     norms = np.array([[np.abs(np.linalg.eigvalsh(np.diag(p) - np.outer(p, p))).max() for p in head] for head in attention])

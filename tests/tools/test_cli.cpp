@@ -71,7 +71,7 @@ TEST_CASE("bad arguments give a non-zero exit and a message on stderr") {
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --add-special-tokens",
        "--add-special-tokens applies", 2},
       {"capture --checkpoint " + ckpt + " --model " + ckpt + " --out " + out, "either --model or --checkpoint", 2},
-      {"capture --model " + ckpt + " --out " + out, "--model expects a Hugging Face model folder", 1},
+      {"capture --model " + ckpt + "_missing --out " + out, "--model expects a Hugging Face model folder", 1},
       {"capture --checkpoint " + ckpt + " --out " + out + " --tokens 1 --max-tokens 0", "--max-tokens", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --generate -4", "--generate: expected an integer", 2},
       {"capture --checkpoint " + ckpt + " --out " + out + " --generate 600", "exceeds seq_len 512", 1},

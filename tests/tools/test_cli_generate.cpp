@@ -101,7 +101,7 @@ std::map<std::string, attnscope::io::Array> check_generate_against_rowstats(cons
   return generated;
 }
 
-const std::vector<std::string> step_statistic_names = {"entropy", "sink_mass", "max_attention", "max_scaled_logit",
+const std::vector<std::string> step_statistic_names = {"entropy", "sink_mass", "max_weight", "max_scaled_logit",
                                                    "log_partition", "jacobian_norm", "top1_mass", "top4_mass"};
 
 }  // namespace
@@ -126,7 +126,7 @@ TEST_CASE("attnscope generate --stats on gpt-oss (learned sinks, sliding window)
   const auto needle = check_generate_against_rowstats(
       "--model " + std::string(ATTNSCOPE_DATA) + "/gpt2-wp-mini",
       "--text \"Pierre said to Natasha that Pierre\"", "--steps 12 --needle 1:5", {1},
-      {"entropy", "max_attention", "top4_mass"}, "--heads 0,2");
+      {"entropy", "max_weight", "top4_mass"}, "--heads 0,2");
   CHECK(needle.at("layer1.retrieval_score").shape() == std::vector<std::int64_t>{2});
 }
 
@@ -186,7 +186,7 @@ TEST_CASE("attnscope generate: bad input is refused with a message naming it") {
       {"generate " + model + "--steps 2 --temperature -1", "--temperature: expected a finite number >= 0", 2},
       {"generate " + model + "--steps 2 --temperature nan", "--temperature: expected a finite number >= 0", 2},
       {"generate " + model + "--steps 2 --eos-token 2", "--eos-token needs --stop-at-eos", 2},
-      {"generate --tokens 1 --steps 2", "give --model or --checkpoint", 2},
+      {"generate --tokens 1 --steps 2", "give the model with --model PATH", 2},
       {"generate " + model + "--steps 2 extra", "", 2},
       {"generate --checkpoint " + generate_stories + " --tokens 1,9999 --steps 2", "9999", 1},
   });

@@ -252,7 +252,7 @@ TEST_CASE("model-folder errors name the problem", "[cli][models][errors]") {
 TEST_CASE("report --model --tokens on every family and config variant: one finite row per layer and head, as the "
           "reference attention says", "[cli][report][models]") {
   // The reference tokens go in as --tokens; the report's per-head means must be those of the independent PyTorch
-  // reference attention (fixtures/hf_reference.hpp): sink_mass (weight on key 0) and max_attention (rows seeing >= 2
+  // reference attention (fixtures/hf_reference.hpp): sink_mass (weight on key 0) and max_max_weight (rows seeing >= 2
   // keys: every row but the first) to the attention tolerance, entropy to 1e-4 nats (p ln p amplifies the error of a
   // small p; measured: 3e-7). Variants run on a copy of the folder with their config changes.
   std::size_t reports = 0;
@@ -278,7 +278,7 @@ TEST_CASE("report --model --tokens on every family and config variant: one finit
       INFO("layer " << layer << ", head " << head << ": " << row.dump());
       REQUIRE((layer >= 0 && layer < layers && head >= 0 && head < heads));
       seen.emplace(layer, head);
-      for (const std::string column : {"sink_mass", "entropy", "max_attention", "max_scaled_logit",
+      for (const std::string column : {"sink_mass", "entropy", "max_max_weight", "max_scaled_logit",
                                        "mean_jacobian_norm", "max_jacobian_norm", "content_entropy",
                                        "sink_entropy_share"}) {
         INFO("column " << column);
@@ -294,7 +294,7 @@ TEST_CASE("report --model --tokens on every family and config variant: one finit
         if (i > 0) max_weight = std::max(max_weight, expected.max_weight);
       }
       CHECK(std::abs(row.at("sink_mass").get<double>() - sink) <= attnscope::testing::hf_attention_tolerance);
-      CHECK(std::abs(row.at("max_attention").get<double>() - max_weight) <= attnscope::testing::hf_attention_tolerance);
+      CHECK(std::abs(row.at("max_max_weight").get<double>() - max_weight) <= attnscope::testing::hf_attention_tolerance);
       CHECK(std::abs(row.at("entropy").get<double>() - entropy) <= 1e-4);
       // bounds that hold for any causal attention: entropy <= ln L, the exact softmax Jacobian norm <= 1/2
       CHECK(row.at("entropy").get<double>() <= std::log(double(length)) + 1e-9);

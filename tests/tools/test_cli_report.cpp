@@ -1,6 +1,6 @@
 // Tests of `attnscope report` for real inputs: strict row checks and --lenient, formats by content
 // (torch.save, text, renamed files) in report / capture / normalize, batch and 5-D layouts, non-square attention,
-// scores and v beside attention in a plain NPZ, sink keys, max_attention without one-key rows, a reason for every
+// scores and v beside attention in a plain NPZ, sink keys, max_max_weight without one-key rows, a reason for every
 // "-", --columns / --sort / the 100-column table, and the peak memory of a 2 GiB float16 file.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -271,7 +271,7 @@ TEST_CASE("report of a plain NPZ uses scores and v beside attention, warns about
   check_failures({{"report " + bad, "array 'v' has shape [2, 5, 4]", 1}});
 }
 
-TEST_CASE("report columns: max_attention leaves out one-key rows, every '-' has a reason, non-square attention",
+TEST_CASE("report columns: max_max_weight leaves out one-key rows, every '-' has a reason, non-square attention",
           "[cli][report]") {
   const long length = 16;
   const ReportHeads data = report_random_heads(2, length, 9);
@@ -281,8 +281,8 @@ TEST_CASE("report columns: max_attention leaves out one-key rows, every '-' has 
     float expected = 0;  // rows 1..L−1 see >= 2 keys; row 0 sees only key 0 (weight 1)
     for (long i = 1; i < length; ++i)
       for (long j = 0; j <= i; ++j) expected = std::max(expected, data.attention[std::size_t(h * length * length + i * length + j)]);
-    CHECK(report["heads"][h]["max_attention"].get<double>() == Approx(expected).epsilon(1e-7));
-    CHECK(report["heads"][h]["max_attention"].get<double>() < 1);
+    CHECK(report["heads"][h]["max_max_weight"].get<double>() == Approx(expected).epsilon(1e-7));
+    CHECK(report["heads"][h]["max_max_weight"].get<double>() < 1);
   }
   // Attention only: the columns that need scores or values are "-", each with its reason under the table.
   const Run full = attnscope_command("report " + npy + " --columns all");
@@ -321,7 +321,7 @@ TEST_CASE("report columns: max_attention leaves out one-key rows, every '-' has 
   const auto step_report = report_json_of("--basic " + step_path, "step.json");
   double step_max = 0;
   for (long j = 0; j < length; ++j) step_max = std::max(step_max, double(step[std::size_t(j)]));
-  CHECK(step_report["heads"][0]["max_attention"].get<double>() == Approx(step_max).epsilon(1e-7));
+  CHECK(step_report["heads"][0]["max_max_weight"].get<double>() == Approx(step_max).epsilon(1e-7));
   const auto cross_report = report_json_of(cross_path, "cross.json");
   REQUIRE(cross_report["heads"].size() == 2);
   CHECK(cross_report["heads"][1]["entropy"].is_number());
@@ -425,11 +425,12 @@ TEST_CASE("report streams a 2 GiB [8, 8, 4096, 4096] float16 file one head at a 
   const long peak_kb = std::stol(slurp(memory_file));
   const auto report = nlohmann::json::parse(slurp(json));
   REQUIRE(report["heads"].size() == 64);
-  // Row i is uniform over i + 1 keys: sink mass (1/L) Σ_i 1/(i+1), max_attention 1/2 (row 1; row 0 is left out).
+  // Row i is uniform over i + 1 keys: sink mass (1/L) Σ_i 1/(i+1), max_max_weight 1/2 (row 1; row 0 is left out).
+  // --columns names it by its alias max_attention.
   double sink = 0;
   for (long i = 0; i < length; ++i) sink += 1.0 / double(i + 1);
   CHECK(report["heads"][63]["sink_mass"].get<double>() == Approx(sink / length).epsilon(1e-3));
-  CHECK(report["heads"][63]["max_attention"].get<double>() == 0.5);
+  CHECK(report["heads"][63]["max_max_weight"].get<double>() == 0.5);
   INFO("peak RSS " << peak_kb << " KB");
   CHECK(peak_kb > 0);
   CHECK(peak_kb < 1000 * 1000);                 // the issue's bound: under 1 GB

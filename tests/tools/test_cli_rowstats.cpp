@@ -85,7 +85,7 @@ TEST_CASE("attnscope rowstats writes the dense per-row statistics of every head"
       for (std::int64_t i = 0; i < length; ++i) {
         CHECK(column("entropy")(i) == Approx(entropy(i)).epsilon(1e-9).margin(1e-12));
         CHECK(column("jacobian_norm")(i) == Approx(norms(i)).epsilon(1e-9).margin(1e-12));
-        CHECK(column("max_attention")(i) == Approx(p.row(i).maxCoeff()).epsilon(1e-12));
+        CHECK(column("max_weight")(i) == Approx(p.row(i).maxCoeff()).epsilon(1e-12));
         CHECK(column("top1_mass")(i) == Approx(p.row(i).maxCoeff()).epsilon(1e-12));
         CHECK(column("sink_mass")(i) == Approx(p(i, 0) + (i >= 2 ? p(i, 2) : 0.0)).epsilon(1e-12));
         CHECK(column("max_scaled_logit")(i) == Approx(logits.row(i).head(i + 1).maxCoeff()).epsilon(1e-12).margin(1e-12));
@@ -132,7 +132,7 @@ TEST_CASE("attnscope rowstats: layer and head selection, safetensors input and o
       {"rowstats " + input + " --out x.txt", "--out must end in .npz or .safetensors", 2},
       {"rowstats " + input + " --out " + output + " --heads 3", "head 3 is outside [0, 3)", 1},
       {"rowstats " + input + " --out " + output + " --layers 4", "has no layer 4", 1},
-      {"rowstats " + input + " --out " + output + " --top-k 0", "top-k needs k >= 1, got 0", 1},
+      {"rowstats " + input + " --out " + output + " --top-k 0", "--top-k: expected k >= 1, got 0", 2},
       {"rowstats " + input + " --out " + output + " --window 0", "--window: expected an integer in [1", 2},
       {"rowstats " + input + " --out " + output + " --sink-keys 20", "sink key 20 is outside [0, 20)", 1},
       {"rowstats /nonexistent.npz --out " + output, "/nonexistent.npz", 1},

@@ -55,7 +55,7 @@ TEST_CASE("attnscope rowstats --checkpoint equals rowstats of the q/k that captu
   for (const int layer : {0, 4}) {
     const std::string prefix = "layer" + std::to_string(layer) + ".";
     CHECK(model_rows.at(prefix + "heads").to_vector<int>() == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
-    for (const char* name : {"entropy", "sink_mass", "max_attention", "max_scaled_logit", "log_partition",
+    for (const char* name : {"entropy", "sink_mass", "max_weight", "max_scaled_logit", "log_partition",
                              "jacobian_norm", "top1_mass", "top4_mass"}) {
       INFO(prefix << name);
       const attnscope::RowMatrix<double> expected = file_rows.at(prefix + name).slice_matrix<double>({});
@@ -63,7 +63,7 @@ TEST_CASE("attnscope rowstats --checkpoint equals rowstats of the q/k that captu
       REQUIRE(actual.rows() == 8);
       REQUIRE(actual.cols() == 120);
       const bool probability = std::string(name).find("mass") != std::string::npos ||
-                               std::string(name) == "max_attention";
+                               std::string(name) == "max_weight";
       CHECK((actual - expected).cwiseAbs().maxCoeff() <= (probability ? 2e-5 : 2e-4));
     }
   }
@@ -92,7 +92,7 @@ TEST_CASE("attnscope rowstats --model on every Hugging Face fixture equals the s
       const auto entropy = rows.at(prefix + "entropy").slice_matrix<double>({});
       const auto max_logit = rows.at(prefix + "max_scaled_logit").slice_matrix<double>({});
       const auto log_partition = rows.at(prefix + "log_partition").slice_matrix<double>({});
-      const auto max_weight = rows.at(prefix + "max_attention").slice_matrix<double>({});
+      const auto max_weight = rows.at(prefix + "max_weight").slice_matrix<double>({});
       for (std::int64_t head = 0; head < scores.shape()[0]; ++head) {
         const auto s = scores.slice_matrix<double>({head});
         const auto p = attention.slice_matrix<double>({head});
@@ -155,7 +155,7 @@ TEST_CASE("attnscope rowstats --checkpoint beyond the trained length, and the op
   CHECK(contains(both.err, "not both"));
   const auto tokens_without_model = attnscope_command("rowstats " + out + " --tokens 1,2 --out " + out);
   CHECK(tokens_without_model.exit_code != 0);
-  CHECK(contains(tokens_without_model.err, "--tokens needs --model or --checkpoint"));
+  CHECK(contains(tokens_without_model.err, "--tokens needs --model PATH"));
 }
 
 TEST_CASE("attnscope rowstats --checkpoint at L = 4096 stays far below one L x L matrix (peak RSS of the process)") {
@@ -200,7 +200,7 @@ TEST_CASE("attnscope rowstats --checkpoint with --layers/--heads: the selected r
   for (const int layer : {1, 3}) {
     const std::string prefix = "layer" + std::to_string(layer) + ".";
     CHECK(some_rows.at(prefix + "heads").to_vector<int>() == std::vector<int>{6, 0});
-    for (const char* name : {"entropy", "sink_mass", "max_attention", "max_scaled_logit", "log_partition",
+    for (const char* name : {"entropy", "sink_mass", "max_weight", "max_scaled_logit", "log_partition",
                              "jacobian_norm", "top1_mass", "top4_mass"}) {
       INFO(prefix << name);
       const attnscope::RowMatrix<double> full = all_rows.at(prefix + name).slice_matrix<double>({});

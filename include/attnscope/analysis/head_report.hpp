@@ -275,8 +275,8 @@ class JacobianNormsCache {
 };
 }  // namespace detail
 
-/// The report's standard columns: sink_mass (weight on `sink_keys`, default key 0), entropy, max_attention (rows
-/// seeing ≥ 2 keys), max_scaled_logit, mean_jacobian_norm, max_jacobian_norm (see docs/api/analysis.md). Typical
+/// The report's standard columns: sink_mass (weight on `sink_keys`, default key 0), entropy, max_max_weight (the
+/// largest row maximum max_weight over the rows seeing ≥ 2 keys), max_scaled_logit, mean_jacobian_norm, max_jacobian_norm (see docs/api/analysis.md). Typical
 /// values in the glossaries (here and in report_columns.hpp): min-max over the heads of `attnscope report
 /// stories260K.bin` (llama2.c, 5 layers × 8 heads, BOS then 255 greedy tokens) and `attnscope report --model
 /// gpt2-wp-mini --text-file war_and_peace.txt --max-tokens 1024` (GPT-2 layout, 4 layers × 3 heads), measured
@@ -304,10 +304,10 @@ std::vector<ReportColumn> default_report_columns(const std::vector<Index>& sink_
         "Diffuse attention: many keys share the weight (causal rows over L keys: at most about ln L - 1 on average).",
         "Sharp attention: few keys take the weight (0 = one key per row).",
         "stories260K (L = 256): 1.07-3.09 (median 1.7); gpt2-wp-mini (L = 1024): 4.0-5.7 (median 5.1)."}},
-      {"max_attention", "largest attention weight over query rows that see >= 2 keys",
+      {"max_max_weight", "largest max_weight (a row's largest weight) over query rows that see >= 2 keys",
        [](const HeadInput& h) { return max_attention_weight(h.attention, h.scores); },
-       [](const HeadInput&) { return std::string("no query row sees two or more keys"); }, "max_a", true,
-       {"Largest attention weight of the head.",
+       [](const HeadInput&) { return std::string("no query row sees two or more keys"); }, "max_max_w", true,
+       {"Largest attention weight of the head: the largest max_weight (a row's largest weight) over its rows.",
         "Some query puts (almost) all its mass on one key.",
         "No query concentrates on a single key.",
         "Over rows that see at least two keys: stories260K (L = 256): 0.84-1.0 (median 1.0); gpt2-wp-mini "
@@ -455,12 +455,21 @@ inline HeadReport compute_head_report(const std::vector<HeadInput>& heads, const
   return builder.take();
 }
 
-/// The columns named in `names` (full or short names), in that order. Throws invalid_argument naming an unknown
-/// name and listing the known ones.
+/// The report column a name stands for: max_attention and its short name max_a, the names attnscope 0.1.0 gave the
+/// column, stand for max_max_weight and max_max_w (docs/cli.md, "One vocabulary"); any other name for itself.
+inline std::string report_column_name(const std::string& name) {
+  if (name == "max_attention") return "max_max_weight";
+  if (name == "max_a") return "max_max_w";
+  return name;
+}
+
+/// The columns named in `names` (full or short names, or a name of report_column_name), in that order. Throws
+/// invalid_argument naming an unknown name and listing the known ones.
 inline std::vector<ReportColumn> select_report_columns(const std::vector<ReportColumn>& columns,
                                                        const std::vector<std::string>& names) {
   std::vector<ReportColumn> selected;
-  for (const std::string& name : names) {
+  for (const std::string& given : names) {
+    const std::string name = report_column_name(given);
     const auto found = std::find_if(columns.begin(), columns.end(), [&](const ReportColumn& column) {
       return column.name == name || (!column.short_name.empty() && column.short_name == name);
     });
@@ -475,9 +484,10 @@ inline std::vector<ReportColumn> select_report_columns(const std::vector<ReportC
   return selected;
 }
 
-/// Orders the report's heads by the column `name` (full or short name): descending unless `ascending`; NaN last;
-/// ties keep layer/head order. Throws invalid_argument for an unknown column.
-inline void sort_head_report(HeadReport& report, const std::string& name, bool ascending = false) {
+/// Orders the report's heads by the column `given` (full or short name, or a name of report_column_name): descending
+/// unless `ascending`; NaN last; ties keep layer/head order. Throws invalid_argument for an unknown column.
+inline void sort_head_report(HeadReport& report, const std::string& given, bool ascending = false) {
+  const std::string name = report_column_name(given);
   std::size_t c = 0;
   while (c < report.columns.size() && report.columns[c] != name &&
          !(c < report.short_names.size() && report.short_names[c] == name))
