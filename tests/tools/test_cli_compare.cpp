@@ -33,11 +33,12 @@ using attnscope::testing::cli::slurp;
 
 const std::string compare_stories = std::string(ATTNSCOPE_DATA) + "/stories260K.bin";
 
-// The CSV of `compare --csv` as rows of fields (header first).
+// The CSV of `compare --csv` as rows of fields (header first; the run record's "#" comment lines left out).
 std::vector<std::vector<std::string>> compare_csv_rows(const std::string& path) {
   std::vector<std::vector<std::string>> rows;
   std::istringstream lines(slurp(path));
   for (std::string line; std::getline(lines, line);) {
+    if (line.rfind('#', 0) == 0) continue;
     std::vector<std::string> fields;
     std::istringstream cells(line);
     for (std::string cell; std::getline(cells, cell, ',');) fields.push_back(cell);
