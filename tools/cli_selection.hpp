@@ -1,8 +1,11 @@
-// tools/cli_selection.hpp — lists of indices on the command line (--layers, --heads, --sink-keys, --top-k of
-// `rowstats` and `report`) and the (layer, head) selection of a model's report checked against the model's shape.
+// tools/cli_selection.hpp — lists on the command line (--layers, --heads, --sink-keys, --top-k of `rowstats` and
+// `report`, the thresholds of --sink-threshold) and the (layer, head) selection of a model's report checked against
+// the model's shape.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,23 @@ inline std::vector<Index> parse_index_list(const std::string& text, const std::s
   for (const int value : parse_token_list(text, option)) {
     if (value < 0) throw usage_error(option + ": expected non-negative integers, got " + std::to_string(value));
     values.push_back(value);
+  }
+  return values;
+}
+
+/// Comma-separated numbers of an option (each finite).
+inline std::vector<double> parse_number_list(const std::string& text, const std::string& option) {
+  std::vector<double> values;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, comma - begin);
+    char* end = nullptr;
+    const double value = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(value))
+      throw usage_error(option + ": expected comma-separated numbers, got '" + text + "'");
+    values.push_back(value);
+    begin = comma + 1;
   }
   return values;
 }

@@ -15,8 +15,8 @@
 #include "attnscope/analysis/compare_html.hpp"
 #include "cli_model.hpp"
 #include "cli_progress.hpp"
-#include "cli_selection.hpp"
 #include "cli_provenance.hpp"
+#include "cli_selection.hpp"
 #include "cli_token_strings.hpp"
 #include "commands.hpp"
 

@@ -51,7 +51,7 @@ selected layer and head the statistics `rowstats --model` computes, of each step
 and options: layer{l}.entropy, sink_mass, max_weight, max_scaled_logit, log_partition, jacobian_norm, top{k}_mass
 (and learned_sink, entropy_with_sink, content_mass for a model with learned sinks), each float64 [heads, steps],
 layer{l}.heads (the head of each row), layer{l}.most_attended_key (int64 [heads, steps]: the key each step's row
-attends most), layer{l}.sink_rate (float64 [heads]: the head's sink score, the mean attention on key 0 of the first
+attends most), layer{l}.sink_score (float64 [heads]: the head's sink score, the mean attention on key 0 of the first
 T query rows of the sequence, Gu et al. 2024), with --needle layer{l}.retrieval_score (float64 [heads]: 1/(END -
 START) per step whose most attended key lies in the needle and holds the generated token, Wu et al. 2024), and
 tokens (int64, prompt then generated), prompt_length (int64 scalar), sink_rate_thresholds and sink_rate_fraction
@@ -79,23 +79,6 @@ Options:
 )" + std::string(model_input_usage) + std::string(input_window_usage) + std::string(matmul_usage) + R"(  --help                 this text
 )";
   return usage.c_str();
-}
-
-/// Comma-separated numbers of an option (each finite).
-std::vector<double> parse_number_list(const std::string& text, const std::string& option) {
-  std::vector<double> values;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', begin), text.size());
-    const std::string item = text.substr(begin, comma - begin);
-    char* end = nullptr;
-    const double value = std::strtod(item.c_str(), &end);
-    if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(value))
-      throw usage_error(option + ": expected comma-separated numbers, got '" + text + "'");
-    values.push_back(value);
-    begin = comma + 1;
-  }
-  return values;
 }
 
 /// A number of an option, finite and >= 0.
@@ -344,7 +327,7 @@ int command_generate(int argc, char** argv) {
     arrays.emplace_back(io::layer_array_name(l, "heads"), io::Array::from_vector(head_ids, {rows}));
     arrays.emplace_back(io::layer_array_name(l, "most_attended_key"),
                         io::Array::from_vector(attended, {rows, std::int64_t(result.steps)}));
-    arrays.emplace_back(io::layer_array_name(l, "sink_rate"), io::Array::from_vector(sink_scores, {rows}));
+    arrays.emplace_back(io::layer_array_name(l, "sink_score"), io::Array::from_vector(sink_scores, {rows}));
     if (needle) arrays.emplace_back(io::layer_array_name(l, "retrieval_score"), io::Array::from_vector(retrieval, {rows}));
   }
   const analysis::SinkRate rate = analysis::sink_rate(head_scores, thresholds);

@@ -33,6 +33,7 @@ const char* report_usage() {
   static const std::string usage =
       R"(usage: attnscope report (INPUT | --model PATH) [--csv FILE] [--json FILE] [--html FILE] [--basic] [--columns LIST]
                         [--sort COLUMN[:asc]] [--sink-keys LIST] [--sink-channel C] [--lenient] [--map NAME]
+                        [--sink-rate-queries T] [--sink-threshold LIST]
                         [--layout layers,heads,q,k | --layout batch,heads,q,k] [--batch-index N] [--width N]
                         [--tokens LIST | --tokens-file FILE | --text STRING | --text-file FILE]
                         [--from TEXT] [--skip-tokens N] [--max-tokens N] [--special-tokens]
@@ -54,7 +55,9 @@ Prints one line per layer and head: sink_mass (mean weight on the sink keys), en
 max_max_weight (the largest max_weight, a row's largest weight, over rows that see >= 2 keys),
 max_scaled_logit (needs scores), mean_jacobian_norm and
 max_jacobian_norm (exact ||diag p - pp^T||_2 over rows), then the analysis modules' content_entropy and
-sink_entropy_share. Three costly columns are computed only when asked for (--columns all, or by name; together
+sink_entropy_share, and sink_score (the mean weight on key 0 over the first --sink-rate-queries rows; a line under
+the table gives the sink rate, the fraction of heads above each --sink-threshold).
+Three costly columns are computed only when asked for (--columns all, or by name; together
 about 8x the time of the rest at L = 1024): causal_stable_rank (an SVD of the scores, needs scores),
 separability_at_critical_n and gradient_sensitivity = g(T=1, eps=1e-3) (need scores and values). Every "-" gets
 its reason under the table.
@@ -76,6 +79,8 @@ Options:
                     and gradient_sensitivity (off by default)
   --sort COLUMN     order the heads by a column, largest first (COLUMN:asc for smallest first; "-" last)
   --sink-keys LIST  keys counted as the sink (default: 0), e.g. 0,1 or a register token
+  --sink-rate-queries T  the first T query rows of sink_score (default 64)
+  --sink-threshold LIST  the thresholds of the sink-rate line (default 0.2,0.3,0.4,0.5)
   --sink-channel C  for a model with learned sink logits (gpt-oss): the sink channel of content_entropy and
                     sink_entropy_share: both (default: the learned sink and the sink keys), learned, or keys (the
                     real keys' rows renormalised, split at the sink keys)
@@ -124,7 +129,7 @@ int command_report(int argc, char** argv) {
   arguments.value_option("csv").value_option("json").value_option("html").value_option("model").value_option("checkpoint");
   arguments.flag("basic").flag("lenient");
   arguments.value_option("columns").value_option("sort").value_option("sink-keys").value_option("layout");
-  arguments.value_option("sink-channel");
+  arguments.value_option("sink-channel").value_option("sink-rate-queries").value_option("sink-threshold");
   arguments.value_option("batch-index").value_option("width").value_option("layers").value_option("heads");
   add_model_options(arguments);
   if (parse_subcommand(arguments, argc, argv, report_usage())) return 0;
@@ -150,6 +155,11 @@ int command_report(int argc, char** argv) {
     else if (text == "learned") sink_channel = analysis::SinkChannel::learned;
     else if (text != "both") throw usage_error("--sink-channel: expected both, learned or keys, got '" + text + "'");
   }
+  const Index sink_rate_queries = parse_integer(arguments.get("sink-rate-queries", "64"), "--sink-rate-queries", 1,
+                                                1L << 40);
+  const std::vector<double> sink_thresholds =
+      arguments.has("sink-threshold") ? parse_number_list(arguments.get("sink-threshold"), "--sink-threshold")
+                                      : analysis::default_sink_rate_thresholds();
   analysis::AttentionFileOptions file_options;
   if (arguments.has("layout")) {
     const std::string text = arguments.get("layout");
@@ -162,13 +172,13 @@ int command_report(int argc, char** argv) {
       static_cast<std::size_t>(parse_integer(arguments.get("width", "100"), "--width", 20, 100000));
   std::vector<analysis::ReportColumn> columns =
       arguments.has("basic") ? analysis::default_report_columns(sink_keys)
-                             : analysis::fast_report_columns(sink_keys, sink_channel);
+                             : analysis::fast_report_columns(sink_keys, sink_channel, sink_rate_queries);
   if (arguments.has("basic") && arguments.has("columns")) throw usage_error("give either --basic or --columns");
   if (arguments.get("columns") == "all") {
-    columns = analysis::all_report_columns(sink_keys, sink_channel);
+    columns = analysis::all_report_columns(sink_keys, sink_channel, sink_rate_queries);
   } else if (arguments.has("columns")) {
     try {
-      columns = analysis::select_report_columns(analysis::all_report_columns(sink_keys, sink_channel),
+      columns = analysis::select_report_columns(analysis::all_report_columns(sink_keys, sink_channel, sink_rate_queries),
                                                 split_list(arguments.get("columns")));
     } catch (const attnscope::invalid_argument& error) {
       throw usage_error(std::string("--columns: ") + error.what());
@@ -346,6 +356,23 @@ int command_report(int argc, char** argv) {
             << " (report " << three_significant_digits(milliseconds_since(start)) << " ms)\n";
   if (learned_sinks) std::cout << "# learned sink logits; content_entropy and sink_entropy_share: " << channel_note << "\n";
   std::cout << analysis::head_report_table(report, width);
+  // the sink rate (Gu et al. 2024): of the heads with a sink score, the fraction above each threshold
+  const auto score_column = std::find(report.columns.begin(), report.columns.end(), "sink_score");
+  if (score_column != report.columns.end()) {
+    const std::size_t c = static_cast<std::size_t>(score_column - report.columns.begin());
+    std::vector<double> scores;
+    for (const auto& row : report.rows)
+      if (!std::isnan(row.values[c])) scores.push_back(row.values[c]);
+    if (!scores.empty()) {
+      const analysis::SinkRate rate = analysis::sink_rate(scores, sink_thresholds);
+      std::ostringstream line;  // e.g. "# sink rate (Gu et al. 2024; 40 heads, T = 64): above 0.2: 0.125, 0.3: 0, ..."
+      line << std::setprecision(3) << "# sink rate (Gu et al. 2024; " << rate.heads << " heads, T = "
+           << sink_rate_queries << "): above";
+      for (std::size_t t = 0; t < rate.thresholds.size(); ++t)
+        line << (t ? ", " : " ") << rate.thresholds[t] << ": " << rate.fraction[t];
+      std::cout << line.str() << "\n";
+    }
+  }
   // Mixture-of-Experts layers: what the router did (tokens per expert, mean entropy of its distribution)
   if (run)
     for (std::size_t l = 0; l < run->result.layers.size(); ++l) {

@@ -6,7 +6,7 @@
 
 namespace attnscope::analysis {
 
-template std::vector<ReportColumn> analysis_report_columns<double>(const std::vector<Index>&, SinkChannel);
-template std::vector<ReportColumn> analysis_report_columns<float>(const std::vector<Index>&, SinkChannel);
+template std::vector<ReportColumn> analysis_report_columns<double>(const std::vector<Index>&, SinkChannel, Index);
+template std::vector<ReportColumn> analysis_report_columns<float>(const std::vector<Index>&, SinkChannel, Index);
 
 }  // namespace attnscope::analysis

@@ -134,7 +134,7 @@ TEST_CASE("compute_head_report evaluates every column for every head and validat
 
 TEST_CASE("analysis columns: composition, logits and capacity functions on a causal head") {
   const auto columns = all_report_columns();
-  REQUIRE(columns.size() == 11);
+  REQUIRE(columns.size() == 12);
   HeadInput head = random_head(0, 0, 32, 5);
   attnscope::Random random(6);
   head.values.resize(32, 8);
@@ -150,6 +150,10 @@ TEST_CASE("analysis columns: composition, logits and capacity functions on a cau
   CHECK(value("sink_entropy_share") == Approx(split.sink_term().sum() / split.entropy.sum()).epsilon(1e-12));
   CHECK(value("sink_entropy_share") > 0);
   CHECK(value("sink_entropy_share") < 1);
+  // sink_score (Gu et al. 2024): the mean weight on key 0 over the first 64 rows, here all 32
+  CHECK(value("sink_score") == Approx(head.attention.col(0).mean()).epsilon(1e-12));
+  CHECK(compute_head_report({head}, analysis_report_columns<double>({0}, SinkChannel::both, 4)).rows[0].values[2] ==
+        Approx(head.attention.col(0).head(4).mean()).epsilon(1e-12));
   const auto capacity = attnscope::capacity::head_capacity(head.attention, head.scores, head.values, attnscope::causal);
   CHECK(value("gradient_sensitivity") == Approx(capacity.gradient_sensitivity).epsilon(1e-12));
   CHECK(value("gradient_sensitivity") > 0);
@@ -157,8 +161,9 @@ TEST_CASE("analysis columns: composition, logits and capacity functions on a cau
   head.scores.resize(0, 0);
   head.values.resize(0, 0);
   const HeadReport partial = compute_head_report({head}, columns);
-  CHECK(std::isnan(partial.rows[0].values[8]));
-  CHECK(std::isnan(partial.rows[0].values[10]));
+  CHECK(std::isnan(partial.rows[0].values[9]));
+  CHECK(std::isnan(partial.rows[0].values[11]));
+  CHECK(std::isfinite(partial.rows[0].values[8]));  // sink_score needs the attention only
   CHECK(std::isfinite(partial.rows[0].values[6]));
 }
 

@@ -119,7 +119,8 @@ TEST_CASE("kvsim writes the documented arrays, CSV and page", "[kvcache][cli]") 
     }
   }
   // CSV: a header and one row per (layer, head, policy)
-  const std::string table = cli_test::slurp(csv);
+  CHECK(cli_test::slurp(csv).rfind("# attnscope run: ", 0) == 0);  // the run record, then the table
+  const std::string table = cli_test::csv_table(cli_test::slurp(csv));
   CHECK(table.rfind("layer,head,policy,spec,mean_lost_mass,p95_lost_mass,max_lost_mass,mean_output_error,oracle_gap\n", 0) == 0);
   CHECK(static_cast<std::size_t>(std::count(table.begin(), table.end(), '\n')) == 1 + layers * heads * specs.size());
   const std::string page = cli_test::slurp(html);

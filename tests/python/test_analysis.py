@@ -95,7 +95,7 @@ def test_write_html_and_glossary(rng, tmp_path):
         assert "".join(escape.get(c, c) for c in column["glossary"]["measures"]) in text, column["name"]
     np.testing.assert_array_equal(report["head"], [0, 1])
     columns = attnscope.analysis.columns(all=True)
-    assert len(columns) == 11
+    assert len(columns) == 12
     assert [c["name"] for c in attnscope.analysis.columns(basic=True)] == [c["name"] for c in columns[:6]]
     for column in columns:
         assert all(column["glossary"][part] for part in ("measures", "high", "low", "typical")), column["name"]

@@ -65,6 +65,16 @@ inline Run attnscope_command(const std::string& arguments) {
   return run;
 }
 
+// A CSV output without its comment lines (the `# attnscope run:` record before the header): the table itself, which
+// two runs over the same data write alike whatever their paths.
+inline std::string csv_table(const std::string& text) {
+  std::istringstream lines(text);
+  std::string table;
+  for (std::string line; std::getline(lines, line);)
+    if (line.empty() || line[0] != '#') table += line + "\n";
+  return table;
+}
+
 inline std::string path_in_work_dir(const std::string& name) { return (work_dir() / name).string(); }
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -98,7 +98,9 @@ TEST_CASE("capture writes the documented arrays, equal to the library's forward 
   REQUIRE(run.exit_code == 0);
   CHECK(contains(run.err, "16 tokens"));
   const auto arrays = attnscope::io::read_npz(out);
-  CHECK(arrays.size() == 5 * 5 + 3);  // per layer q, k, v, scores, attention; tokens, logits, the layout version
+  // per layer q, k, v, scores, attention; tokens, logits, the layout version, the run record
+  CHECK(arrays.size() == 5 * 5 + 4);
+  CHECK(arrays.count("run_options") == 1);
   CHECK(arrays.at(attnscope::io::capture_layout_key).to_vector<std::int32_t>() ==
         std::vector<std::int32_t>{attnscope::io::capture_layout_version});
 
@@ -149,21 +151,23 @@ TEST_CASE("capture → report round trip: the table equals the library's head re
   for (std::size_t i = 0; i < 40; ++i)
     for (std::size_t c = 0; c < expected.columns.size(); ++c)
       CHECK(written["heads"][i][expected.columns[c]].get<double>() == Approx(expected.rows[i].values[c]).epsilon(1e-12));
-  CHECK(slurp(csv) == attnscope::analysis::head_report_csv(expected));
+  CHECK(slurp(csv).rfind("# attnscope run: ", 0) == 0);  // the run record, then the table
+  CHECK(csv_table(slurp(csv)) == attnscope::analysis::head_report_csv(expected));
 
   const std::string csv2 = path_in_work_dir("round2.csv");
   REQUIRE(attnscope_command("report " + safetensors + " --basic --csv " + csv2).exit_code == 0);
-  CHECK(slurp(csv2) == slurp(csv));
+  CHECK(csv_table(slurp(csv2)) == csv_table(slurp(csv)));
   // A checkpoint INPUT captures first: the same tokens give the same table.
   const std::string csv3 = path_in_work_dir("round3.csv");
   REQUIRE(attnscope_command("report " + checkpoint() + " --basic --generate 40 --csv " + csv3).exit_code == 0);
-  CHECK(slurp(csv3) == slurp(csv));
+  CHECK(csv_table(slurp(csv3)) == csv_table(slurp(csv)));
   // Without --basic the analysis modules' columns follow the six standard ones.
   const std::string json4 = path_in_work_dir("round4.json");
   REQUIRE(attnscope_command("report " + npz + " --columns all --json " + json4).exit_code == 0);
   const auto full = nlohmann::json::parse(slurp(json4));
-  CHECK(full["columns"].size() == 11);
-  CHECK(full["columns"][8] == "causal_stable_rank");
+  CHECK(full["columns"].size() == 12);
+  CHECK(full["columns"][8] == "sink_score");
+  CHECK(full["columns"][9] == "causal_stable_rank");
   CHECK(full["heads"][5]["entropy"] == written["heads"][5]["entropy"]);
 }
 

@@ -82,7 +82,7 @@ std::map<std::string, attnscope::io::Array> check_generate_against_rowstats(cons
     }
     // the sink rate: the mean key-0 weight (rowstats' sink_mass with the default sink key 0) of the first 8 rows
     const attnscope::RowMatrix<double> sink_mass = full.at(prefix + "sink_mass").to_matrix<double>();
-    const std::vector<double> rates = generated.at(prefix + "sink_rate").to_vector<double>();
+    const std::vector<double> rates = generated.at(prefix + "sink_score").to_vector<double>();
     REQUIRE(rates.size() == std::size_t(sink_mass.rows()));
     for (std::size_t h = 0; h < rates.size(); ++h) {
       CHECK(rates[h] == Approx(sink_mass.row(attnscope::Index(h)).head(8).mean()).epsilon(1e-12));

@@ -204,8 +204,9 @@ TEST_CASE("report --model --text-file: text to per-head report in one command", 
   const nlohmann::json config = nlohmann::json::parse(slurp(attnscope::testing::hf_fixture_folder("llama") + "/config.json"));
   const int heads = config.at("num_hidden_layers").get<int>() * config.at("num_attention_heads").get<int>();
   CHECK(contains(run.out, std::to_string(heads) + " heads"));
-  // CSV: a header line, then one line per layer and head.
-  std::istringstream lines(slurp(csv));
+  // CSV: the run record, a header line, then one line per layer and head.
+  CHECK(slurp(csv).rfind("# attnscope run: ", 0) == 0);
+  std::istringstream lines(csv_table(slurp(csv)));
   int count = 0;
   for (std::string line; std::getline(lines, line);) count += line.empty() ? 0 : 1;
   CHECK(count == heads + 1);

@@ -18,6 +18,7 @@
 #include "attnscope/core/visibility.hpp"
 #include "attnscope/logits/rank.hpp"
 #include "attnscope/analysis/head_report.hpp"
+#include "attnscope/analysis/sink_rate.hpp"
 
 namespace attnscope::analysis {
 
@@ -225,6 +226,7 @@ class CapacityCache {
 /// - `content_entropy`: mean H(c) of the content composition (sink = `sink_keys`; for a head with a learned sink, the
 ///   sink channel `channel`, see SinkChannel), rows with content keys;
 /// - `sink_entropy_share`: Σ_i (H_b(s_i) + s_i·H_within) / Σ_i H(a_i), the sink channel's share of the entropy;
+/// - `sink_score`: α = mean of A(i, 0) over the first `sink_rate_queries` rows (Gu et al. 2024; analysis::sink_score);
 /// - `causal_stable_rank`: ‖S‖_F²/‖S‖₂² of the causal part of the scaled scores (needs square scores; logits module);
 /// - `separability_at_critical_n`: mean N_s/N at the head's critical top-N (needs scores and values; capacity);
 /// - `gradient_sensitivity`: g(T = 1, ε = 1e−3), mean finite-difference ‖Δ softmax‖/ε (needs scores and values).
@@ -233,8 +235,18 @@ class CapacityCache {
 /// float accuracy). A template, so that only programs which build these columns compile the analyses behind them.
 template <class Scalar = double>
 std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink_keys = {0},
-                                                  SinkChannel channel = SinkChannel::both) {
+                                                  SinkChannel channel = SinkChannel::both,
+                                                  Index sink_rate_queries = default_sink_rate_queries) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
+  // why sink_score of key 0 over the first sink_rate_queries rows is not defined ("" when it is)
+  const auto sink_score_problem = [sink_rate_queries](const HeadInput& h) -> std::string {
+    try {
+      sink_score(h.attention.col(0), sink_rate_queries);
+      return {};
+    } catch (const attnscope::invalid_argument& error) {
+      return error.what();
+    }
+  };
   auto capacity = std::make_shared<detail::CapacityCache<Scalar>>();
   auto cache = std::make_shared<detail::EntropyChannelsCache<Scalar>>(sink_keys, channel);
   auto channels = [cache](const HeadInput& h) { return cache->get(h); };
@@ -254,6 +266,21 @@ std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink
         "The entropy mostly says how much weight goes to the sink, not how content is spread.",
         "The entropy is about content.",
         "stories260K: 0.006-0.058; gpt2-wp-mini: 0.003-0.010."}},
+      {"sink_score", "mean weight on key 0 over the first " + std::to_string(sink_rate_queries) + " query rows",
+       [sink_rate_queries, nan](const HeadInput& h) {
+         try {
+           return sink_score(h.attention.col(0), sink_rate_queries);
+         } catch (const attnscope::invalid_argument&) {  // no rows, or a weight outside [0, 1] (--lenient input)
+           return nan;
+         }
+       },
+       sink_score_problem, "alpha", true,
+       {"The sink score alpha of Gu et al. 2024 (arXiv 2410.10781, §3.1): the mean attention on the first token over "
+        "the first T query rows (T = 64 by default); the report's sink-rate line counts the heads with alpha above "
+        "each threshold.",
+        "The head parks its mass on the first token from the start of the text (a sink head when above 0.3).",
+        "The first token is not this head's sink.",
+        "stories260K: 0.021-0.19 (median 0.097); gpt2-wp-mini: 0.049-0.15 (median 0.090); neither has a head above 0.2."}},
       {"causal_stable_rank", "stable rank of the causal scaled-score matrix (needs scores)",
        [nan](const HeadInput& h) {
          if (h.scores.size() == 0 || h.scores.rows() != h.scores.cols()) return nan;
@@ -313,16 +340,19 @@ std::vector<ReportColumn> analysis_report_columns(const std::vector<Index>& sink
 
 #ifdef ATTNSCOPE_EXTERN_TEMPLATES
 // Compiled once in the optional compiled part (src/extern_templates/report_columns.cpp).
-extern template std::vector<ReportColumn> analysis_report_columns<double>(const std::vector<Index>&, SinkChannel);
-extern template std::vector<ReportColumn> analysis_report_columns<float>(const std::vector<Index>&, SinkChannel);
+extern template std::vector<ReportColumn> analysis_report_columns<double>(const std::vector<Index>&, SinkChannel, Index);
+extern template std::vector<ReportColumn> analysis_report_columns<float>(const std::vector<Index>&, SinkChannel, Index);
 #endif
 
-/// default_report_columns(sink_keys) followed by analysis_report_columns<Scalar>(sink_keys, channel).
+/// default_report_columns(sink_keys) followed by analysis_report_columns<Scalar>(sink_keys, channel,
+/// sink_rate_queries).
 template <class Scalar = double>
 std::vector<ReportColumn> all_report_columns(const std::vector<Index>& sink_keys = {0},
-                                             SinkChannel channel = SinkChannel::both) {
+                                             SinkChannel channel = SinkChannel::both,
+                                             Index sink_rate_queries = default_sink_rate_queries) {
   std::vector<ReportColumn> columns = default_report_columns(sink_keys);
-  for (auto& column : analysis_report_columns<Scalar>(sink_keys, channel)) columns.push_back(std::move(column));
+  for (auto& column : analysis_report_columns<Scalar>(sink_keys, channel, sink_rate_queries))
+    columns.push_back(std::move(column));
   return columns;
 }
 
@@ -336,14 +366,15 @@ inline const std::vector<std::string>& costly_report_column_names() {
   return names;
 }
 
-/// all_report_columns<Scalar>(sink_keys, channel) without costly_report_column_names(): the default of
-/// `attnscope report`.
+/// all_report_columns<Scalar>(sink_keys, channel, sink_rate_queries) without costly_report_column_names(): the
+/// default of `attnscope report`.
 template <class Scalar = double>
 std::vector<ReportColumn> fast_report_columns(const std::vector<Index>& sink_keys = {0},
-                                              SinkChannel channel = SinkChannel::both) {
+                                              SinkChannel channel = SinkChannel::both,
+                                              Index sink_rate_queries = default_sink_rate_queries) {
   std::vector<ReportColumn> columns;
   const auto& costly = costly_report_column_names();
-  for (auto& column : all_report_columns<Scalar>(sink_keys, channel))
+  for (auto& column : all_report_columns<Scalar>(sink_keys, channel, sink_rate_queries))
     if (std::find(costly.begin(), costly.end(), column.name) == costly.end()) columns.push_back(std::move(column));
   return columns;
 }
