@@ -32,6 +32,13 @@ namespace detail {
 inline bool same_entries(const RowMatrix<double>& a, const RowMatrix<double>& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() && std::equal(a.data(), a.data() + a.size(), b.data());
 }
+
+/// True when `head` has the attention and learned-sink shares given (same_entries on both): the head a per-head cache
+/// computed last.
+inline bool same_rows(const RowMatrix<double>& attention, const Vector<double>& learned_sink, const HeadInput& head) {
+  return same_entries(attention, head.attention) && learned_sink.size() == head.learned_sink.size() &&
+         std::equal(learned_sink.data(), learned_sink.data() + learned_sink.size(), head.learned_sink.data());
+}
 }  // namespace detail
 
 /// Called as progress(done, total) after each head (the same type as model::ProgressCallback).

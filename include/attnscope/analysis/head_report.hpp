@@ -90,6 +90,13 @@ double attention_sink_mass(const Eigen::MatrixBase<Derived>& attention, const st
   return total / static_cast<double>(attention.rows());
 }
 
+/// The entropy H(a/c) of a row a of a learned-sink head renormalised over its real keys, c = 1 − σ (the row's sink share
+/// σ < 1), from its raw entropy H_raw = −Σ_j a_j ln a_j: H_raw / c + ln c [derived: expand −Σ (a/c) ln(a/c)].
+inline double real_key_entropy(double raw_entropy, double sink_share) {
+  const double content = 1.0 - sink_share;
+  return raw_entropy / content + std::log(content);
+}
+
 /// Per-row entropies of a head with learned-sink shares σ (gpt-oss), whose rows a_i sum to 1 − σ_i, from
 /// H_raw = −Σ_j a_ij ln a_ij (0 ln 0 = 0):
 /// - `real_keys`: H(a_i / c_i) = H_raw / c_i + ln c_i, c_i = 1 − σ_i, the entropy of the row renormalised over the real
@@ -117,8 +124,7 @@ LearnedSinkEntropies learned_sink_row_entropies(const Eigen::MatrixBase<Derived>
       if (!(a >= 0) || !std::isfinite(a)) return result;
       if (a > 0) raw -= a * std::log(a);
     }
-    const double content = 1.0 - sigma;
-    real_keys(i) = raw / content + std::log(content);
+    real_keys(i) = real_key_entropy(raw, sigma);
     with_sink(i) = raw - (sigma > 0 ? sigma * std::log(sigma) : 0.0);
   }
   result.real_keys = std::move(real_keys);
@@ -254,8 +260,7 @@ template <class Scalar>
 class JacobianNormsCache {
  public:
   const Vector<double>& get(const HeadInput& head) {
-    if (!(have_ && same_entries(attention_, head.attention) && learned_sink_.size() == head.learned_sink.size() &&
-          learned_sink_ == head.learned_sink)) {
+    if (!(have_ && same_rows(attention_, learned_sink_, head))) {
       norms_ = head.learned_sink.size()
                    ? attention_jacobian_norms(head.attention.template cast<Scalar>(),
                                               head.learned_sink.template cast<Scalar>())

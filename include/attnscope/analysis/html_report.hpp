@@ -206,9 +206,8 @@ class HtmlReportBuilder {
       if (negative) continue;
       if (shares.empty()) {
         row_entropies[static_cast<std::size_t>(i)] = -plogp;
-      } else if (shares[static_cast<std::size_t>(i)] < 1) {  // the renormalised row a/(1−σ) [derived]
-        const double content = 1.0 - shares[static_cast<std::size_t>(i)];
-        row_entropies[static_cast<std::size_t>(i)] = -plogp / content + std::log(content);
+      } else if (shares[static_cast<std::size_t>(i)] < 1) {  // the renormalised row a/(1−σ)
+        row_entropies[static_cast<std::size_t>(i)] = real_key_entropy(-plogp, shares[static_cast<std::size_t>(i)]);
       }
     }
     entry.curve_block = (attention.rows() + options_.curve_max_points - 1) / options_.curve_max_points;

@@ -142,8 +142,7 @@ class EntropyChannelsCache {
   EntropyChannelsCache(std::vector<Index> sink_keys, SinkChannel channel)
       : sink_keys_(std::move(sink_keys)), channel_(channel) {}
   const EntropyChannels& get(const HeadInput& head) {
-    if (!(have_ && same_entries(attention_, head.attention) && learned_sink_.size() == head.learned_sink.size() &&
-          learned_sink_ == head.learned_sink)) {
+    if (!(have_ && same_rows(attention_, learned_sink_, head))) {
       if (head.learned_sink.size()) {
         value_ = entropy_channels(head.attention.template cast<Scalar>(), head.learned_sink.template cast<Scalar>(),
                                   sink_keys_, channel_);
